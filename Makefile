@@ -1,0 +1,133 @@
+# Agrippa — GNU make build.
+#   make            build agrippad and agrippactl (hardened, -O2)
+#   make check      build an ASan+UBSan tree and run every test
+#   make deps       install the Debian packages the build and tests need
+#   make fuzz       run each libFuzzer target for FUZZ_TIME seconds
+#   make demo       build, set up and run the daemon in the foreground
+#   make install    install under $(DESTDIR)$(PREFIX)
+
+PREFIX    ?= /usr/local
+SBINDIR   ?= $(PREFIX)/sbin
+MANDIR    ?= $(PREFIX)/share/man
+SYSCONFDIR ?= /etc
+DESTDIR   ?=
+BUILD     ?= build
+SANITIZE  ?= 0
+FUZZ_TIME ?= 30
+VERSION   := 0.1.0
+
+CC        ?= cc
+PKGS      := libpq libevent libsodium yaml-0.1 msgpack libseccomp libcap jansson
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+WARN      := -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wstrict-prototypes \
+             -Wmissing-prototypes -Wvla -Wformat=2 -Wno-unused-parameter
+BASEFLAGS := -std=c17 -D_GNU_SOURCE -DAGRIPPA_VERSION='"$(VERSION)"' -I. -I$(BUILD) $(WARN)
+ifeq ($(SANITIZE),1)
+OPTFLAGS  := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+             -fno-omit-frame-pointer -DAGRIPPA_SANITIZE=1
+LDOPT     := -fsanitize=address,undefined
+else
+OPTFLAGS  := -O2 -g -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIE \
+             -fstack-clash-protection
+LDOPT     := -pie -Wl,-z,relro,-z,now -Wl,-z,noexecstack
+endif
+SECCOMP_DEBUG ?= 0
+ifeq ($(SECCOMP_DEBUG),1)
+OPTFLAGS += -DAGRIPPA_SECCOMP_DEBUG=1
+endif
+ALL_CFLAGS  = $(BASEFLAGS) $(OPTFLAGS) $(PKG_CFLAGS) $(CFLAGS)
+ALL_LDFLAGS = $(LDOPT) $(LDFLAGS)
+
+# Every .c under these folders except the two mains goes into libagrippa.a,
+# so unit tests link the same objects the daemon runs.
+LIB_DIRS  := common ipc privsep supervisor engine httpd proxy
+MAIN_SRC  := supervisor/agrippad.c ctl/agrippactl.c
+LIB_SRC   := $(filter-out $(MAIN_SRC),$(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
+CTL_SRC   := $(filter-out ctl/agrippactl.c,$(wildcard ctl/*.c))
+SQL_FILES := $(sort $(wildcard sql/migrations/*.sql)) $(sort $(wildcard sql/ops/*.sql))
+
+LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/sqlgen.o
+CTL_OBJ   := $(CTL_SRC:%.c=$(BUILD)/%.o)
+UNIT_SRC  := $(wildcard tests/unit/test_*.c)
+UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+TOOL_SRC  := $(wildcard tests/tools/*.c)
+TOOL_BIN  := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/tools/%)
+BENCH_SRC := $(wildcard bench/*.c)
+BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+
+.PHONY: all check tests deps fuzz demo install clean bench users
+all: $(BUILD)/agrippad $(BUILD)/agrippactl
+
+$(BUILD)/sqlgen.c: scripts/sqlgen.sh $(SQL_FILES)
+	@mkdir -p $(@D)
+	sh scripts/sqlgen.sh $(SQL_FILES) > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/sqlgen.o: $(BUILD)/sqlgen.c
+	$(CC) $(ALL_CFLAGS) -Isupervisor -c -o $@ $<
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(BUILD)/libagrippa.a: $(LIB_OBJ) $(CTL_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/agrippad: $(BUILD)/supervisor/agrippad.o $(BUILD)/libagrippa.a
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(BUILD)/agrippactl: $(BUILD)/ctl/agrippactl.o $(BUILD)/libagrippa.a
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libagrippa.a
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS) $$(pkg-config --libs cmocka)
+
+$(BUILD)/tests/tools/%: tests/tools/%.c $(BUILD)/libagrippa.a
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(BUILD)/bench/%: bench/%.c $(BUILD)/libagrippa.a
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+tests: all $(UNIT_BIN) $(TOOL_BIN)
+
+# The test build is a separate sanitizer tree; every test runs against it.
+check:
+	$(MAKE) BUILD=build-san SANITIZE=1 tests
+	sh tests/run.sh build-san
+
+bench:
+	$(MAKE) BUILD=build all $(BENCH_BIN)
+	sh bench/run.sh build
+
+deps:
+	sh scripts/deps.sh
+
+users:
+	sh scripts/mkusers.sh
+
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+fuzz:
+	@mkdir -p build-fuzz
+	sh tests/fuzz/run.sh "$(FUZZ_TIME)" $(FUZZ_SRC)
+
+demo:
+	sh scripts/demo.sh
+
+install: all
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man5
+	install -m 0755 $(BUILD)/agrippad $(BUILD)/agrippactl $(DESTDIR)$(SBINDIR)/
+	install -m 0644 docs/agrippad.8 docs/agrippactl.8 $(DESTDIR)$(MANDIR)/man8/
+	install -m 0644 docs/agrippad.conf.5 $(DESTDIR)$(MANDIR)/man5/
+	install -d $(DESTDIR)$(SYSCONFDIR)
+	test -e $(DESTDIR)$(SYSCONFDIR)/agrippad.yaml || \
+	    install -m 0644 docs/agrippad.yaml.sample $(DESTDIR)$(SYSCONFDIR)/agrippad.yaml
+	if [ -z "$(DESTDIR)" ]; then sh scripts/mkusers.sh; fi
+
+clean:
+	rm -rf build build-san build-fuzz
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

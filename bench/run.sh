@@ -1,0 +1,37 @@
+#!/bin/sh
+# make bench: start the real daemon (hardened build) on the embedded database
+# in a temporary state directory, then print
+#   - idle resident memory of all our processes (sum of Pss from smaps_rollup)
+#   - the named-op round trip beside a direct libpq round trip (bench/dbop.c)
+set -eu
+BUILD=${1:-build}
+ROOT=$(pwd)
+export BUILD ROOT
+[ "$(id -u)" -eq 0 ] || { echo "bench: run as root" >&2; exit 1; }
+sh scripts/mkusers.sh
+. tests/integration/lib.sh
+make_env
+trap cleanup_env EXIT
+start_daemon || { echo "bench: daemon did not start"; cat "$LOG"; exit 1; }
+sleep 3 # let start-up settle
+
+pss() { awk '/^Pss:/ { print $2 }' "/proc/$1/smaps_rollup"; }
+total=0
+echo "idle Pss (kB):"
+for p in $SUP_PID $(child_pid engine) $(child_pid httpd) $(child_pid proxy); do
+	v=$(pss "$p")
+	printf '  %-10s pid %-7s %6s kB\n' "$(tr '\0' ' ' </proc/$p/cmdline | awk '{print ($2=="-P")?$3:"supervisor"}')" "$p" "$v"
+	total=$((total + v))
+done
+pgtotal=0
+PM=$(head -1 "$T/state/pg/postmaster.pid")
+for p in $PM $(pgrep -P "$PM" || true); do
+	[ -r "/proc/$p/smaps_rollup" ] || continue
+	pgtotal=$((pgtotal + $(pss "$p")))
+done
+echo "  agrippad processes together: $total kB"
+echo "  embedded postgres (all its processes): $pgtotal kB"
+echo
+echo "named op round trip (N=${BENCH_N:-10000}):"
+"$ROOT/$BUILD/bench/dbop" "$PORT" "$T/state/pgrun" "$T/state/db.password" "${BENCH_N:-10000}"
+stop_daemon

@@ -1,0 +1,232 @@
+/*
+ * agrippactl: the operator's tool.  Sends one request over the control
+ * socket and prints the reply, for a person or (-j) as JSON.
+ * Exit status: 0 ok, 1 the daemon answered with an error, 2 usage error or
+ * no daemon reachable.
+ */
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "ipc/ipc.h"
+#include "ipc/ipc_msg.h"
+
+#define CTL_DEFAULT_SOCKET "/run/agrippad.sock"
+#define CTL_TIMEOUT_MS 30000
+#define CTL_MAX_FRAME (1024 * 1024)
+
+struct ctl_cmd {
+	const char *name;
+	int minargs, maxargs;
+	const char *usage;
+};
+
+static const struct ctl_cmd cmds[] = {
+	{ "status", 0, 0, "status" },
+	{ "reload", 0, 0, "reload" },
+	{ "stop", 0, 0, "stop" },
+	{ "log", 1, 1, "log verbose|brief" },
+};
+
+__attribute__((noreturn)) static void
+usage(void)
+{
+	size_t i;
+
+	fprintf(stderr, "usage: agrippactl [-j] [-s socket] command [argument ...]\n");
+	fprintf(stderr, "commands:\n");
+	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		fprintf(stderr, "\t%s\n", cmds[i].usage);
+	exit(2);
+}
+
+static int
+ctl_connect(const char *path)
+{
+	struct sockaddr_un sun;
+	int fd;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		fprintf(stderr, "agrippactl: socket path too long\n");
+		exit(2);
+	}
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
+	    connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		fprintf(stderr, "agrippactl: %s: %s\n", path, strerror(errno));
+		exit(2);
+	}
+	return fd;
+}
+
+/* msgpack -> jansson, for -j and for formatting.  Caller owns the result. */
+static json_t *
+mp_to_json(const msgpack_object *o)
+{
+	json_t *j;
+	uint32_t i;
+
+	switch (o->type) {
+	case MSGPACK_OBJECT_NIL:
+		return json_null();
+	case MSGPACK_OBJECT_BOOLEAN:
+		return json_boolean(o->via.boolean);
+	case MSGPACK_OBJECT_POSITIVE_INTEGER:
+		return json_integer((json_int_t)o->via.u64);
+	case MSGPACK_OBJECT_NEGATIVE_INTEGER:
+		return json_integer((json_int_t)o->via.i64);
+	case MSGPACK_OBJECT_FLOAT32:
+	case MSGPACK_OBJECT_FLOAT64:
+		return json_real(o->via.f64);
+	case MSGPACK_OBJECT_STR:
+		return json_stringn(o->via.str.ptr, o->via.str.size);
+	case MSGPACK_OBJECT_ARRAY:
+		j = json_array();
+		for (i = 0; i < o->via.array.size; i++)
+			json_array_append_new(j, mp_to_json(&o->via.array.ptr[i]));
+		return j;
+	case MSGPACK_OBJECT_MAP:
+		j = json_object();
+		for (i = 0; i < o->via.map.size; i++) {
+			const msgpack_object *k = &o->via.map.ptr[i].key;
+			char key[128];
+
+			if (k->type != MSGPACK_OBJECT_STR)
+				continue;
+			snprintf(key, sizeof(key), "%.*s", (int)k->via.str.size, k->via.str.ptr);
+			json_object_set_new(j, key, mp_to_json(&o->via.map.ptr[i].val));
+		}
+		return j;
+	default:
+		return json_null();
+	}
+}
+
+static void
+print_duration(json_int_t s, char *buf, size_t bufsz)
+{
+	if (s >= 86400)
+		snprintf(buf, bufsz, "%lldd%02lldh", (long long)s / 86400,
+		    (long long)(s % 86400) / 3600);
+	else if (s >= 3600)
+		snprintf(buf, bufsz, "%lldh%02lldm", (long long)s / 3600, (long long)(s % 3600) / 60);
+	else
+		snprintf(buf, bufsz, "%lldm%02llds", (long long)s / 60, (long long)s % 60);
+}
+
+static void
+print_status(json_t *d)
+{
+	json_t *db = json_object_get(d, "database"), *procs = json_object_get(d, "processes");
+	json_t *p;
+	size_t i;
+	char up[32];
+
+	printf("agrippad %s%s\n", json_string_value(json_object_get(d, "version")),
+	    json_is_true(json_object_get(d, "devmode")) ? " (development mode)" : "");
+	printf("database: %s (%s, %lld connections)\n\n",
+	    json_string_value(json_object_get(db, "state")),
+	    json_string_value(json_object_get(db, "mode")),
+	    (long long)json_integer_value(json_object_get(db, "connections")));
+	printf("%-12s %8s %-12s %10s %8s  %s\n", "ROLE", "PID", "USER", "UPTIME", "RESTARTS",
+	    "STATE");
+	json_array_foreach(procs, i, p) {
+		print_duration(json_integer_value(json_object_get(p, "uptime")), up, sizeof(up));
+		printf("%-12s %8lld %-12s %10s %8lld  %s\n",
+		    json_string_value(json_object_get(p, "role")),
+		    (long long)json_integer_value(json_object_get(p, "pid")),
+		    json_string_value(json_object_get(p, "user")), up,
+		    (long long)json_integer_value(json_object_get(p, "restarts")),
+		    json_string_value(json_object_get(p, "state")));
+	}
+}
+
+static int
+print_reply(const char *cmd, struct ipc_ctl_reply *r, int json)
+{
+	json_t *data = mp_to_json(r->data), *out;
+
+	if (json) {
+		out = json_pack("{s:b,s:s%,s:O}", "ok", r->code == 0, "message", r->message,
+		    r->msglen, "data", data);
+		json_dumpf(out, stdout, JSON_INDENT(2));
+		putchar('\n');
+		json_decref(out);
+	} else if (r->code != 0) {
+		fprintf(stderr, "agrippactl: %.*s\n", (int)r->msglen, r->message);
+	} else if (strcmp(cmd, "status") == 0 && json_is_object(data)) {
+		print_status(data);
+	} else {
+		printf("%.*s\n", (int)r->msglen, r->message);
+	}
+	json_decref(data);
+	return r->code == 0 ? 0 : 1;
+}
+
+int
+main(int argc, char *argv[])
+{
+	const char *sock = CTL_DEFAULT_SOCKET, *err = NULL;
+	const struct ctl_cmd *cmd = NULL;
+	struct ipc_ctl_reply r;
+	struct ipc_wbuf w;
+	struct ipc_msg m;
+	int ch, json = 0, fd, nargs, i, rv;
+	size_t k;
+
+	log_init(1, 0, 0);
+	log_procinit("agrippactl");
+	while ((ch = getopt(argc, argv, "js:")) != -1) {
+		switch (ch) {
+		case 'j':
+			json = 1;
+			break;
+		case 's':
+			sock = optarg;
+			break;
+		default:
+			usage();
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc < 1)
+		usage();
+	for (k = 0; k < sizeof(cmds) / sizeof(cmds[0]); k++)
+		if (strcmp(cmds[k].name, argv[0]) == 0)
+			cmd = &cmds[k];
+	nargs = argc - 1;
+	if (cmd == NULL || nargs < cmd->minargs || nargs > cmd->maxargs)
+		usage();
+	fd = ctl_connect(sock);
+	ipc_wbuf_begin(&w, IMSG_CTL_REQUEST, 1, 2);
+	ipc_put_str(&w, cmd->name);
+	ipc_put_array(&w, (uint32_t)nargs);
+	for (i = 0; i < nargs; i++)
+		ipc_put_str(&w, argv[1 + i]);
+	if (ipc_wbuf_finish(&w, CTL_MAX_FRAME) == -1 || ipc_write_frame(fd, &w, -1) == -1) {
+		fprintf(stderr, "agrippactl: cannot send the request\n");
+		return 2;
+	}
+	ipc_wbuf_free(&w);
+	if (ipc_read_frame(fd, ROLE_CTL, ROLE_SUPERVISOR, CTL_MAX_FRAME, CTL_TIMEOUT_MS, &m,
+		&err) == -1 ||
+	    m.type != IMSG_CTL_REPLY || ipc_dec_ctl_reply(m.body, &r) == -1) {
+		fprintf(stderr, "agrippactl: no valid reply from the daemon: %s\n",
+		    err ? err : "unexpected message");
+		return 2;
+	}
+	rv = print_reply(cmd->name, &r, json);
+	ipc_msg_free(&m);
+	close(fd);
+	return rv;
+}

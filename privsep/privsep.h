@@ -1,0 +1,56 @@
+/*
+ * privsep — how every Agrippa child gives up what it does not need.
+ *
+ * Order (CONVENTIONS.md "Privileges"): chroot -> chdir("/") -> setgroups ->
+ * setresgid -> setresuid, verified; capabilities dropped (libcap); rlimits;
+ * PR_SET_NO_NEW_PRIVS; seccomp allow-list last.  PR_SET_DUMPABLE 0 early.
+ */
+#ifndef AGRIPPA_PRIVSEP_H
+#define AGRIPPA_PRIVSEP_H
+
+#include <sys/types.h>
+
+#include "ipc/ipc.h"
+
+/* PR_SET_DUMPABLE 0: no core dumps, no ptrace by same-uid processes, and
+ * /proc/PID/{mem,environ} unreadable by them.  Every process calls it first. */
+void privsep_nodump(void);
+
+/* Look up a user by name.  Returns 0 or -1 (no such user). */
+int privsep_lookup_user(const char *name, uid_t *uid, gid_t *gid);
+
+/*
+ * Drop to uid/gid inside chroot_dir.  When devmode is set (started by a
+ * non-root user) chroot and the id change are skipped with one warning.
+ * Then verifies that neither root nor the old ids can be regained, drops every
+ * capability (effective, permitted, inheritable, ambient, bounding where
+ * permitted) and sets PR_SET_NO_NEW_PRIVS.  fatal() on any failure.
+ */
+void privsep_drop(const char *chroot_dir, uid_t uid, gid_t gid, int devmode);
+
+/* Resource limits for a role (core 0, and per-role NOFILE/NPROC/...). */
+void privsep_rlimits(enum ipc_role role);
+
+/*
+ * Install the libseccomp allow-list for role: architecture checked, default
+ * action kill the process; with debug set, default action SIGSYS trap with a
+ * handler that logs the offending syscall by name and exits.  fatal() on
+ * failure.  Must be the last step of setup.
+ */
+void privsep_seccomp(enum ipc_role role, int debug);
+
+/* Nonzero when the effective, permitted, inheritable and ambient capability
+ * sets are all empty (for self-checks). */
+int privsep_caps_empty(void);
+
+/* Lower the whole capability bounding set.  Needs CAP_SETPCAP, so it runs
+ * before the uid change; without that capability it changes nothing (the
+ * bounding set of an unprivileged process cannot be lowered).  fatal() on
+ * failure.  Called by privsep_drop(). */
+void privsep_caps_drop_bounding(void);
+
+/* Clear the ambient set, then the effective, permitted and inheritable sets.
+ * fatal() on failure.  Called by privsep_drop(). */
+void privsep_caps_clear(void);
+
+#endif

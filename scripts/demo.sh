@@ -1,0 +1,71 @@
+#!/bin/sh
+# make demo: install what is missing, build, start agrippad in the foreground
+# on the embedded database in a local state directory, show it working, and
+# stop cleanly on Ctrl-C (or after $DEMO_SECONDS seconds when set).
+set -eu
+ROOT=$(pwd)
+if [ "$(id -u)" -eq 0 ]; then
+	sh scripts/deps.sh
+	sh scripts/mkusers.sh
+else
+	echo "demo: not root: development mode (no chroot, no user switch)"
+fi
+make -s all
+
+DEMO="$ROOT/demo"
+# The embedded PostgreSQL runs as _agrippadb and must reach its directory.
+if [ "$(id -u)" -eq 0 ] && ! setpriv --reuid=_agrippadb --regid=_agrippadb --clear-groups \
+    test -x "$ROOT" 2>/dev/null; then
+	DEMO=/var/tmp/agrippa-demo
+	echo "demo: $ROOT is not reachable by _agrippadb; using $DEMO"
+fi
+mkdir -p "$DEMO/empty"
+chmod 0755 "$DEMO" "$DEMO/empty"
+PORT=${DEMO_PORT:-8480}
+CONF="$DEMO/agrippad.yaml"
+cat >"$CONF" <<EOC
+# Written by scripts/demo.sh
+state_dir: $DEMO/state
+user: _agrippa
+listen: [ "127.0.0.1:$PORT" ]
+control_socket: $DEMO/agrippad.sock
+database: embedded
+master_key: $DEMO/keys/master.key
+pidfile: $DEMO/agrippad.pid
+chroot: $DEMO/empty
+EOC
+./build/agrippad -n -f "$CONF"
+./build/agrippad -d -f "$CONF" &
+PID=$!
+stop() {
+	trap - INT TERM
+	echo
+	echo "demo: stopping agrippad"
+	kill -TERM "$PID" 2>/dev/null || true
+	wait "$PID" || true
+	echo "demo: stopped cleanly"
+	exit 0
+}
+trap stop INT TERM
+i=0
+until curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1; do
+	i=$((i + 1))
+	if [ $i -gt 600 ] || ! kill -0 "$PID" 2>/dev/null; then
+		echo "demo: agrippad did not come up" >&2
+		kill -TERM "$PID" 2>/dev/null || true
+		exit 1
+	fi
+	sleep 0.1
+done
+echo
+echo "demo: \$ curl http://127.0.0.1:$PORT/healthz"
+curl -s "http://127.0.0.1:$PORT/healthz"
+echo "demo: \$ agrippactl -s $DEMO/agrippad.sock status"
+./build/agrippactl -s "$DEMO/agrippad.sock" status
+echo
+echo "demo: agrippad is running (state in $DEMO/state). Press Ctrl-C to stop."
+if [ -n "${DEMO_SECONDS:-}" ]; then
+	sleep "$DEMO_SECONDS"
+	stop
+fi
+wait "$PID" || true

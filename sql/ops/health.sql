@@ -1,0 +1,5 @@
+-- op: health
+-- roles: httpd engine
+-- args:
+-- scope: none
+SELECT 1

@@ -1,0 +1,939 @@
+/*
+ * agrippad.yaml, read with libyaml's event API.
+ *
+ * Events rather than the document API: the document loader resolves aliases
+ * silently, while events show every anchor, alias and tag so each can be
+ * refused, and no node is ever expanded (no billion laughs).  The walker
+ * follows the fixed shape of the file (a mapping of scalars, one sequence,
+ * one small mapping) and skips anything unexpected iteratively, so hostile
+ * nesting costs no stack.  Everything is parsed into a heap temporary that
+ * is copied to the caller's config only when the whole file is valid.
+ */
+#include "supervisor/config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <yaml.h>
+
+#define CONF_FMT(f, a) __attribute__((format(printf, f, a)))
+#define CONF_KEY_SHOW_MAX 64 /* longest unknown key name echoed back */
+#define CONF_LABEL_MAX 32    /* "listen[7]", "database.pool" */
+#define CONF_SUN_PATH_MAX (sizeof(((struct sockaddr_un *)0)->sun_path))
+
+struct conf_parse {
+	yaml_parser_t yp;
+	const char *name;         /* file name for messages */
+	const unsigned char *buf; /* the input, to place reader errors */
+	size_t len;
+	struct config *c;         /* the temporary being filled */
+	char *err;                /* caller's errbuf */
+	size_t errsz;
+	size_t errlen;            /* errsz once a line was dropped */
+	unsigned nerr;
+	int stop;                 /* after a syntax error: no more events */
+	yaml_mark_t name_mark;    /* last user/db_user value, for the cross-check */
+};
+
+struct conf_key;
+typedef void conf_setter(struct conf_parse *, const struct conf_key *, yaml_event_t *);
+
+struct conf_key {
+	const char *name;  /* as written in the file */
+	const char *label; /* as named in messages */
+	conf_setter *set;  /* consumes the value node whose first event it gets */
+	size_t off;        /* destination in struct config */
+	size_t size;       /* its capacity, NUL included */
+};
+
+/* Errors */
+
+/* Append one formatted line to err (size errsz, length *len) if it fits whole;
+ * once one does not, *len becomes errsz and nothing more is appended. */
+static void CONF_FMT(4, 0)
+conf_vappend(char *err, size_t errsz, size_t *len, const char *fmt, va_list ap)
+{
+	int n;
+
+	if (err == NULL || *len >= errsz)
+		return;
+	n = vsnprintf(err + *len, errsz - *len, fmt, ap);
+	if (n < 0 || (size_t)n >= errsz - *len) {
+		err[*len] = '\0';
+		*len = errsz;
+		return;
+	}
+	*len += (size_t)n;
+}
+
+static void CONF_FMT(4, 5)
+conf_append(char *err, size_t errsz, size_t *len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	conf_vappend(err, errsz, len, fmt, ap);
+	va_end(ap);
+}
+
+/* A whole-file error: "name: reason", the first line of err. */
+static void CONF_FMT(3, 4)
+conf_ferror(char *err, size_t errsz, const char *fmt, ...)
+{
+	va_list ap;
+	size_t len = 0;
+
+	va_start(ap, fmt);
+	conf_vappend(err, errsz, &len, fmt, ap);
+	va_end(ap);
+}
+
+/* Report "name:line:col: reason" at mark m (libyaml marks are 0-based). */
+static void CONF_FMT(3, 4)
+conf_error(struct conf_parse *p, const yaml_mark_t *m, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	p->nerr++;
+	conf_append(p->err, p->errsz, &p->errlen, "%s:%lu:%lu: %s\n", p->name,
+	    (unsigned long)m->line + 1, (unsigned long)m->column + 1, msg);
+}
+
+/* The mark of byte offset off in the input: reader errors carry only an
+ * offset.  Columns count UTF-8 characters, as libyaml's marks do. */
+static yaml_mark_t
+conf_offset_mark(const struct conf_parse *p, size_t off)
+{
+	yaml_mark_t m = {0, 0, 0};
+	size_t i;
+
+	for (i = 0; i < off && i < p->len; i++) {
+		if (p->buf[i] == '\n') {
+			m.line++;
+			m.column = 0;
+		} else if ((p->buf[i] & 0xc0) != 0x80) {
+			m.column++;
+		}
+	}
+	m.index = i;
+	return m;
+}
+
+/* Report the parser's error; libyaml's problem texts never quote input. */
+static void
+conf_syntax(struct conf_parse *p)
+{
+	const yaml_parser_t *yp = &p->yp;
+	const char *problem = yp->problem != NULL ? yp->problem : "invalid YAML";
+	yaml_mark_t m = yp->problem_mark;
+
+	if (yp->error == YAML_MEMORY_ERROR) {
+		conf_error(p, &yp->mark, "out of memory");
+		return;
+	}
+	if (yp->error == YAML_READER_ERROR)
+		m = conf_offset_mark(p, yp->problem_offset);
+	if (yp->context != NULL)
+		conf_error(p, &m, "syntax error: %s (%s)", problem, yp->context);
+	else
+		conf_error(p, &m, "syntax error: %s", problem);
+}
+
+/* Events */
+
+static const char *
+conf_kind(const yaml_event_t *ev)
+{
+	switch (ev->type) {
+	case YAML_SCALAR_EVENT:
+		return "a scalar";
+	case YAML_SEQUENCE_START_EVENT:
+		return "a sequence";
+	case YAML_MAPPING_START_EVENT:
+		return "a mapping";
+	case YAML_ALIAS_EVENT:
+		return "an alias";
+	default:
+		return "nothing";
+	}
+}
+
+/* Anchors and aliases have no use in a config and enable alias bombs; tags
+ * would change what a value means.  All three are refused wherever they are. */
+static void
+conf_check_node(struct conf_parse *p, const yaml_event_t *ev)
+{
+	const yaml_char_t *anchor = NULL, *tag = NULL;
+
+	if (ev->type == YAML_ALIAS_EVENT) {
+		conf_error(p, &ev->start_mark, "aliases are not allowed");
+		return;
+	}
+	if (ev->type == YAML_SCALAR_EVENT) {
+		anchor = ev->data.scalar.anchor;
+		tag = ev->data.scalar.tag;
+	} else if (ev->type == YAML_SEQUENCE_START_EVENT) {
+		anchor = ev->data.sequence_start.anchor;
+		tag = ev->data.sequence_start.tag;
+	} else if (ev->type == YAML_MAPPING_START_EVENT) {
+		anchor = ev->data.mapping_start.anchor;
+		tag = ev->data.mapping_start.tag;
+	}
+	if (anchor != NULL)
+		conf_error(p, &ev->start_mark, "anchors are not allowed");
+	if (tag != NULL)
+		conf_error(p, &ev->start_mark, "tags are not allowed");
+}
+
+/*
+ * Read the next event into *ev (the caller deletes it).  Returns 0, or -1
+ * after a syntax error, which is reported once and stops the parse; *ev is
+ * then empty (deleting it is harmless).
+ */
+static int
+conf_next(struct conf_parse *p, yaml_event_t *ev)
+{
+	memset(ev, 0, sizeof(*ev));
+	if (p->stop)
+		return -1;
+	if (!yaml_parser_parse(&p->yp, ev)) {
+		conf_syntax(p);
+		p->stop = 1;
+		memset(ev, 0, sizeof(*ev));
+		return -1;
+	}
+	conf_check_node(p, ev);
+	return 0;
+}
+
+/* Consume the rest of the node that start opened (nothing for a scalar). */
+static void
+conf_skip(struct conf_parse *p, const yaml_event_t *start)
+{
+	yaml_event_t ev;
+	size_t depth = 1;
+
+	if (start->type != YAML_SEQUENCE_START_EVENT && start->type != YAML_MAPPING_START_EVENT)
+		return;
+	while (depth > 0 && conf_next(p, &ev) == 0) {
+		if (ev.type == YAML_SEQUENCE_START_EVENT || ev.type == YAML_MAPPING_START_EVENT)
+			depth++;
+		else if (ev.type == YAML_SEQUENCE_END_EVENT || ev.type == YAML_MAPPING_END_EVENT)
+			depth--;
+		yaml_event_delete(&ev);
+	}
+}
+
+/* Empty, or a plain YAML null ("~", "null"): no value was given. */
+static int
+conf_is_null(const yaml_event_t *ev)
+{
+	static const char *const nulls[] = {"~", "null", "Null", "NULL"};
+	const char *v = (const char *)ev->data.scalar.value;
+	size_t i;
+
+	if (ev->data.scalar.length == 0)
+		return 1;
+	if (ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+		return 0;
+	for (i = 0; i < sizeof(nulls) / sizeof(nulls[0]); i++)
+		if (strcmp(v, nulls[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * Copy the scalar value of ev into out (outsz bytes, NUL-terminated).
+ * Returns 0, or -1 after reporting a node that is not a scalar (consumed), an
+ * empty value, one too long for out, or one holding control characters (an
+ * escaped "\0" would silently cut a path).  Never echoes the value.
+ */
+static int
+conf_scalar(struct conf_parse *p, const char *label, yaml_event_t *ev, char *out, size_t outsz)
+{
+	const unsigned char *v = ev->data.scalar.value;
+	size_t n = ev->data.scalar.length, i;
+
+	if (ev->type != YAML_SCALAR_EVENT) {
+		conf_error(p, &ev->start_mark, "%s: expected a scalar, found %s", label,
+		    conf_kind(ev));
+		conf_skip(p, ev);
+		return -1;
+	}
+	if (conf_is_null(ev)) {
+		conf_error(p, &ev->start_mark, "%s: empty value", label);
+		return -1;
+	}
+	if (n >= outsz) {
+		conf_error(p, &ev->start_mark, "%s: value too long (at most %zu bytes)", label,
+		    outsz - 1);
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		if (v[i] < 0x20 || v[i] == 0x7f) {
+			conf_error(p, &ev->start_mark, "%s: control characters are not allowed",
+			    label);
+			return -1;
+		}
+	}
+	memcpy(out, v, n);
+	out[n] = '\0';
+	return 0;
+}
+
+/* Numbers */
+
+/* Parse decimal digits s[0..n) into *v.  Returns 0, or -1 when empty, not
+ * all digits, or above max. */
+static int
+conf_digits(const char *s, size_t n, uint64_t max, uint64_t *v)
+{
+	size_t i;
+
+	*v = 0;
+	if (n == 0)
+		return -1;
+	for (i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		if (*v > (max - (uint64_t)(s[i] - '0')) / 10)
+			return -1;
+		*v = *v * 10 + (uint64_t)(s[i] - '0');
+	}
+	return 0;
+}
+
+/* A number with an optional K (1024) or M (1048576) suffix when allowed. */
+static int
+conf_number(const char *s, size_t n, int suffixes, uint64_t *v)
+{
+	uint64_t mult = 1;
+
+	if (suffixes && n > 0 && s[n - 1] == 'K')
+		mult = 1024;
+	else if (suffixes && n > 0 && s[n - 1] == 'M')
+		mult = 1024 * 1024;
+	if (mult != 1)
+		n--;
+	if (conf_digits(s, n, UINT64_MAX / mult, v) == -1)
+		return -1;
+	*v *= mult;
+	return 0;
+}
+
+/*
+ * An integer scalar in [min, max] into *out.  Quoted scalars are strings in
+ * YAML and are refused.  Returns 0, or -1 after reporting.
+ */
+static int
+conf_int(struct conf_parse *p, const char *label, yaml_event_t *ev, uint64_t min, uint64_t max,
+    int suffixes, uint64_t *out)
+{
+	const char *v = (const char *)ev->data.scalar.value;
+
+	if (ev->type != YAML_SCALAR_EVENT || conf_is_null(ev) ||
+	    ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE) {
+		if (ev->type == YAML_SCALAR_EVENT && conf_is_null(ev))
+			conf_error(p, &ev->start_mark, "%s: empty value", label);
+		else
+			conf_error(p, &ev->start_mark, "%s: expected an integer, found %s",
+			    label, ev->type == YAML_SCALAR_EVENT ? "a quoted string" : conf_kind(ev));
+		conf_skip(p, ev);
+		return -1;
+	}
+	if (conf_number(v, ev->data.scalar.length, suffixes, out) == -1 || *out < min ||
+	    *out > max) {
+		conf_error(p, &ev->start_mark, "%s: expected an integer from %llu to %llu%s", label,
+		    (unsigned long long)min, (unsigned long long)max,
+		    suffixes ? " (K and M suffixes allowed)" : "");
+		return -1;
+	}
+	return 0;
+}
+
+/* Setters: each consumes the value node that starts with ev. */
+
+static char *
+conf_field(struct conf_parse *p, const struct conf_key *k)
+{
+	return (char *)p->c + k->off;
+}
+
+static void
+conf_set_path(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+{
+	char *dst = conf_field(p, k);
+
+	if (conf_scalar(p, k->label, ev, dst, k->size) == -1)
+		return;
+	if (dst[0] != '/')
+		conf_error(p, &ev->start_mark, "%s: must be an absolute path", k->label);
+}
+
+/* [a-z_][a-z0-9_-]{0,31}: the portable user name set, as useradd wants. */
+static int
+conf_valid_user(const char *s)
+{
+	size_t i;
+
+	if (!((s[0] >= 'a' && s[0] <= 'z') || s[0] == '_'))
+		return 0;
+	for (i = 1; s[i] != '\0'; i++) {
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') ||
+			s[i] == '_' || s[i] == '-'))
+			return 0;
+	}
+	return i <= CONF_NAME_MAX - 1;
+}
+
+static void
+conf_set_user(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+{
+	char *dst = conf_field(p, k);
+
+	if (conf_scalar(p, k->label, ev, dst, k->size) == -1)
+		return;
+	p->name_mark = ev->start_mark;
+	if (!conf_valid_user(dst))
+		conf_error(p, &ev->start_mark, "%s: must be a user name matching "
+		    "[a-z_][a-z0-9_-]{0,31}", k->label);
+	else if (strcmp(dst, "root") == 0)
+		conf_error(p, &ev->start_mark, "%s: must not be root", k->label);
+}
+
+static void
+conf_set_frame(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+{
+	uint64_t v;
+
+	if (conf_int(p, k->label, ev, 65536, 268435456, 1, &v) == 0)
+		p->c->ipc_max_frame = (size_t)v;
+}
+
+static void
+conf_set_pool(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+{
+	uint64_t v;
+
+	if (conf_int(p, k->label, ev, 1, 64, 0, &v) == 0)
+		p->c->db_pool = (unsigned)v;
+}
+
+/* database.url: the value may carry a password, so it is never quoted. */
+static void
+conf_set_url(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+{
+	char *dst = p->c->db_url;
+
+	if (conf_scalar(p, k->label, ev, dst, sizeof(p->c->db_url)) == -1)
+		return;
+	if (strncmp(dst, "postgresql://", 13) != 0 && strncmp(dst, "postgres://", 11) != 0)
+		conf_error(p, &ev->start_mark,
+		    "%s: must start with postgresql:// or postgres://", k->label);
+}
+
+/* Listen addresses */
+
+/* Port: decimal 1..65535.  Returns NULL or the reason. */
+static const char *
+conf_port(const char *s, unsigned *port)
+{
+	uint64_t v;
+
+	if (*s == '\0')
+		return "missing port after ':'";
+	if (conf_digits(s, strlen(s), 65535, &v) == -1 || v == 0)
+		return "port must be a number from 1 to 65535";
+	*port = (unsigned)v;
+	return NULL;
+}
+
+/*
+ * Split "a.b.c.d:port", "[v6]:port" or "localhost:port" into l->host and
+ * l->port (s fits in l->host: it came through a buffer of the same size).
+ * Returns NULL or the reason it is not an address.
+ */
+static const char *
+conf_hostport(const char *s, struct conf_listen *l)
+{
+	unsigned char bin[sizeof(struct in6_addr)];
+	const char *host = s, *colon;
+	size_t hlen;
+
+	if (s[0] == '[') {
+		host = s + 1;
+		if ((colon = strchr(host, ']')) == NULL)
+			return "missing ']' after the IPv6 address";
+		hlen = (size_t)(colon++ - host);
+		if (*colon != ':')
+			return "expected \"[address]:port\"";
+	} else {
+		if ((colon = strrchr(s, ':')) == NULL)
+			return "expected \"host:port\"";
+		hlen = (size_t)(colon - s);
+		if (memchr(s, ':', hlen) != NULL)
+			return "an IPv6 address must be in brackets, as in \"[::1]:8480\"";
+	}
+	memcpy(l->host, host, hlen);
+	l->host[hlen] = '\0';
+	if (s[0] == '[' && inet_pton(AF_INET6, l->host, bin) != 1)
+		return "invalid IPv6 address";
+	if (s[0] != '[' && strcmp(l->host, "localhost") != 0 &&
+	    inet_pton(AF_INET, l->host, bin) != 1)
+		return "host must be a dotted-quad IPv4 address, [IPv6 address] or localhost";
+	return conf_port(colon + 1, &l->port);
+}
+
+/* The index-th entry of listen; entries past CONF_MAX_LISTEN are reported once. */
+static void
+conf_listen_item(struct conf_parse *p, size_t index, yaml_event_t *ev)
+{
+	struct config *c = p->c;
+	struct conf_listen l;
+	char label[CONF_LABEL_MAX];
+	const char *why;
+	size_t i;
+
+	snprintf(label, sizeof(label), "listen[%zu]", index);
+	if (ev->type == YAML_ALIAS_EVENT) /* reported already */
+		return;
+	if (index >= CONF_MAX_LISTEN) {
+		if (index == CONF_MAX_LISTEN)
+			conf_error(p, &ev->start_mark, "listen: at most %d addresses",
+			    CONF_MAX_LISTEN);
+		conf_skip(p, ev);
+		return;
+	}
+	if (conf_scalar(p, label, ev, l.addr, sizeof(l.addr)) == -1)
+		return;
+	if ((why = conf_hostport(l.addr, &l)) != NULL) {
+		conf_error(p, &ev->start_mark, "%s: %s", label, why);
+		return;
+	}
+	for (i = 0; i < c->nlisten; i++) {
+		if (c->listen[i].port == l.port && strcmp(c->listen[i].host, l.host) == 0) {
+			conf_error(p, &ev->start_mark, "%s: duplicate address", label);
+			return;
+		}
+	}
+	c->listen[c->nlisten++] = l;
+}
+
+static void
+conf_set_listen(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+{
+	yaml_event_t item;
+	size_t n;
+
+	if (ev->type != YAML_SEQUENCE_START_EVENT) {
+		conf_error(p, &ev->start_mark,
+		    "%s: expected a sequence of \"host:port\" strings, found %s", k->label,
+		    ev->type == YAML_SCALAR_EVENT && conf_is_null(ev) ? "nothing" : conf_kind(ev));
+		conf_skip(p, ev);
+		return;
+	}
+	p->c->nlisten = 0;
+	for (n = 0; conf_next(p, &item) == 0; n++) {
+		if (item.type == YAML_SEQUENCE_END_EVENT) {
+			yaml_event_delete(&item);
+			if (n == 0)
+				conf_error(p, &ev->start_mark, "%s: empty list", k->label);
+			return;
+		}
+		conf_listen_item(p, n, &item);
+		yaml_event_delete(&item);
+	}
+}
+
+/* Mappings */
+
+static void conf_set_database(struct conf_parse *, const struct conf_key *, yaml_event_t *);
+
+#define CONF_FIELD_SIZE(field) sizeof(((struct config *)0)->field)
+#define CONF_STRING(field, setter)                                                                 \
+	{ #field, #field, setter, offsetof(struct config, field), CONF_FIELD_SIZE(field) }
+
+static const struct conf_key conf_top_keys[] = {
+    CONF_STRING(state_dir, conf_set_path),
+    CONF_STRING(user, conf_set_user),
+    CONF_STRING(db_user, conf_set_user),
+    {"listen", "listen", conf_set_listen, 0, 0},
+    /* bind(2) needs the whole path in sun_path */
+    {"control_socket", "control_socket", conf_set_path, offsetof(struct config, control_socket),
+	CONF_SUN_PATH_MAX},
+    CONF_STRING(master_key, conf_set_path),
+    CONF_STRING(pidfile, conf_set_path),
+    CONF_STRING(chroot, conf_set_path),
+    CONF_STRING(postgres_bin, conf_set_path),
+    {"database", "database", conf_set_database, 0, 0},
+    {"ipc_max_frame", "ipc_max_frame", conf_set_frame, 0, 0},
+};
+
+enum { CONF_DB_URL, CONF_DB_POOL };
+static const struct conf_key conf_db_keys[] = {
+    [CONF_DB_URL] = {"url", "database.url", conf_set_url, 0, 0},
+    [CONF_DB_POOL] = {"pool", "database.pool", conf_set_pool, 0, 0},
+};
+
+#define CONF_NKEYS(a) (sizeof(a) / sizeof((a)[0]))
+_Static_assert(CONF_NKEYS(conf_top_keys) <= 32, "seen is a 32-bit mask");
+
+/* Index of the key named by scalar ev in keys, or -1. */
+static int
+conf_lookup(const struct conf_key *keys, size_t nkeys, const yaml_event_t *ev)
+{
+	size_t i;
+
+	for (i = 0; i < nkeys; i++) {
+		if (strlen(keys[i].name) == ev->data.scalar.length &&
+		    memcmp(keys[i].name, ev->data.scalar.value, ev->data.scalar.length) == 0)
+			return (int)i;
+	}
+	return -1;
+}
+
+/* An unknown key is named only when it looks like one: a mistyped line could
+ * hold a secret in its key. */
+static void
+conf_unknown(struct conf_parse *p, const char *prefix, const yaml_event_t *kev)
+{
+	const unsigned char *v = kev->data.scalar.value;
+	size_t n = kev->data.scalar.length, i;
+	int plain = n > 0 && n <= CONF_KEY_SHOW_MAX;
+
+	for (i = 0; plain && i < n; i++) {
+		if (!((v[i] >= 'a' && v[i] <= 'z') || (v[i] >= 'A' && v[i] <= 'Z') ||
+			(v[i] >= '0' && v[i] <= '9') || v[i] == '_' || v[i] == '-' || v[i] == '.'))
+			plain = 0;
+	}
+	if (plain)
+		conf_error(p, &kev->start_mark, "unknown key '%s%.*s'", prefix, (int)n,
+		    (const char *)v);
+	else
+		conf_error(p, &kev->start_mark, "unknown key%s%.*s", *prefix ? " in " : "",
+		    *prefix ? (int)strlen(prefix) - 1 : 0, prefix); /* without the '.' */
+}
+
+/* Check the key kev of a mapping.  Returns its index in keys, or -1 when the
+ * value is to be skipped (not a scalar, unknown, or a duplicate: reported). */
+static int
+conf_key(struct conf_parse *p, const struct conf_key *keys, size_t nkeys, const char *prefix,
+    uint32_t *seen, yaml_event_t *kev)
+{
+	int i;
+
+	if (kev->type == YAML_ALIAS_EVENT) /* reported already */
+		return -1;
+	if (kev->type != YAML_SCALAR_EVENT) {
+		conf_error(p, &kev->start_mark, "a key must be a scalar, not %s", conf_kind(kev));
+		conf_skip(p, kev);
+		return -1;
+	}
+	if ((i = conf_lookup(keys, nkeys, kev)) == -1) {
+		conf_unknown(p, prefix, kev);
+		return -1;
+	}
+	if (*seen & (UINT32_C(1) << i)) {
+		conf_error(p, &kev->start_mark, "duplicate key '%s%s'", prefix, keys[i].name);
+		return -1;
+	}
+	*seen |= UINT32_C(1) << i;
+	return i;
+}
+
+/*
+ * Walk the mapping whose start event was just read, handing each known value
+ * to its setter.  prefix names the mapping in messages ("" or "database.");
+ * *seen gets bit i for each keys[i] present.  Returns the number of entries,
+ * known or not.
+ */
+static size_t
+conf_mapping(struct conf_parse *p, const struct conf_key *keys, size_t nkeys, const char *prefix,
+    uint32_t *seen)
+{
+	yaml_event_t kev, vev;
+	size_t n = 0;
+	int i;
+
+	while (conf_next(p, &kev) == 0 && kev.type != YAML_MAPPING_END_EVENT) {
+		n++;
+		i = conf_key(p, keys, nkeys, prefix, seen, &kev);
+		yaml_event_delete(&kev);
+		if (conf_next(p, &vev) == -1)
+			return n;
+		if (i >= 0 && vev.type != YAML_ALIAS_EVENT) /* an alias is reported already */
+			keys[i].set(p, &keys[i], &vev);
+		else
+			conf_skip(p, &vev);
+		yaml_event_delete(&vev);
+	}
+	yaml_event_delete(&kev);
+	return n;
+}
+
+/* database: embedded | { url: ..., pool: N }; a mapping without url is the
+ * embedded server with that pool size. */
+static void
+conf_set_database(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+{
+	struct config *c = p->c;
+	uint32_t seen = 0;
+
+	if (ev->type == YAML_SCALAR_EVENT) {
+		if (conf_is_null(ev))
+			conf_error(p, &ev->start_mark, "%s: empty value", k->label);
+		else if (ev->data.scalar.length != 8 ||
+		    memcmp(ev->data.scalar.value, "embedded", 8) != 0)
+			conf_error(p, &ev->start_mark,
+			    "%s: must be \"embedded\" or a mapping with url and/or pool", k->label);
+		return;
+	}
+	if (ev->type != YAML_MAPPING_START_EVENT) {
+		conf_error(p, &ev->start_mark, "%s: expected \"embedded\" or a mapping, found %s",
+		    k->label, conf_kind(ev));
+		conf_skip(p, ev);
+		return;
+	}
+	if (conf_mapping(p, conf_db_keys, CONF_NKEYS(conf_db_keys), "database.", &seen) == 0 &&
+	    !p->stop)
+		conf_error(p, &ev->start_mark, "%s: empty mapping (write \"embedded\")", k->label);
+	c->db_embedded = (seen & (UINT32_C(1) << CONF_DB_URL)) == 0;
+}
+
+/* The stream */
+
+/* The one document: its root must be a mapping. */
+static void
+conf_document(struct conf_parse *p)
+{
+	yaml_event_t ev;
+	uint32_t seen = 0;
+
+	if (conf_next(p, &ev) == -1)
+		return;
+	if (ev.type == YAML_MAPPING_START_EVENT) {
+		conf_mapping(p, conf_top_keys, CONF_NKEYS(conf_top_keys), "", &seen);
+	} else {
+		conf_error(p, &ev.start_mark, "the top level must be a mapping, found %s",
+		    ev.type == YAML_SCALAR_EVENT && conf_is_null(&ev) ? "nothing" : conf_kind(&ev));
+		conf_skip(p, &ev);
+	}
+	yaml_event_delete(&ev);
+}
+
+/* STREAM-START, one DOCUMENT, and nothing after it but STREAM-END. */
+static void
+conf_stream(struct conf_parse *p)
+{
+	yaml_event_t ev;
+
+	if (conf_next(p, &ev) == -1) /* STREAM-START */
+		return;
+	yaml_event_delete(&ev);
+	if (conf_next(p, &ev) == -1)
+		return;
+	if (ev.type == YAML_STREAM_END_EVENT) {
+		conf_error(p, &ev.start_mark, "empty file: the top level must be a mapping");
+		yaml_event_delete(&ev);
+		return;
+	}
+	yaml_event_delete(&ev); /* DOCUMENT-START */
+	conf_document(p);
+	if (conf_next(p, &ev) == -1) /* DOCUMENT-END */
+		return;
+	yaml_event_delete(&ev);
+	if (conf_next(p, &ev) == -1)
+		return;
+	if (ev.type == YAML_DOCUMENT_START_EVENT)
+		conf_error(p, &ev.start_mark, "only one YAML document is allowed");
+	yaml_event_delete(&ev);
+}
+
+/* Rules that span keys.  The embedded server runs as db_user so that the
+ * service user cannot read the database files: the two must differ. */
+static void
+conf_crosscheck(struct conf_parse *p)
+{
+	if (strcmp(p->c->user, p->c->db_user) == 0)
+		conf_error(p, &p->name_mark, "user and db_user must differ");
+}
+
+/* Public interface */
+
+static void
+conf_strlcpy(char *dst, const char *src, size_t size)
+{
+	size_t n = strnlen(src, size - 1);
+
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+void
+config_defaults(struct config *c)
+{
+	memset(c, 0, sizeof(*c));
+	conf_strlcpy(c->path, CONF_DEFAULT_PATH, sizeof(c->path));
+	conf_strlcpy(c->state_dir, "/var/agrippa", sizeof(c->state_dir));
+	conf_strlcpy(c->user, "_agrippa", sizeof(c->user));
+	conf_strlcpy(c->db_user, "_agrippadb", sizeof(c->db_user));
+	conf_strlcpy(c->control_socket, "/run/agrippad.sock", sizeof(c->control_socket));
+	conf_strlcpy(c->master_key, "/etc/agrippad/master.key", sizeof(c->master_key));
+	conf_strlcpy(c->pidfile, "/run/agrippad.pid", sizeof(c->pidfile));
+	conf_strlcpy(c->chroot, "/var/empty", sizeof(c->chroot));
+	conf_strlcpy(c->listen[0].addr, "127.0.0.1:8480", sizeof(c->listen[0].addr));
+	conf_strlcpy(c->listen[0].host, "127.0.0.1", sizeof(c->listen[0].host));
+	c->listen[0].port = 8480;
+	c->nlisten = 1;
+	c->db_embedded = 1;
+	c->db_pool = 4;
+	c->ipc_max_frame = 16 * 1024 * 1024;
+}
+
+/* Run the walker over buf into tmp.  Returns the number of errors. */
+static unsigned
+conf_run(const char *name, const unsigned char *buf, size_t len, struct config *tmp, char *errbuf,
+    size_t errsz)
+{
+	struct conf_parse p;
+
+	memset(&p, 0, sizeof(p));
+	p.name = name;
+	p.buf = buf;
+	p.len = len;
+	p.c = tmp;
+	p.err = errbuf;
+	p.errsz = errsz;
+	if (!yaml_parser_initialize(&p.yp)) {
+		conf_ferror(errbuf, errsz, "%s: out of memory\n", name);
+		return 1;
+	}
+	yaml_parser_set_encoding(&p.yp, YAML_UTF8_ENCODING);
+	yaml_parser_set_input_string(&p.yp, buf, len);
+	conf_stream(&p);
+	if (!p.stop)
+		conf_crosscheck(&p);
+	yaml_parser_delete(&p.yp);
+	return p.nerr;
+}
+
+int
+config_parse(const char *name, const unsigned char *buf, size_t len, struct config *c,
+    char *errbuf, size_t errsz)
+{
+	static const unsigned char empty[1];
+	struct config *tmp;
+	unsigned nerr;
+
+	if (errbuf != NULL && errsz > 0)
+		errbuf[0] = '\0';
+	if (name == NULL)
+		name = "(config)";
+	if (len > CONF_MAX_SIZE) {
+		conf_ferror(errbuf, errsz, "%s: too large (more than %d bytes)\n", name,
+		    CONF_MAX_SIZE);
+		return -1;
+	}
+	if ((tmp = malloc(sizeof(*tmp))) == NULL) {
+		conf_ferror(errbuf, errsz, "%s: out of memory\n", name);
+		return -1;
+	}
+	config_defaults(tmp);
+	conf_strlcpy(tmp->path, name, sizeof(tmp->path));
+	nerr = conf_run(name, buf != NULL ? buf : empty, buf != NULL ? len : 0, tmp, errbuf, errsz);
+	if (nerr == 0)
+		*c = *tmp;
+	explicit_bzero(tmp, sizeof(*tmp)); /* db_url may hold a password */
+	free(tmp);
+	return nerr == 0 ? 0 : -1;
+}
+
+/* Read fd into a new buffer of CONF_MAX_SIZE + 1 bytes (caller wipes and
+ * frees), stopping one byte past the limit.  Returns the length read, or -1
+ * with errno set. */
+static ssize_t
+conf_read(int fd, unsigned char **out)
+{
+	unsigned char *buf;
+	size_t len = 0;
+	ssize_t n;
+
+	if ((buf = malloc(CONF_MAX_SIZE + 1)) == NULL)
+		return -1;
+	while (len <= CONF_MAX_SIZE) {
+		n = read(fd, buf + len, CONF_MAX_SIZE + 1 - len);
+		if (n == 0)
+			break;
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1) {
+			explicit_bzero(buf, len);
+			free(buf);
+			return -1;
+		}
+		len += (size_t)n;
+	}
+	*out = buf;
+	return (ssize_t)len;
+}
+
+/* Open path as a regular file that others cannot write (the supervisor runs
+ * as root: a world-writable config is a root shell).  Returns the fd or -1. */
+static int
+conf_open(const char *path, char *errbuf, size_t errsz)
+{
+	struct stat st;
+	int fd;
+
+	/* O_NONBLOCK: a FIFO planted at path must not hang the daemon. */
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) == -1) {
+		conf_ferror(errbuf, errsz, "%s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) == -1) {
+		conf_ferror(errbuf, errsz, "%s: %s\n", path, strerror(errno));
+	} else if (!S_ISREG(st.st_mode)) {
+		conf_ferror(errbuf, errsz, "%s: not a regular file\n", path);
+	} else if (st.st_mode & S_IWOTH) {
+		conf_ferror(errbuf, errsz, "%s: writable by others (chmod o-w)\n", path);
+	} else {
+		return fd;
+	}
+	close(fd);
+	return -1;
+}
+
+int
+config_load(const char *path, struct config *c, char *errbuf, size_t errsz)
+{
+	unsigned char *buf = NULL;
+	ssize_t n;
+	int fd, rc;
+
+	if (errbuf != NULL && errsz > 0)
+		errbuf[0] = '\0';
+	if ((fd = conf_open(path, errbuf, errsz)) == -1)
+		return -1;
+	n = conf_read(fd, &buf);
+	close(fd);
+	if (n == -1) {
+		conf_ferror(errbuf, errsz, "%s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	rc = config_parse(path, buf, (size_t)n, c, errbuf, errsz); /* refuses > CONF_MAX_SIZE */
+	explicit_bzero(buf, (size_t)n);
+	free(buf);
+	return rc;
+}

@@ -1,0 +1,81 @@
+/*
+ * agrippad configuration (YAML, libyaml).  See agrippad.conf.5.
+ */
+#ifndef AGRIPPA_CONFIG_H
+#define AGRIPPA_CONFIG_H
+
+#include <limits.h>
+#include <stddef.h>
+
+#define CONF_DEFAULT_PATH "/etc/agrippad.yaml"
+#define CONF_MAX_LISTEN 8
+#define CONF_ADDR_MAX 256
+#define CONF_URL_MAX 1024
+#define CONF_NAME_MAX 33 /* a user name: [a-z_][a-z0-9_-]{0,31}, plus the NUL */
+#define CONF_MAX_SIZE (1024 * 1024) /* larger config files are refused */
+
+struct conf_listen {
+	char addr[CONF_ADDR_MAX]; /* as written, e.g. "127.0.0.1:8480", "[::1]:8480" */
+	char host[CONF_ADDR_MAX]; /* "127.0.0.1", "::1" */
+	unsigned port;            /* 1..65535 */
+};
+
+struct config {
+	char path[PATH_MAX];           /* file it was read from */
+	char state_dir[PATH_MAX];      /* state_dir: /var/agrippa */
+	char user[CONF_NAME_MAX];      /* user: _agrippa */
+	char db_user[CONF_NAME_MAX];   /* db_user: _agrippadb (runs the embedded postgres) */
+	char control_socket[PATH_MAX]; /* control_socket: /run/agrippad.sock */
+	char master_key[PATH_MAX];     /* master_key: /etc/agrippad/master.key */
+	char pidfile[PATH_MAX];        /* pidfile: /run/agrippad.pid */
+	char chroot[PATH_MAX];         /* chroot: /var/empty */
+	char postgres_bin[PATH_MAX];   /* postgres_bin: "" = first of /usr/lib/postgresql/N/bin */
+	struct conf_listen listen[CONF_MAX_LISTEN];
+	size_t nlisten;                /* listen: [ "127.0.0.1:8480" ] */
+	int db_embedded;               /* database: embedded | { url: ..., pool: N } */
+	char db_url[CONF_URL_MAX];     /* database.url: secret, may hold a password; never logged */
+	unsigned db_pool;              /* database.pool: 1..64, default 4 */
+	size_t ipc_max_frame;          /* ipc_max_frame: 65536..268435456 (or 64K..256M), default 16M */
+};
+
+/*
+ * Fill c with every default (path is set to CONF_DEFAULT_PATH).  Every key
+ * has one: the values shown above, listen 127.0.0.1:8480, embedded database.
+ */
+void config_defaults(struct config *c);
+
+/*
+ * Parse the file at path over the defaults (not over the old contents of *c)
+ * and, only when the whole file is valid, copy the result into *c: on failure
+ * *c is left exactly as it was, so a SIGHUP reload with a broken file keeps
+ * the running configuration.
+ *
+ * Every problem found is reported as a "path:line:col: reason\n" line
+ * (1-based, at the offending key or value) in errbuf (size errsz; cleared
+ * first, always NUL-terminated; once a line does not fit, it and every later
+ * one are dropped whole, but still make the call fail).  All
+ * errors of the file are collected, not just the first; after a YAML syntax
+ * error parsing stops with that error.  Whole-file problems have no position:
+ * "path: strerror" when it cannot be opened or read, "path: reason" when it
+ * is not a regular file, is writable by others, or exceeds CONF_MAX_SIZE.
+ * Values are never echoed (database.url may hold a password); a key name is
+ * echoed only when it is a plain identifier.
+ *
+ * Errors: unknown keys, duplicate keys, wrong node types, empty or null
+ * values, values too long for their buffers or holding control characters,
+ * relative paths (a daemon has no useful cwd), bad user names, user or
+ * db_user "root" or both equal, out-of-range numbers, anchors, aliases,
+ * tags, more than one document, and a top level that is not a mapping.
+ * Returns 0 when the file is valid, -1 otherwise.
+ */
+int config_load(const char *path, struct config *c, char *errbuf, size_t errsz);
+
+/*
+ * Same, parsing buf (len bytes, need not be NUL-terminated; name is used in
+ * messages and stored in c->path).  Same contract: *c changes only on
+ * success.  For config_load, tests and fuzzing.
+ */
+int config_parse(const char *name, const unsigned char *buf, size_t len, struct config *c,
+    char *errbuf, size_t errsz);
+
+#endif

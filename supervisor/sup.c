@@ -1,0 +1,378 @@
+/*
+ * supervisor_main: the parent process.  Order of start-up:
+ *   config -> users -> pidfile lock -> master key -> chroot dir -> sockets ->
+ *   daemonize -> database (embedded or external) -> migrations -> pool ->
+ *   children -> control socket -> event loop.
+ * Everything that can fail on bad input fails before daemonizing, on the
+ * operator's terminal.
+ */
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "privsep/privsep.h"
+#include "supervisor/db.h"
+#include "supervisor/key.h"
+#include "supervisor/supervisor.h"
+
+struct sup sup;
+
+static int
+pidfile_lock(const char *path)
+{
+	char buf[32];
+	ssize_t n;
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+
+	if (fd == -1)
+		fatal("pidfile %s", path);
+	if (flock(fd, LOCK_EX | LOCK_NB) == -1) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		buf[n > 0 ? n : 0] = '\0';
+		buf[strcspn(buf, "\n")] = '\0';
+		fatalx("already running (pid %s, pidfile %s)", n > 0 ? buf : "?", path);
+	}
+	return fd;
+}
+
+static void
+pidfile_write(int fd)
+{
+	char buf[32];
+	int n = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
+
+	if (ftruncate(fd, 0) == -1 || pwrite(fd, buf, (size_t)n, 0) != n)
+		fatal("pidfile write");
+}
+
+static void
+chroot_dir_ensure(const char *dir)
+{
+	struct stat st;
+
+	if (sup.devmode)
+		return;
+	if (mkdir(dir, 0755) == 0)
+		log_info("created chroot directory %s", dir);
+	else if (errno != EEXIST)
+		fatal("chroot directory %s", dir);
+	if (lstat(dir, &st) == -1 || !S_ISDIR(st.st_mode) || st.st_uid != 0 ||
+	    (st.st_mode & 022) != 0)
+		fatalx("chroot directory %s must be a directory owned by root, not writable "
+		       "by group or others", dir);
+}
+
+static void
+sup_self_exe(void)
+{
+	ssize_t n = readlink("/proc/self/exe", sup.self_exe, sizeof(sup.self_exe) - 1);
+
+	if (n <= 0 || (size_t)n >= sizeof(sup.self_exe) - 1)
+		fatal("cannot find our own executable");
+	sup.self_exe[n] = '\0';
+}
+
+static void
+sup_users(void)
+{
+	sup.devmode = geteuid() != 0;
+	if (sup.devmode) {
+		sup.uid = getuid();
+		sup.gid = getgid();
+		log_warnx("development mode: not started as root; children keep uid %lu and are "
+			  "not chrooted", (unsigned long)sup.uid);
+		return;
+	}
+	if (privsep_lookup_user(sup.conf.user, &sup.uid, &sup.gid) == -1)
+		fatalx("user %s does not exist (run 'make users', or create it with useradd "
+		       "--system)", sup.conf.user);
+	if (sup.uid == 0)
+		fatalx("user %s must not be root", sup.conf.user);
+}
+
+static void
+sup_load_key(void)
+{
+	char err[512];
+	int created = 0;
+
+	sup.master_key = key_load_or_create(sup.conf.master_key, &created, err, sizeof(err));
+	if (sup.master_key == NULL)
+		fatalx("master key: %s", err);
+	if (created)
+		log_info("created a new master key in %s", sup.conf.master_key);
+}
+
+/* Start the database and apply migrations; returns the conninfo. */
+static const char *
+sup_database(void)
+{
+	char err[512];
+	const char *ci;
+
+	sup.pg_embedded = sup.conf.db_embedded;
+	if (sup.pg_embedded) {
+		if (pg_embed_prepare(&sup.conf, sup.foreground, &sup.pg, err, sizeof(err)) == -1)
+			fatalx("embedded database: %s", err);
+		if (pg_embed_start(&sup.pg) == -1) {
+			pg_embed_stop(&sup.pg, 10);
+			fatalx("embedded database did not start");
+		}
+		ci = pg_embed_conninfo(&sup.pg);
+	} else
+		ci = sup.conf.db_url;
+	if (db_migrate(ci) == -1) {
+		if (sup.pg_embedded)
+			pg_embed_stop(&sup.pg, 30);
+		fatalx("database migrations failed");
+	}
+	return ci;
+}
+
+static void
+sup_finish(void)
+{
+	db_pool_shutdown();
+	if (sup.pg_embedded)
+		pg_embed_stop(&sup.pg, 30);
+	control_cleanup(sup.conf.control_socket);
+	if (sup.master_key != NULL)
+		key_free(sup.master_key);
+	unlink(sup.conf.pidfile);
+	log_info("stopped");
+	event_base_loopbreak(sup.base);
+}
+
+static void
+sup_drain_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	log_warnx("children did not stop in %d s; killing them", SUP_DRAIN_TIMEOUT_SECS);
+	proc_kill_all(SIGKILL);
+}
+
+void
+sup_stop(void)
+{
+	struct timeval tv = { SUP_DRAIN_TIMEOUT_SECS, 0 };
+
+	if (sup.stopping)
+		return;
+	sup.stopping = 1;
+	log_info("stopping");
+	proc_stop_all();
+	if (proc_all_exited()) {
+		sup_finish();
+		return;
+	}
+	sup.drain_ev = evtimer_new(sup.base, sup_drain_timeout, NULL);
+	evtimer_add(sup.drain_ev, &tv);
+}
+
+void
+sup_set_verbose(int verbose)
+{
+	sup.verbose = verbose;
+	log_setverbose(verbose);
+	proc_broadcast_verbose(verbose);
+	log_info("log level: %s", verbose ? "verbose" : "brief");
+}
+
+static int
+listen_equal(const struct config *a, const struct config *b)
+{
+	size_t i;
+
+	if (a->nlisten != b->nlisten)
+		return 0;
+	for (i = 0; i < a->nlisten; i++)
+		if (strcmp(a->listen[i].addr, b->listen[i].addr) != 0)
+			return 0;
+	return 1;
+}
+
+/* SIGHUP / agrippactl reload.  A broken file changes nothing. */
+void
+sup_reload(void)
+{
+	struct config *nc = calloc(1, sizeof(*nc));
+	char err[4096];
+	int fds[CONF_MAX_LISTEN];
+	size_t nfds, i;
+
+	if (nc == NULL)
+		fatal("calloc");
+	*nc = sup.conf;
+	if (config_load(sup.conf_path, nc, err, sizeof(err)) == -1) {
+		log_warnx("reload: configuration not changed:\n%s", err);
+		goto out;
+	}
+	if (strcmp(nc->state_dir, sup.conf.state_dir) || strcmp(nc->user, sup.conf.user) ||
+	    strcmp(nc->db_user, sup.conf.db_user) || nc->db_embedded != sup.conf.db_embedded ||
+	    strcmp(nc->db_url, sup.conf.db_url) || strcmp(nc->master_key, sup.conf.master_key) ||
+	    strcmp(nc->control_socket, sup.conf.control_socket) ||
+	    strcmp(nc->chroot, sup.conf.chroot) || strcmp(nc->pidfile, sup.conf.pidfile))
+		log_warnx("reload: state_dir, user, db_user, database, master_key, chroot, pidfile "
+			  "and control_socket take effect only after a restart");
+	if (!listen_equal(nc, &sup.conf)) {
+		if (listen_bind_all(nc, fds, &nfds, err, sizeof(err)) == -1) {
+			log_warnx("reload: %s; configuration not changed", err);
+			goto out;
+		}
+		for (i = 0; i < sup.nlisten_fds; i++)
+			close(sup.listen_fds[i]);
+		memcpy(sup.listen_fds, fds, sizeof(fds));
+		sup.nlisten_fds = nfds;
+		memcpy(sup.conf.listen, nc->listen, sizeof(nc->listen));
+		sup.conf.nlisten = nc->nlisten;
+		proc_restart(proc_by_role(ROLE_HTTPD));
+	}
+	sup.conf.ipc_max_frame = nc->ipc_max_frame;
+	log_info("configuration reloaded");
+out:
+	explicit_bzero(nc, sizeof(*nc));
+	free(nc);
+}
+
+static void
+sup_pg_restart(evutil_socket_t fd, short what, void *arg)
+{
+	if (!sup.stopping && pg_embed_spawn(&sup.pg) == -1)
+		log_warn("db: cannot restart postgres");
+}
+
+static void
+sup_pg_reaped(int status)
+{
+	struct timeval tv;
+
+	sup.pg.pid = 0;
+	if (sup.stopping)
+		return;
+	sup.pg_backoff = sup.pg_backoff ? sup.pg_backoff * 2 : 1;
+	if (sup.pg_backoff > SUP_BACKOFF_MAX_SECS)
+		sup.pg_backoff = SUP_BACKOFF_MAX_SECS;
+	log_warnx("db: postgres exited (status 0x%x); restarting in %u s", status,
+	    sup.pg_backoff);
+	tv.tv_sec = sup.pg_backoff;
+	tv.tv_usec = 0;
+	evtimer_add(sup.pg_restart_ev, &tv);
+}
+
+static void
+sup_signal(evutil_socket_t sig, short what, void *arg)
+{
+	pid_t pid;
+	int status;
+
+	switch (sig) {
+	case SIGTERM:
+	case SIGINT:
+		sup_stop();
+		break;
+	case SIGHUP:
+		log_info("SIGHUP: reloading");
+		sup_reload();
+		break;
+	case SIGCHLD:
+		while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+			if (sup.pg_embedded && pid == sup.pg.pid)
+				sup_pg_reaped(status);
+			else
+				proc_reaped(pid, status);
+		}
+		if (sup.stopping && proc_all_exited())
+			sup_finish();
+		break;
+	}
+}
+
+static void
+sup_signals(void)
+{
+	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGCHLD };
+	struct event *ev;
+	size_t i;
+
+	signal(SIGPIPE, SIG_IGN);
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		ev = evsignal_new(sup.base, sigs[i], sup_signal, NULL);
+		if (ev == NULL || event_add(ev, NULL) == -1)
+			fatalx("signal set-up");
+	}
+}
+
+static void
+sup_config(const char *conf_path, int check_only)
+{
+	char err[8192];
+
+	snprintf(sup.conf_path, sizeof(sup.conf_path), "%s", conf_path);
+	config_defaults(&sup.conf);
+	if (config_load(conf_path, &sup.conf, err, sizeof(err)) == -1) {
+		fprintf(stderr, "%s", err);
+		if (err[0] != '\0' && err[strlen(err) - 1] != '\n')
+			fputc('\n', stderr);
+		exit(1);
+	}
+	if (check_only) {
+		printf("configuration OK\n");
+		exit(0);
+	}
+}
+
+void
+supervisor_main(const char *conf_path, int foreground, int verbose, int check_only)
+{
+	char err[512];
+	const char *ci;
+
+	log_init(1, verbose, LOG_DAEMON);
+	log_procinit("supervisor");
+	sup_config(conf_path, check_only);
+	privsep_nodump();
+	if (sodium_init() == -1)
+		fatalx("libsodium initialisation failed");
+	sup.foreground = foreground;
+	sup.verbose = verbose;
+	sup.ctl_fd = -1;
+	sup_self_exe();
+	sup_users();
+	sup.pidfile_fd = pidfile_lock(sup.conf.pidfile);
+	sup_load_key();
+	chroot_dir_ensure(sup.conf.chroot);
+	if (listen_bind_all(&sup.conf, sup.listen_fds, &sup.nlisten_fds, err, sizeof(err)) == -1)
+		fatalx("%s", err);
+	if ((sup.ctl_fd = control_listen(sup.conf.control_socket, err, sizeof(err))) == -1)
+		fatalx("%s", err);
+	if (!foreground) {
+		if (daemon(0, 0) == -1)
+			fatal("daemon");
+		log_init(0, verbose, LOG_DAEMON);
+	}
+	pidfile_write(sup.pidfile_fd);
+	sup.started = time(NULL);
+	ci = sup_database();
+	if ((sup.base = event_base_new()) == NULL)
+		fatalx("event_base_new");
+	sup_signals();
+	sup.pg_restart_ev = evtimer_new(sup.base, sup_pg_restart, NULL);
+	if (db_pool_init(sup.base, ci, sup.conf.db_pool) == -1)
+		fatalx("database pool");
+	proc_start_all();
+	control_start(sup.base, sup.ctl_fd);
+	log_info("started (version %s)", AGRIPPA_VERSION);
+	event_base_dispatch(sup.base);
+	exit(0);
+}

@@ -1,0 +1,100 @@
+/*
+ * The supervisor (parent, root): config, master key, database pool, named
+ * operations, child processes and the control socket.
+ */
+#ifndef AGRIPPA_SUPERVISOR_H
+#define AGRIPPA_SUPERVISOR_H
+
+#include <sys/types.h>
+
+#include <limits.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "ipc/ipc.h"
+#include "ipc/ipc_msg.h"
+#include "supervisor/config.h"
+#include "supervisor/pgembed.h"
+
+#define SUP_READY_TIMEOUT_SECS 15
+#define SUP_DRAIN_TIMEOUT_SECS 10
+#define SUP_BACKOFF_MAX_SECS 60
+#define SUP_STABLE_SECS 60 /* a child up this long resets its backoff */
+
+struct event;
+struct event_base;
+
+struct proc {
+	enum ipc_role role;
+	const char *name;
+	pid_t pid;
+	struct ipc_chan *chan;
+	int ready;
+	uint64_t gen;              /* bumps at every start; stale DB replies are dropped */
+	time_t started;
+	unsigned restarts;
+	unsigned backoff;          /* seconds before the next start */
+	struct event *restart_ev;
+	struct event *ready_ev;
+	char instance[IPC_INSTANCE_MAX + 1];
+};
+
+struct sup {
+	struct config conf;
+	char conf_path[PATH_MAX];
+	char self_exe[PATH_MAX];
+	int foreground;
+	int verbose;
+	int devmode;
+	uid_t uid;                 /* service user */
+	gid_t gid;
+	struct event_base *base;
+	unsigned char *master_key; /* sodium_malloc, read-only */
+	int listen_fds[CONF_MAX_LISTEN];
+	size_t nlisten_fds;
+	int ctl_fd;
+	int pidfile_fd;
+	struct pgembed pg;
+	int pg_embedded;
+	struct event *pg_restart_ev;
+	unsigned pg_backoff;
+	time_t started;
+	int stopping;
+	struct event *drain_ev;
+	char host_instance[IPC_INSTANCE_MAX + 1];
+};
+
+extern struct sup sup;
+
+/* sup.c */
+__attribute__((noreturn)) void supervisor_main(const char *conf_path, int foreground,
+    int verbose, int check_only);
+void sup_reload(void);
+void sup_stop(void);
+void sup_set_verbose(int verbose);
+
+/* proc.c */
+extern struct proc procs[];
+extern const size_t nprocs;
+void proc_start_all(void);
+void proc_reaped(pid_t pid, int status);
+void proc_stop_all(void);
+int proc_all_exited(void);
+void proc_kill_all(int sig);
+void proc_broadcast_verbose(int verbose);
+void proc_restart(struct proc *p);
+struct proc *proc_by_role(enum ipc_role role);
+
+/* dbop.c: answering DB_OP from children */
+void sup_db_op(struct proc *p, struct ipc_msg *m);
+
+/* control.c */
+int control_listen(const char *path, char *errbuf, size_t errsz);
+void control_start(struct event_base *base, int fd);
+void control_cleanup(const char *path);
+
+/* listen.c */
+int listen_bind_all(const struct config *conf, int *fds, size_t *nfds, char *errbuf,
+    size_t errsz);
+
+#endif

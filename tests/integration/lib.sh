@@ -1,0 +1,142 @@
+# Shared helpers for the integration tests (POSIX sh, sourced).
+# Each test prints "ok - ..." / "not ok - ..." and ends with
+# "NAME: N passed, M failed".
+
+: "${BUILD:=build-san}"
+: "${ROOT:=$(pwd)}"
+AGRIPPAD="$ROOT/$BUILD/agrippad"
+AGRIPPACTL="$ROOT/$BUILD/agrippactl"
+TOOLS="$ROOT/$BUILD/tests/tools"
+T_PASS=0
+T_FAIL=0
+SUP_PID=""
+
+ok() {
+	T_PASS=$((T_PASS + 1))
+	echo "ok - $*"
+}
+
+notok() {
+	T_FAIL=$((T_FAIL + 1))
+	echo "not ok - $*"
+}
+
+# check DESCRIPTION COMMAND...: ok when the command succeeds.
+check() {
+	desc=$1
+	shift
+	if "$@"; then ok "$desc"; else notok "$desc"; fi
+}
+
+finish() {
+	echo "$1: $T_PASS passed, $T_FAIL failed"
+	[ "$T_FAIL" -eq 0 ]
+}
+
+need_root() {
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "ok - $1 # SKIP needs root (CI runs as root)"
+		echo "$1: 0 passed, 0 failed, 1 skipped"
+		exit 0
+	fi
+}
+
+# A fresh test directory (traversable by the service users) and a config.
+make_env() {
+	T=$(mktemp -d /tmp/agrippa-test.XXXXXX)
+	chmod 0755 "$T"
+	mkdir -p "$T/empty"
+	PORT=$((20000 + $$ % 20000))
+	CONF="$T/agrippad.yaml"
+	CTL="$T/ctl.sock"
+	LOG="$T/agrippad.log"
+	cat >"$CONF" <<EOC
+state_dir: $T/state
+user: _agrippa
+listen: [ "127.0.0.1:$PORT" ]
+control_socket: $CTL
+database: ${DB_SPEC:-embedded}
+master_key: $T/keys/master.key
+pidfile: $T/agrippad.pid
+chroot: $T/empty
+EOC
+}
+
+start_daemon() {
+	"$AGRIPPAD" -d -v -f "$CONF" >>"$LOG" 2>&1 &
+	SUP_PID=$!
+	i=0
+	while [ $i -lt 600 ]; do
+		[ "$(healthz_code)" = 200 ] && return 0
+		kill -0 "$SUP_PID" 2>/dev/null || return 1
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+
+stop_daemon() {
+	[ -n "$SUP_PID" ] || return 0
+	kill -TERM "$SUP_PID" 2>/dev/null
+	i=0
+	while kill -0 "$SUP_PID" 2>/dev/null && [ $i -lt 600 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	wait "$SUP_PID" 2>/dev/null
+	DAEMON_STATUS=$?
+	SUP_PID=""
+}
+
+healthz_code() {
+	curl -s -o /dev/null -w '%{http_code}' --max-time 8 "http://127.0.0.1:$PORT/healthz"
+}
+
+healthz_body() {
+	curl -s --max-time 8 "http://127.0.0.1:$PORT/healthz"
+}
+
+# wait_for SECONDS COMMAND...: poll until the command succeeds.
+wait_for() {
+	n=$(($1 * 10))
+	shift
+	while [ "$n" -gt 0 ]; do
+		"$@" && return 0
+		sleep 0.1
+		n=$((n - 1))
+	done
+	return 1
+}
+
+# child_pid ROLE: pid of the supervisor's child running that role.
+child_pid() {
+	for d in /proc/[0-9]*; do
+		[ "$(cut -d' ' -f4 "$d/stat" 2>/dev/null)" = "$SUP_PID" ] || continue
+		if tr '\0' ' ' <"$d/cmdline" 2>/dev/null | grep -q "^agrippad -P $1 "; then
+			echo "${d#/proc/}"
+			return 0
+		fi
+	done
+	return 1
+}
+
+status_field() { # status_field PID FIELD
+	awk -v f="$2:" '$1 == f { $1 = ""; sub(/^ /, ""); print; exit }' "/proc/$1/status"
+}
+
+# Every process whose executable is our agrippad binary.
+our_processes() {
+	for d in /proc/[0-9]*; do
+		[ "$(readlink "$d/exe" 2>/dev/null)" = "$AGRIPPAD" ] && echo "${d#/proc/}"
+	done
+	return 0
+}
+
+cleanup_env() {
+	[ -n "$SUP_PID" ] && kill -KILL "$SUP_PID" 2>/dev/null
+	for p in $(our_processes); do kill -KILL "$p" 2>/dev/null; done
+	if [ -n "${T:-}" ] && [ -d "$T/state/pgrun" ]; then
+		pkill -KILL -f "$T/state/pg" 2>/dev/null
+	fi
+	[ -n "${KEEP:-}" ] || rm -rf "$T"
+}

@@ -1,0 +1,194 @@
+#!/bin/sh
+# The real daemon on the embedded PostgreSQL in a temporary state directory:
+# privilege separation, secrets, restarts, protocol violations, control
+# socket, reload and a clean stop.
+. tests/integration/lib.sh
+need_root daemon
+make_env
+trap cleanup_env EXIT
+
+# --- configuration checks change nothing ---------------------------------
+out=$("$AGRIPPAD" -n -f "$CONF" 2>&1)
+check "agrippad -n accepts a valid config" [ "$out" = "configuration OK" ]
+BAD="$T/bad.yaml"
+printf 'state_dir: %s/state\nuser: _agrippa\nlisten: [ "127.0.0.1:99999" ]\nbogus: 1\n' "$T" >"$BAD"
+out=$("$AGRIPPAD" -n -f "$BAD" 2>&1)
+rc=$?
+check "a broken config exits 1" [ "$rc" -eq 1 ]
+check "the error names file:line:col of the bad port" sh -c "echo '$out' | grep -q '^$BAD:3:[0-9]*: '"
+check "the error names file:line:col of the unknown key" sh -c "echo '$out' | grep -q '^$BAD:4:1: '"
+"$AGRIPPAD" -d -f "$BAD" >/dev/null 2>&1
+check "starting on a broken config exits non-zero" [ $? -ne 0 ]
+check "a broken config created nothing" [ ! -e "$T/state" ] && [ ! -e "$T/keys" ]
+
+# --- start -----------------------------------------------------------------
+if ! start_daemon; then
+	notok "daemon starts and /healthz answers 200"
+	cat "$LOG"
+	finish daemon
+	exit 1
+fi
+ok "daemon starts and /healthz answers 200"
+body=$(healthz_body)
+check "/healthz reports the database up" sh -c "echo '$body' | grep -q '\"database\":\"up\"'"
+check "/healthz reports the version" sh -c "echo '$body' | grep -q '\"version\":\"'"
+code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/nope")
+check "an unknown route is 404" [ "$code" = 404 ]
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$PORT/healthz")
+check "POST /healthz is 405" [ "$code" = 405 ]
+
+AUID=$(id -u _agrippa)
+check "the supervisor runs as root" [ "$(status_field "$SUP_PID" Uid)" = "0 0 0 0" ]
+for role in engine httpd proxy; do
+	pid=$(child_pid $role)
+	if [ -z "$pid" ]; then
+		notok "$role is running"
+		continue
+	fi
+	eval "PID_$role=$pid"
+	check "$role runs as _agrippa (real, effective, saved, fs)" \
+		[ "$(status_field "$pid" Uid)" = "$AUID $AUID $AUID $AUID" ]
+	check "$role has NoNewPrivs: 1" [ "$(status_field "$pid" NoNewPrivs)" = 1 ]
+	check "$role has Seccomp: 2" [ "$(status_field "$pid" Seccomp)" = 2 ]
+	check "$role has no effective capabilities" [ "$(status_field "$pid" CapEff)" = 0000000000000000 ]
+	check "$role has no permitted capabilities" [ "$(status_field "$pid" CapPrm)" = 0000000000000000 ]
+	check "$role is chrooted to the empty directory" [ "$(readlink "/proc/$pid/root")" = "$T/empty" ]
+	check "$role has only its fixed descriptors open" [ "$(ls "/proc/$pid/fd" | wc -l)" -le 12 ]
+done
+
+# --- secrets never reach a child --------------------------------------------
+KEY="$T/keys/master.key"
+check "the master key was created mode 0600" [ "$(stat -c %a "$KEY")" = 600 ]
+check "the master key holds 32 bytes" [ "$(stat -c %s "$KEY")" = 32 ]
+check "the key directory is mode 0700" [ "$(stat -c %a "$T/keys")" = 700 ]
+KEYHEX=$(od -An -v -tx1 "$KEY" | tr -d ' \n')
+PWHEX=$(od -An -v -tx1 "$T/state/db.password" | tr -d ' \n')
+check "db.password is mode 0600, owned by root" [ "$(stat -c '%a %u' "$T/state/db.password")" = "600 0" ]
+check "memgrep finds the master key in the supervisor (control)" "$TOOLS/memgrep" "$SUP_PID" "$KEYHEX" >/dev/null
+check "memgrep finds the database password in the supervisor (control)" "$TOOLS/memgrep" "$SUP_PID" "$PWHEX" >/dev/null
+for role in engine httpd proxy; do
+	pid=$(child_pid $role)
+	"$TOOLS/memgrep" "$pid" "$KEYHEX" "$PWHEX"
+	check "$role's memory and environment hold neither the key nor the db password" [ $? -eq 1 ]
+	check "$role's environment is built, not inherited" sh -c "! tr '\0' '\n' </proc/$pid/environ | grep -q '^HOME='"
+done
+check "the database directories are 0700 and owned by _agrippadb" \
+	[ "$(stat -c '%a %U' "$T/state/pg") $(stat -c '%a %U' "$T/state/pgrun")" = "700 _agrippadb 700 _agrippadb" ]
+
+# --- database: migrations and heartbeats -------------------------------------
+psql_q() {
+	PGPASSWORD=$(cat "$T/state/db.password") psql -X -A -t -h "$T/state/pgrun" -U agrippa agrippa -c "$1"
+}
+check "postgres listens on no TCP address" [ -z "$(psql_q 'show listen_addresses')" ]
+check "migrations are recorded" [ "$(psql_q 'select max(version) from schema_migrations')" -ge 1 ]
+wait_for 10 sh -c "[ \"\$(PGPASSWORD=\$(cat '$T/state/db.password') psql -X -A -t -h '$T/state/pgrun' -U agrippa agrippa -c 'select count(*) from engine_heartbeats')\" -ge 1 ]"
+check "the engine heartbeats through a named op" [ $? -eq 0 ]
+check "the postgres socket directory refuses the service user" \
+	sh -c "! setpriv --reuid=_agrippa --regid=_agrippa --clear-groups ls '$T/state/pgrun' >/dev/null 2>&1"
+
+# --- control socket ------------------------------------------------------------
+check "the control socket is mode 0600" [ "$(stat -c %a "$CTL")" = 600 ]
+st=$("$AGRIPPACTL" -s "$CTL" status)
+check "agrippactl status lists engine, httpd, proxy running" \
+	sh -c "echo '$st' | grep -q '^engine .* running' && echo '$st' | grep -q '^httpd .* running' && echo '$st' | grep -q '^proxy .* running'"
+check "agrippactl status shows the database up" sh -c "echo '$st' | grep -q '^database: up'"
+js=$("$AGRIPPACTL" -j -s "$CTL" status)
+check "agrippactl -j status prints JSON" sh -c "echo '$js' | grep -q '\"processes\"' && echo '$js' | grep -q '\"ok\": true'"
+check "agrippactl log verbose" "$AGRIPPACTL" -s "$CTL" log verbose
+err=$("$AGRIPPACTL" -s "$CTL" log loud 2>&1)
+rc=$?
+check "the daemon rejects a bad log level with its usage (exit 1)" sh -c "[ $rc -eq 1 ] && echo '$err' | grep -q 'usage: log verbose|brief'"
+"$AGRIPPACTL" -s "$CTL" frobnicate >/dev/null 2>&1
+check "agrippactl rejects an unknown command (exit 2)" [ $? -eq 2 ]
+"$AGRIPPACTL" -s "$T/nosuch.sock" status >/dev/null 2>&1
+check "agrippactl without a daemon exits 2" [ $? -eq 2 ]
+check "a non-root user cannot reach the control socket" \
+	sh -c "! setpriv --reuid=_agrippa --regid=_agrippa --clear-groups '$AGRIPPACTL' -s '$CTL' status >/dev/null 2>&1"
+for kind in garbage oversized wrongtype badbody unknowncmd badargs; do
+	r=$("$TOOLS/ctlraw" "$CTL" $kind)
+	check "control: a $kind request gets an error reply ($r)" [ $? -eq 0 ]
+done
+check "control: the daemon still answers after bad requests" "$AGRIPPACTL" -s "$CTL" status >/dev/null
+for role in engine httpd proxy; do
+	eval "old=\$PID_$role"
+	check "control: bad requests left $role alone" [ "$(child_pid $role)" = "$old" ]
+done
+
+# --- restarts --------------------------------------------------------------------
+for role in engine httpd proxy; do
+	old=$(child_pid $role)
+	kill -KILL "$old"
+	wait_for 10 sh -c "p=\$(. tests/integration/lib.sh; SUP_PID=$SUP_PID; child_pid $role); [ -n \"\$p\" ] && [ \"\$p\" != $old ]"
+	check "SIGKILL of $role gets it restarted" [ $? -eq 0 ]
+	wait_for 10 sh -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$PORT/healthz)\" = 200 ]"
+	check "/healthz answers 200 again after $role was killed" [ $? -eq 0 ]
+done
+
+# --- protocol violations from a compromised child ----------------------------------
+inject() { # inject ROLE KIND: the child loses its channel and is restarted
+	role=$1
+	victim=$(child_pid "$role")
+	others=""
+	for r in engine httpd proxy; do [ "$r" = "$role" ] || others="$others $r:$(child_pid $r)"; done
+	"$TOOLS/chaninject" "$victim" "$2"
+	wait_for 10 sh -c "p=\$(. tests/integration/lib.sh; SUP_PID=$SUP_PID; child_pid $role); [ -n \"\$p\" ] && [ \"\$p\" != $victim ]"
+	check "$role sending a $2 frame is restarted" [ $? -eq 0 ]
+	for o in $others; do
+		check "... and ${o%%:*} keeps running" [ "$(child_pid "${o%%:*}")" = "${o#*:}" ]
+	done
+	wait_for 10 sh -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$PORT/healthz)\" = 200 ]"
+	check "... and /healthz answers 200 again" [ $? -eq 0 ]
+}
+inject httpd forbidden
+inject engine garbage
+inject proxy oversized
+hp=$(child_pid httpd)
+"$TOOLS/chaninject" "$hp" denied-op
+wait_for 5 grep -q "not permitted for httpd" "$LOG"
+check "an op the role may not call is refused" [ $? -eq 0 ]
+check "... without taking the daemon down" [ "$(healthz_code)" = 200 ]
+
+# --- reload ---------------------------------------------------------------------
+cp "$CONF" "$T/good.yaml"
+echo "listen: 42" >>"$CONF"
+kill -HUP "$SUP_PID"
+wait_for 5 grep -q "configuration not changed" "$LOG"
+check "SIGHUP with a broken config keeps the old one" [ $? -eq 0 ]
+check "... and keeps serving" [ "$(healthz_code)" = 200 ]
+NEWPORT=$((PORT + 1))
+sed "s/127.0.0.1:$PORT/127.0.0.1:$NEWPORT/" "$T/good.yaml" >"$CONF"
+check "agrippactl reload" "$AGRIPPACTL" -s "$CTL" reload
+wait_for 15 sh -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$NEWPORT/healthz)\" = 200 ]"
+check "reload moves httpd to the new listen address" [ $? -eq 0 ]
+
+# --- stop --------------------------------------------------------------------
+check "agrippactl stop" "$AGRIPPACTL" -s "$CTL" stop
+i=0
+while kill -0 "$SUP_PID" 2>/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+wait "$SUP_PID"
+rc=$?
+SUP_PID=""
+check "the daemon exits 0 on stop" [ $rc -eq 0 ]
+check "no process of ours is left" [ -z "$(our_processes)" ]
+check "no postgres of ours is left" sh -c "! pgrep -u _agrippadb -f '$T/state/pg' >/dev/null"
+check "the control socket is removed" [ ! -e "$CTL" ]
+check "the pidfile is removed" [ ! -e "$T/agrippad.pid" ]
+
+# --- second start on the same state; SIGTERM ---------------------------------------
+cp "$T/good.yaml" "$CONF"
+KEYSUM=$(sha256sum "$KEY")
+if start_daemon; then ok "a second start on the same state directory works"; else notok "a second start on the same state directory works"; fi
+check "the master key is reused, not replaced" [ "$(sha256sum "$KEY")" = "$KEYSUM" ]
+stop_daemon
+check "SIGTERM: exit status 0" [ "$DAEMON_STATUS" -eq 0 ]
+check "SIGTERM: no process of ours is left" [ -z "$(our_processes)" ]
+check "SIGTERM: no postgres of ours is left" sh -c "! pgrep -u _agrippadb -f '$T/state/pg' >/dev/null"
+check "SIGTERM: no stale socket or pidfile" [ ! -e "$CTL" ] && [ ! -e "$T/agrippad.pid" ]
+if grep -q "ERROR: AddressSanitizer\|runtime error:" "$LOG"; then
+	notok "no sanitizer report in the daemon log"
+	grep -A20 "AddressSanitizer\|runtime error:" "$LOG" | head -60
+else
+	ok "no sanitizer report in the daemon log"
+fi
+[ "$T_FAIL" -eq 0 ] || { echo "--- daemon log"; tail -80 "$LOG"; }
+finish daemon

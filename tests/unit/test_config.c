@@ -1,0 +1,668 @@
+/*
+ * Unit tests for supervisor/config.c: the values a valid file yields, the
+ * defaults, and for each kind of mistake the exact "file:line:col: reason"
+ * line, with the promises that matter to an operator: every error of a file
+ * is reported, a failed load changes nothing, and a database password never
+ * reaches an error message.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "supervisor/config.h"
+
+#define NAME "t.yaml"
+
+static const char minimal[] = "state_dir: /var/agrippa          # workspaces, artifacts\n"
+			      "user: _agrippa\n"
+			      "listen: [ \"127.0.0.1:8480\" ]\n"
+			      "control_socket: /run/agrippad.sock\n"
+			      "database: embedded\n"
+			      "master_key: /etc/agrippad/master.key\n";
+
+static char err[16384];
+static struct config cfg;
+
+static int
+parse_n(const char *yaml, size_t len)
+{
+	return config_parse(NAME, (const unsigned char *)yaml, len, &cfg, err, sizeof(err));
+}
+
+static int
+parse(const char *yaml)
+{
+	return parse_n(yaml, strlen(yaml));
+}
+
+static size_t
+count_lines(const char *s)
+{
+	size_t n = 0;
+
+	for (; *s != '\0'; s++)
+		n += *s == '\n';
+	return n;
+}
+
+/* yaml must fail with line (a whole "t.yaml:L:C: reason") among its errors. */
+static void
+expect_error(const char *yaml, const char *line)
+{
+	char want[512];
+
+	snprintf(want, sizeof(want), NAME ":%s\n", line);
+	if (parse(yaml) != -1)
+		fail_msg("accepted: %s", yaml);
+	if (strstr(err, want) == NULL)
+		fail_msg("for %s\nexpected: %swithin:\n%s", yaml, want, err);
+}
+
+/* yaml must fail with exactly one error, line. */
+static void
+expect_only(const char *yaml, const char *line)
+{
+	expect_error(yaml, line);
+	if (count_lines(err) != 1)
+		fail_msg("for %s\nexpected one error, got:\n%s", yaml, err);
+}
+
+/* Valid files */
+
+static void
+test_minimal(void **state)
+{
+	assert_int_equal(parse(minimal), 0);
+	assert_string_equal(err, "");
+	assert_string_equal(cfg.path, NAME);
+	assert_string_equal(cfg.state_dir, "/var/agrippa");
+	assert_string_equal(cfg.user, "_agrippa");
+	assert_int_equal(cfg.nlisten, 1);
+	assert_string_equal(cfg.listen[0].addr, "127.0.0.1:8480");
+	assert_string_equal(cfg.listen[0].host, "127.0.0.1");
+	assert_int_equal(cfg.listen[0].port, 8480);
+	assert_string_equal(cfg.control_socket, "/run/agrippad.sock");
+	assert_int_equal(cfg.db_embedded, 1);
+	assert_string_equal(cfg.db_url, "");
+	assert_string_equal(cfg.master_key, "/etc/agrippad/master.key");
+	/* and the defaults of what it leaves out */
+	assert_string_equal(cfg.db_user, "_agrippadb");
+	assert_string_equal(cfg.pidfile, "/run/agrippad.pid");
+	assert_string_equal(cfg.chroot, "/var/empty");
+	assert_string_equal(cfg.postgres_bin, "");
+	assert_int_equal(cfg.db_pool, 4);
+	assert_int_equal(cfg.ipc_max_frame, 16 * 1024 * 1024);
+}
+
+static void
+test_defaults(void **state)
+{
+	static struct config def;
+
+	config_defaults(&def);
+	assert_string_equal(def.path, CONF_DEFAULT_PATH);
+	assert_int_equal(def.nlisten, 1);
+	assert_int_equal(def.listen[0].port, 8480);
+	/* an empty mapping is the defaults, apart from the file name */
+	assert_int_equal(parse("{}\n"), 0);
+	assert_string_equal(cfg.path, NAME);
+	memcpy(def.path, cfg.path, sizeof(def.path));
+	assert_memory_equal(&def, &cfg, sizeof(def));
+	/* one key changes only that key */
+	assert_int_equal(parse("chroot: /var/empty2\n"), 0);
+	assert_string_equal(cfg.chroot, "/var/empty2");
+	assert_string_equal(cfg.state_dir, "/var/agrippa");
+	assert_string_equal(cfg.listen[0].addr, "127.0.0.1:8480");
+}
+
+static void
+test_every_key(void **state)
+{
+	const char *yaml = "state_dir: /srv/agrippa\n"
+			   "user: agrippa-svc\n"
+			   "db_user: _pg\n"
+			   "listen:\n"
+			   "  - 10.0.0.1:80\n"
+			   "  - \"[::1]:8480\"\n"
+			   "  - localhost:65535\n"
+			   "control_socket: /run/a.sock\n"
+			   "master_key: /etc/a/key\n"
+			   "pidfile: /run/a.pid\n"
+			   "chroot: /var/empty\n"
+			   "postgres_bin: /usr/lib/postgresql/15/bin\n"
+			   "database: { url: \"postgresql://agrippa:pw@db.example/agrippa\", pool: 64 }\n"
+			   "ipc_max_frame: 32M\n";
+
+	assert_int_equal(parse(yaml), 0);
+	assert_string_equal(cfg.state_dir, "/srv/agrippa");
+	assert_string_equal(cfg.user, "agrippa-svc");
+	assert_string_equal(cfg.db_user, "_pg");
+	assert_int_equal(cfg.nlisten, 3);
+	assert_string_equal(cfg.listen[0].host, "10.0.0.1");
+	assert_int_equal(cfg.listen[0].port, 80);
+	assert_string_equal(cfg.listen[1].addr, "[::1]:8480");
+	assert_string_equal(cfg.listen[1].host, "::1");
+	assert_int_equal(cfg.listen[1].port, 8480);
+	assert_string_equal(cfg.listen[2].host, "localhost");
+	assert_int_equal(cfg.listen[2].port, 65535);
+	assert_string_equal(cfg.control_socket, "/run/a.sock");
+	assert_string_equal(cfg.master_key, "/etc/a/key");
+	assert_string_equal(cfg.pidfile, "/run/a.pid");
+	assert_string_equal(cfg.postgres_bin, "/usr/lib/postgresql/15/bin");
+	assert_int_equal(cfg.db_embedded, 0);
+	assert_string_equal(cfg.db_url, "postgresql://agrippa:pw@db.example/agrippa");
+	assert_int_equal(cfg.db_pool, 64);
+	assert_int_equal(cfg.ipc_max_frame, 32 * 1024 * 1024);
+}
+
+static void
+test_database_forms(void **state)
+{
+	assert_int_equal(parse("database: { pool: 8 }\n"), 0);
+	assert_int_equal(cfg.db_embedded, 1);
+	assert_int_equal(cfg.db_pool, 8);
+	assert_int_equal(parse("database:\n  url: 'postgres://h/db'\n"), 0);
+	assert_int_equal(cfg.db_embedded, 0);
+	assert_string_equal(cfg.db_url, "postgres://h/db");
+	assert_int_equal(cfg.db_pool, 4);
+	assert_int_equal(parse("database: \"embedded\"\n"), 0);
+	assert_int_equal(cfg.db_embedded, 1);
+}
+
+static void
+test_numbers(void **state)
+{
+	assert_int_equal(parse("ipc_max_frame: 65536\n"), 0);
+	assert_int_equal(cfg.ipc_max_frame, 65536);
+	assert_int_equal(parse("ipc_max_frame: 64K\n"), 0);
+	assert_int_equal(cfg.ipc_max_frame, 65536);
+	assert_int_equal(parse("ipc_max_frame: 256M\n"), 0);
+	assert_int_equal(cfg.ipc_max_frame, 268435456);
+	assert_int_equal(parse("database: { pool: 1 }\n"), 0);
+	assert_int_equal(cfg.db_pool, 1);
+
+	expect_only("ipc_max_frame: 65535\n",
+	    "1:16: ipc_max_frame: expected an integer from 65536 to 268435456 "
+	    "(K and M suffixes allowed)");
+	expect_only("ipc_max_frame: 268435457\n", "1:16: ipc_max_frame: expected an integer "
+						  "from 65536 to 268435456 (K and M suffixes allowed)");
+	expect_error("ipc_max_frame: 16m\n", "1:16: ipc_max_frame: expected an integer from 65536 "
+					     "to 268435456 (K and M suffixes allowed)");
+	expect_error("ipc_max_frame: 99999999999999999999999M\n",
+	    "1:16: ipc_max_frame: expected an integer from 65536 to 268435456 "
+	    "(K and M suffixes allowed)");
+	expect_error("ipc_max_frame: 18014398509481984M\n", /* 2^54 M wraps 2^64 */
+	    "1:16: ipc_max_frame: expected an integer from 65536 to 268435456 "
+	    "(K and M suffixes allowed)");
+	expect_error("ipc_max_frame: -16M\n", "1:16: ipc_max_frame: expected an integer from "
+					      "65536 to 268435456 (K and M suffixes allowed)");
+	expect_only("ipc_max_frame: \"16M\"\n",
+	    "1:16: ipc_max_frame: expected an integer, found a quoted string");
+	expect_only("database: { pool: 0 }\n",
+	    "1:19: database.pool: expected an integer from 1 to 64");
+	expect_only("database: { pool: 65 }\n",
+	    "1:19: database.pool: expected an integer from 1 to 64");
+	expect_only("database: { pool: 4K }\n",
+	    "1:19: database.pool: expected an integer from 1 to 64");
+	expect_only("database: { pool: 0x10 }\n",
+	    "1:19: database.pool: expected an integer from 1 to 64");
+	expect_only("database: { pool: [4] }\n",
+	    "1:19: database.pool: expected an integer, found a sequence");
+	expect_only("database: { pool: }\n", "1:19: database.pool: empty value");
+}
+
+/* Errors, one kind at a time, with their exact positions */
+
+static void
+test_unknown_and_duplicate_keys(void **state)
+{
+	expect_only("state_dir: /x\nbogus: 1\n", "2:1: unknown key 'bogus'");
+	expect_only("user: a\nuser: b\n", "2:1: duplicate key 'user'");
+	expect_only("database: { url: 'postgres://h/d', url: 'postgres://h/e' }\n",
+	    "1:36: duplicate key 'database.url'");
+	expect_only("database:\n  pool: 2\n  size: 3\n", "3:3: unknown key 'database.size'");
+	expect_only("? [ a ]\n: b\n", "1:3: a key must be a scalar, not a sequence");
+	/* a duplicate is reported even when its value is also wrong, and skipped */
+	expect_only("listen: [\"127.0.0.1:1\"]\nlisten: 7\n", "2:1: duplicate key 'listen'");
+}
+
+static void
+test_wrong_types(void **state)
+{
+	expect_only("state_dir: [ /a ]\n", "1:12: state_dir: expected a scalar, found a sequence");
+	expect_only("user:\n  name: x\n", "2:3: user: expected a scalar, found a mapping");
+	expect_only("listen: 127.0.0.1:8480\n",
+	    "1:9: listen: expected a sequence of \"host:port\" strings, found a scalar");
+	expect_only("listen: [ [ \"127.0.0.1:1\" ] ]\n",
+	    "1:11: listen[0]: expected a scalar, found a sequence");
+	expect_only("database: [ embedded ]\n",
+	    "1:11: database: expected \"embedded\" or a mapping, found a sequence");
+	expect_only("- state_dir\n", "1:1: the top level must be a mapping, found a sequence");
+	expect_only("just words\n", "1:1: the top level must be a mapping, found a scalar");
+}
+
+static void
+test_empty_values(void **state)
+{
+	expect_only("pidfile:\n", "1:9: pidfile: empty value");
+	expect_only("pidfile: ~\n", "1:10: pidfile: empty value");
+	expect_only("pidfile: null\n", "1:10: pidfile: empty value");
+	expect_only("pidfile: \"\"\n", "1:10: pidfile: empty value");
+	expect_only("database:\n", "1:10: database: empty value");
+	expect_only("database: {}\n", "1:11: database: empty mapping (write \"embedded\")");
+	expect_only("listen: []\n", "1:9: listen: empty list");
+	expect_only("listen:\n", "1:8: listen: expected a sequence of \"host:port\" strings, "
+				 "found nothing");
+	expect_only("", "1:1: empty file: the top level must be a mapping");
+	expect_only("# only a comment\n", "2:1: empty file: the top level must be a mapping");
+	expect_only("---\n", "2:1: the top level must be a mapping, found nothing");
+	/* quoted, "null" is a path like any other: relative */
+	expect_only("pidfile: \"null\"\n", "1:10: pidfile: must be an absolute path");
+}
+
+static void
+test_paths(void **state)
+{
+	char yaml[8192];
+
+	expect_only("state_dir: var/agrippa\n", "1:12: state_dir: must be an absolute path");
+	expect_only("master_key: ./master.key\n", "1:13: master_key: must be an absolute path");
+	expect_only("chroot: '~/x'\n", "1:9: chroot: must be an absolute path");
+	expect_only("postgres_bin: bin\n", "1:15: postgres_bin: must be an absolute path");
+	/* an escaped NUL would silently cut the path short */
+	expect_only("state_dir: \"/var/agrippa\\0/x\"\n",
+	    "1:12: state_dir: control characters are not allowed");
+	expect_only("pidfile: \"/run/a\\npid\"\n",
+	    "1:10: pidfile: control characters are not allowed");
+
+	memset(yaml, 0, sizeof(yaml));
+	strcpy(yaml, "state_dir: /");
+	memset(yaml + strlen(yaml), 'a', PATH_MAX); /* 1 + PATH_MAX bytes */
+	strcat(yaml, "\n");
+	expect_only(yaml, "1:12: state_dir: value too long (at most 4095 bytes)");
+
+	/* the control socket must fit sockaddr_un */
+	memset(yaml, 0, sizeof(yaml));
+	strcpy(yaml, "control_socket: /");
+	memset(yaml + strlen(yaml), 's', 107);
+	strcat(yaml, "\n");
+	expect_only(yaml, "1:17: control_socket: value too long (at most 107 bytes)");
+	yaml[strlen(yaml) - 2] = '\n';
+	yaml[strlen(yaml) - 1] = '\0';
+	assert_int_equal(parse(yaml), 0);
+	assert_int_equal(strlen(cfg.control_socket), 107);
+}
+
+static void
+test_user_names(void **state)
+{
+	assert_int_equal(parse("user: _a-b_9\n"), 0);
+	assert_int_equal(parse("user: abcdefghijklmnopqrstuvwxyz0123456\n"), -1); /* 33 */
+	assert_int_equal(parse("user: a2345678901234567890123456789012\n"), 0); /* 32 */
+	assert_string_equal(cfg.user, "a2345678901234567890123456789012");
+	expect_only("user: a23456789012345678901234567890123\n",
+	    "1:7: user: value too long (at most 32 bytes)");
+	expect_only("user: Agrippa\n",
+	    "1:7: user: must be a user name matching [a-z_][a-z0-9_-]{0,31}");
+	expect_only("user: 9lives\n",
+	    "1:7: user: must be a user name matching [a-z_][a-z0-9_-]{0,31}");
+	expect_only("db_user: \"a b\"\n",
+	    "1:10: db_user: must be a user name matching [a-z_][a-z0-9_-]{0,31}");
+	expect_only("user: -x\n", "1:7: user: must be a user name matching [a-z_][a-z0-9_-]{0,31}");
+	expect_only("user: root\n", "1:7: user: must not be root");
+	expect_only("db_user: root\n", "1:10: db_user: must not be root");
+	expect_only("user: pg\ndb_user: pg\n", "2:10: user and db_user must differ");
+	expect_only("user: _agrippadb\n", "1:7: user and db_user must differ");
+}
+
+static void
+test_listen(void **state)
+{
+	char yaml[1024];
+	size_t i;
+
+	expect_only("listen: [ \"127.0.0.1:0\" ]\n",
+	    "1:11: listen[0]: port must be a number from 1 to 65535");
+	expect_only("listen: [ \"127.0.0.1:65536\" ]\n",
+	    "1:11: listen[0]: port must be a number from 1 to 65535");
+	expect_only("listen: [ \"127.0.0.1:+80\" ]\n",
+	    "1:11: listen[0]: port must be a number from 1 to 65535");
+	expect_only("listen: [ \"127.0.0.1:\" ]\n", "1:11: listen[0]: missing port after ':'");
+	expect_only("listen: [ \"127.0.0.1\" ]\n", "1:11: listen[0]: expected \"host:port\"");
+	expect_only("listen: [ \"example.com:80\" ]\n",
+	    "1:11: listen[0]: host must be a dotted-quad IPv4 address, [IPv6 address] or "
+	    "localhost");
+	expect_only("listen: [ \"127.1:80\" ]\n",
+	    "1:11: listen[0]: host must be a dotted-quad IPv4 address, [IPv6 address] or "
+	    "localhost");
+	expect_only("listen: [ \":80\" ]\n",
+	    "1:11: listen[0]: host must be a dotted-quad IPv4 address, [IPv6 address] or "
+	    "localhost");
+	expect_only("listen: [ \"::1:80\" ]\n",
+	    "1:11: listen[0]: an IPv6 address must be in brackets, as in \"[::1]:8480\"");
+	expect_only("listen: [ \"[::g]:80\" ]\n", "1:11: listen[0]: invalid IPv6 address");
+	expect_only("listen: [ \"[::1]80\" ]\n",
+	    "1:11: listen[0]: expected \"[address]:port\"");
+	expect_only("listen: [ \"[::1:80\" ]\n",
+	    "1:11: listen[0]: missing ']' after the IPv6 address");
+	expect_only("listen:\n  - 127.0.0.1:80\n  - 127.0.0.1:80\n",
+	    "3:5: listen[1]: duplicate address");
+
+	strcpy(yaml, "listen:\n");
+	for (i = 0; i < CONF_MAX_LISTEN + 2; i++)
+		snprintf(yaml + strlen(yaml), sizeof(yaml) - strlen(yaml), "  - 127.0.0.1:%zu\n",
+		    i + 1);
+	expect_only(yaml, "10:5: listen: at most 8 addresses");
+}
+
+static void
+test_database_errors(void **state)
+{
+	expect_only("database: external\n",
+	    "1:11: database: must be \"embedded\" or a mapping with url and/or pool");
+	expect_only("database: { url: 'mysql://h/db' }\n",
+	    "1:18: database.url: must start with postgresql:// or postgres://");
+	expect_only("database: { url: 'POSTGRESQL://h/db' }\n",
+	    "1:18: database.url: must start with postgresql:// or postgres://");
+	expect_only("database: { url: }\n", "1:18: database.url: empty value");
+}
+
+/* The database url may carry a password: no error may show any part of it. */
+static void
+test_url_never_echoed(void **state)
+{
+	static const char *const bad[] = {
+	    "database: { url: 'mysql://admin:hunter2@db/x' }\n",
+	    "database: 'postgresql://admin:hunter2@db/x'\n",
+	    "database: { url: \"postgresql://admin:hunter2@db/x\\t\" }\n",
+	    "database: { uri: 'postgresql://admin:hunter2@db/x' }\n",
+	    "database: { url: [ 'postgresql://admin:hunter2@db/x' ] }\n",
+	    "postgresql://admin:hunter2@db/x: 1\n",
+	    "database: { 'postgresql://admin:hunter2@db/x': 1 }\n",
+	};
+	char yaml[4096];
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(parse(bad[i]), -1);
+		assert_true(err[0] != '\0');
+		if (strstr(err, "hunter2") != NULL || strstr(err, "admin") != NULL)
+			fail_msg("secret echoed for %s:\n%s", bad[i], err);
+	}
+	expect_only("postgresql://admin:hunter2@db/x: 1\n", "1:1: unknown key");
+	expect_only("database: { 'postgresql://admin:hunter2@db/x': 1 }\n",
+	    "1:13: unknown key in database");
+
+	/* too long for its buffer: refused without a word of it */
+	memset(yaml, 0, sizeof(yaml));
+	strcpy(yaml, "database: { url: 'postgresql://admin:hunter2@db/");
+	memset(yaml + strlen(yaml), 'x', CONF_URL_MAX);
+	strcat(yaml, "' }\n");
+	expect_only(yaml, "1:18: database.url: value too long (at most 1023 bytes)");
+	assert_null(strstr(err, "hunter2"));
+}
+
+static void
+test_anchors_aliases_tags(void **state)
+{
+	expect_error("state_dir: &a /x\npidfile: *a\n", "1:12: anchors are not allowed");
+	expect_error("state_dir: &a /x\npidfile: *a\n", "2:10: aliases are not allowed");
+	assert_int_equal(count_lines(err), 2); /* the alias is not also a type error */
+	expect_only("listen: [ *a ]\n", "1:11: aliases are not allowed");
+	expect_only("*a : x\n", "1:1: aliases are not allowed");
+	expect_only("state_dir: !!str /x\n", "1:12: tags are not allowed");
+	expect_only("listen: !tag [ \"127.0.0.1:1\" ]\n", "1:9: tags are not allowed");
+	expect_only("&k state_dir: /x\n", "1:1: anchors are not allowed");
+	/* inside a value that is skipped anyway, still refused */
+	expect_error("bogus: [ &a x, *a ]\n", "1:16: aliases are not allowed");
+}
+
+/* A billion-laughs file fails fast and reports each alias, expanding none. */
+static void
+test_alias_bomb(void **state)
+{
+	const char *bomb = "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n"
+			   "b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\n"
+			   "c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\n"
+			   "d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\n"
+			   "e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\n"
+			   "f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]\n"
+			   "g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]\n"
+			   "h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]\n"
+			   "i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]\n";
+
+	expect_error(bomb, "2:4: anchors are not allowed");
+	expect_error(bomb, "9:8: aliases are not allowed");
+	/* 9 unknown keys, 9 anchors, 8 x 9 aliases */
+	assert_int_equal(count_lines(err), 9 + 9 + 72);
+}
+
+static void
+test_syntax_errors(void **state)
+{
+	expect_only("state_dir: /x\n  user: y\n",
+	    "2:7: syntax error: mapping values are not allowed in this context");
+	/* errors before the syntax error are kept, nothing after it is read */
+	assert_int_equal(parse("bogus: 1\nuser: \"unterminated\nstate_dir: x\n"), -1);
+	assert_non_null(strstr(err, NAME ":1:1: unknown key 'bogus'\n"));
+	assert_non_null(strstr(err, "syntax error"));
+	assert_int_equal(count_lines(err), 2);
+	/* invalid UTF-8 is placed from its byte offset */
+	expect_only("state_dir: /x\nuser: \"\xff\"\n",
+	    "2:8: syntax error: invalid leading UTF-8 octet");
+	expect_error("a: 1\n---\nb: 2\n", "1:1: unknown key 'a'");
+	expect_error("a: 1\n---\nb: 2\n", "2:1: only one YAML document is allowed");
+	assert_int_equal(count_lines(err), 2);
+	expect_error("state_dir: /x\n---\nstate_dir: /y\n", "2:1: only one YAML document is allowed");
+}
+
+/* Every error of a file, in order, each where it is. */
+static void
+test_all_errors_reported(void **state)
+{
+	const char *yaml = "state_dir: relative\n"
+			   "user: Bad\n"
+			   "listen:\n"
+			   "  - 127.0.0.1:99999\n"
+			   "  - 127.0.0.1:80\n"
+			   "frobnicate: yes\n"
+			   "database: { pool: 100 }\n"
+			   "user: again\n";
+	const char *want = NAME ":1:12: state_dir: must be an absolute path\n" NAME
+				":2:7: user: must be a user name matching [a-z_][a-z0-9_-]{0,31}\n" NAME
+				":4:5: listen[0]: port must be a number from 1 to 65535\n" NAME
+				":6:1: unknown key 'frobnicate'\n" NAME
+				":7:19: database.pool: expected an integer from 1 to 64\n" NAME
+				":8:1: duplicate key 'user'\n";
+
+	assert_int_equal(parse(yaml), -1);
+	assert_string_equal(err, want);
+}
+
+/* A small errbuf holds whole lines only, and the call still fails. */
+static void
+test_small_errbuf(void **state)
+{
+	const char *yaml = "a: 1\nb: 2\nc: 3\n";
+	char small[60];
+
+	memset(small, 'X', sizeof(small));
+	assert_int_equal(config_parse(NAME, (const unsigned char *)yaml, strlen(yaml), &cfg,
+			     small, sizeof(small)),
+	    -1);
+	assert_string_equal(small, NAME ":1:1: unknown key 'a'\n" NAME ":2:1: unknown key 'b'\n");
+	assert_int_equal(config_parse(NAME, (const unsigned char *)yaml, strlen(yaml), &cfg,
+			     small, 5),
+	    -1);
+	assert_string_equal(small, "");
+	assert_int_equal(config_parse(NAME, (const unsigned char *)yaml, strlen(yaml), &cfg,
+			     NULL, 0),
+	    -1);
+}
+
+/* On any failure the caller's config is exactly as it was. */
+static void
+test_unchanged_on_failure(void **state)
+{
+	static struct config before;
+	const char *partly = "state_dir: /new/state\nuser: newuser\nlisten: [ \"10.1.1.1:1\" ]\n"
+			     "database: { url: 'postgresql://u:pw@h/d' }\nbogus: 1\n";
+
+	memset(&cfg, 0xa5, sizeof(cfg));
+	memcpy(&before, &cfg, sizeof(cfg));
+	assert_int_equal(parse(partly), -1);
+	assert_memory_equal(&before, &cfg, sizeof(cfg));
+	assert_int_equal(parse("state_dir: [\n"), -1);
+	assert_memory_equal(&before, &cfg, sizeof(cfg));
+	assert_int_equal(config_load("/nonexistent/agrippad.yaml", &cfg, err, sizeof(err)), -1);
+	assert_memory_equal(&before, &cfg, sizeof(cfg));
+	/* and a reload with a good file replaces it whole */
+	assert_int_equal(parse(minimal), 0);
+	assert_string_equal(cfg.state_dir, "/var/agrippa");
+}
+
+/* Files */
+
+static char tmpdir[] = "/tmp/agrippa-test-config-XXXXXX";
+
+static void
+write_file(const char *path, const char *data, size_t len, mode_t mode)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, data, len), (ssize_t)len);
+	assert_int_equal(fchmod(fd, mode), 0);
+	close(fd);
+}
+
+static void
+test_load(void **state)
+{
+	char path[256], want[512];
+
+	snprintf(path, sizeof(path), "%s/agrippad.yaml", tmpdir);
+	write_file(path, minimal, strlen(minimal), 0644);
+	assert_int_equal(config_load(path, &cfg, err, sizeof(err)), 0);
+	assert_string_equal(cfg.path, path);
+	assert_string_equal(cfg.master_key, "/etc/agrippad/master.key");
+
+	/* positions name the file */
+	write_file(path, "user: x\nstate_dir: y\n", 21, 0600);
+	assert_int_equal(config_load(path, &cfg, err, sizeof(err)), -1);
+	snprintf(want, sizeof(want), "%s:2:12: state_dir: must be an absolute path\n", path);
+	assert_string_equal(err, want);
+
+	/* a config others may write is a root shell: refused */
+	write_file(path, minimal, strlen(minimal), 0646);
+	assert_int_equal(config_load(path, &cfg, err, sizeof(err)), -1);
+	snprintf(want, sizeof(want), "%s: writable by others (chmod o-w)\n", path);
+	assert_string_equal(err, want);
+	unlink(path);
+}
+
+static void
+test_load_missing(void **state)
+{
+	assert_int_equal(config_load("/nonexistent/agrippad.yaml", &cfg, err, sizeof(err)), -1);
+	assert_string_equal(err, "/nonexistent/agrippad.yaml: No such file or directory\n");
+}
+
+static void
+test_load_not_regular(void **state)
+{
+	char path[256], want[512];
+
+	assert_int_equal(config_load(tmpdir, &cfg, err, sizeof(err)), -1);
+	snprintf(want, sizeof(want), "%s: not a regular file\n", tmpdir);
+	assert_string_equal(err, want);
+	/* a FIFO must not hang the daemon */
+	snprintf(path, sizeof(path), "%s/fifo.yaml", tmpdir);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	assert_int_equal(config_load(path, &cfg, err, sizeof(err)), -1);
+	snprintf(want, sizeof(want), "%s: not a regular file\n", path);
+	assert_string_equal(err, want);
+	unlink(path);
+}
+
+/* The size limit is exact: CONF_MAX_SIZE bytes pass, one more fails, and a
+ * 2 MiB file is refused by both entry points. */
+static void
+test_size_limit(void **state)
+{
+	size_t big = 2 * 1024 * 1024;
+	char *buf = malloc(big);
+	char path[256], want[512];
+
+	assert_non_null(buf);
+	memset(buf, '#', big);
+	memcpy(buf, "{}\n", 3);
+	buf[CONF_MAX_SIZE - 1] = '\n';
+	assert_int_equal(parse_n(buf, CONF_MAX_SIZE), 0);
+	assert_int_equal(parse_n(buf, CONF_MAX_SIZE + 1), -1);
+	assert_string_equal(err, NAME ": too large (more than 1048576 bytes)\n");
+	assert_int_equal(parse_n(buf, big), -1);
+	assert_string_equal(err, NAME ": too large (more than 1048576 bytes)\n");
+
+	snprintf(path, sizeof(path), "%s/big.yaml", tmpdir);
+	write_file(path, buf, big, 0600);
+	assert_int_equal(config_load(path, &cfg, err, sizeof(err)), -1);
+	snprintf(want, sizeof(want), "%s: too large (more than 1048576 bytes)\n", path);
+	assert_string_equal(err, want);
+	unlink(path);
+	free(buf);
+}
+
+static int
+setup_dir(void **state)
+{
+	return mkdtemp(tmpdir) == NULL ? -1 : 0;
+}
+
+static int
+teardown_dir(void **state)
+{
+	return rmdir(tmpdir);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_minimal),
+	    cmocka_unit_test(test_defaults),
+	    cmocka_unit_test(test_every_key),
+	    cmocka_unit_test(test_database_forms),
+	    cmocka_unit_test(test_numbers),
+	    cmocka_unit_test(test_unknown_and_duplicate_keys),
+	    cmocka_unit_test(test_wrong_types),
+	    cmocka_unit_test(test_empty_values),
+	    cmocka_unit_test(test_paths),
+	    cmocka_unit_test(test_user_names),
+	    cmocka_unit_test(test_listen),
+	    cmocka_unit_test(test_database_errors),
+	    cmocka_unit_test(test_url_never_echoed),
+	    cmocka_unit_test(test_anchors_aliases_tags),
+	    cmocka_unit_test(test_alias_bomb),
+	    cmocka_unit_test(test_syntax_errors),
+	    cmocka_unit_test(test_all_errors_reported),
+	    cmocka_unit_test(test_small_errbuf),
+	    cmocka_unit_test(test_unchanged_on_failure),
+	    cmocka_unit_test(test_load),
+	    cmocka_unit_test(test_load_missing),
+	    cmocka_unit_test(test_load_not_regular),
+	    cmocka_unit_test(test_size_limit),
+	};
+
+	return cmocka_run_group_tests_name("config", tests, setup_dir, teardown_dir);
+}

@@ -1,0 +1,2340 @@
+/*
+ * ipc/: msgpack pre-scan, envelope decoding, cursor, message catalog and
+ * validators, channels over real socketpairs with a real event_base,
+ * descriptor passing, chunking and the blocking helpers.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <sys/socket.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "ipc/ipc_msg.h"
+
+static const char *last_err;
+
+#define assert_reason(got, want)                                                            \
+	do {                                                                                \
+		const char *g_ = (got);                                                     \
+		if (g_ == NULL || strstr(g_, (want)) == NULL)                               \
+			fail_msg("reason \"%s\" does not contain \"%s\"", g_ ? g_ : "(null)", \
+			    (want));                                                        \
+	} while (0)
+
+/* ---- helpers ---------------------------------------------------------- */
+
+static int
+mp_check(const uint8_t *b, size_t n)
+{
+	last_err = NULL;
+	return ipc_msgpack_check(b, n, IPC_MAX_DEPTH, &last_err);
+}
+
+#define MP_REJECT(want, ...)                                                                \
+	do {                                                                                \
+		static const uint8_t b_[] = { __VA_ARGS__ };                                \
+		assert_int_equal(mp_check(b_, sizeof(b_)), -1);                             \
+		assert_reason(last_err, (want));                                            \
+	} while (0)
+
+#define MP_ACCEPT(...)                                                                      \
+	do {                                                                                \
+		static const uint8_t b_[] = { __VA_ARGS__ };                                \
+		assert_int_equal(mp_check(b_, sizeof(b_)), 0);                              \
+	} while (0)
+
+/* A malloc'd NUL-terminated string of n copies of c; the caller frees it. */
+static char *
+strfill(size_t n, char c)
+{
+	char *s = malloc(n + 1);
+
+	assert_non_null(s);
+	memset(s, c, n);
+	s[n] = '\0';
+	return s;
+}
+
+/*
+ * Append values following fmt: n nil, b bool(int), u uint(unsigned), U uint64_t,
+ * i int, I int64_t, s str(const char *), S (const char *, size_t),
+ * B bin(const void *, size_t), a array(unsigned), m map(unsigned), f double.
+ */
+static void
+vput(struct ipc_wbuf *w, const char *fmt, va_list ap)
+{
+	const char *s;
+	size_t n;
+
+	for (; *fmt != '\0'; fmt++) {
+		switch (*fmt) {
+		case 'n': ipc_put_nil(w); break;
+		case 'b': ipc_put_bool(w, va_arg(ap, int)); break;
+		case 'u': ipc_put_u64(w, va_arg(ap, unsigned)); break;
+		case 'U': ipc_put_u64(w, va_arg(ap, uint64_t)); break;
+		case 'i': ipc_put_i64(w, va_arg(ap, int)); break;
+		case 'I': ipc_put_i64(w, va_arg(ap, int64_t)); break;
+		case 's': ipc_put_str(w, va_arg(ap, const char *)); break;
+		case 'S':
+			s = va_arg(ap, const char *);
+			n = va_arg(ap, size_t);
+			ipc_put_strn(w, s, n);
+			break;
+		case 'B':
+			s = va_arg(ap, const void *);
+			n = va_arg(ap, size_t);
+			ipc_put_bin(w, s, n);
+			break;
+		case 'a': ipc_put_array(w, va_arg(ap, unsigned)); break;
+		case 'm': ipc_put_map(w, va_arg(ap, unsigned)); break;
+		case 'f': msgpack_pack_double(&w->pk, va_arg(ap, double)); break;
+		default: fail_msg("bad fmt char %c", *fmt);
+		}
+	}
+}
+
+/* A finished frame in w (the caller frees w). */
+static void
+wbuild(struct ipc_wbuf *w, uint32_t type, uint64_t id, uint32_t nfields, const char *fmt, ...)
+{
+	va_list ap;
+
+	ipc_wbuf_begin(w, type, id, nfields);
+	va_start(ap, fmt);
+	vput(w, fmt, ap);
+	va_end(ap);
+	assert_int_equal(ipc_wbuf_finish(w, 0), 0);
+}
+
+/* Decode the frame in w into m (the caller frees m) and free w. */
+static void
+wdecode(struct ipc_wbuf *w, struct ipc_msg *m)
+{
+	assert_int_equal(ipc_wbuf_finish(w, 0), 0);
+	assert_int_equal(ipc_frame_decode((const uint8_t *)w->sb.data + 4, w->sb.size - 4, m,
+			     &last_err),
+	    0);
+	ipc_wbuf_free(w);
+}
+
+static void
+vbuild(struct ipc_msg *m, uint32_t type, uint32_t nfields, const char *fmt, va_list ap)
+{
+	struct ipc_wbuf w;
+
+	ipc_wbuf_begin(&w, type, 1, nfields);
+	vput(&w, fmt, ap);
+	wdecode(&w, m);
+}
+
+static void
+build(struct ipc_msg *m, uint32_t type, uint32_t nfields, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vbuild(m, type, nfields, fmt, ap);
+	va_end(ap);
+}
+
+/* Result of type's catalog validator on the body built from fmt. */
+static int
+valid(uint32_t type, uint32_t nfields, const char *fmt, ...)
+{
+	struct ipc_msg m;
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	vbuild(&m, type, nfields, fmt, ap);
+	va_end(ap);
+	rc = ipc_msg_lookup(type)->validate(m.body);
+	ipc_msg_free(&m);
+	return rc;
+}
+
+/* Raw msgpack for hand-made envelopes. */
+struct raw {
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+};
+
+static void
+raw_init(struct raw *r)
+{
+	msgpack_sbuffer_init(&r->sb);
+	msgpack_packer_init(&r->pk, &r->sb, msgpack_sbuffer_write);
+}
+
+static void
+raw_str(struct raw *r, const char *s)
+{
+	msgpack_pack_str_with_body(&r->pk, s, strlen(s));
+}
+
+static int
+raw_decode(struct raw *r, struct ipc_msg *m)
+{
+	int rc;
+
+	last_err = NULL;
+	rc = ipc_frame_decode((const uint8_t *)r->sb.data, r->sb.size, m, &last_err);
+	msgpack_sbuffer_destroy(&r->sb);
+	return rc;
+}
+
+/* ---- ipc_msgpack_check ------------------------------------------------ */
+
+static void
+t_mp_accepts_every_format(void **state)
+{
+	static const uint8_t b[] = {
+		0xdc, 0x00, 29,                          /* array16 of 29 */
+		0x05, 0xff, 0xc0, 0xc2, 0xc3,            /* fixint, neg fixint, nil, bools */
+		0xc4, 1, 'x', 0xc5, 0, 1, 'x', 0xc6, 0, 0, 0, 1, 'x', /* bin8/16/32 */
+		0xca, 0, 0, 0, 0, 0xcb, 0, 0, 0, 0, 0, 0, 0, 0,       /* float32/64 */
+		0xcc, 1, 0xcd, 0, 1, 0xce, 0, 0, 0, 1, 0xcf, 0, 0, 0, 0, 0, 0, 0, 1,
+		0xd0, 0xff, 0xd1, 0xff, 0xff, 0xd2, 0xff, 0xff, 0xff, 0xff,
+		0xd3, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+		0xa1, 'a', 0xd9, 1, 'a', 0xda, 0, 1, 'a', 0xdb, 0, 0, 0, 1, 'a',
+		0xdc, 0, 0, 0xdd, 0, 0, 0, 0, 0xde, 0, 0, 0xdf, 0, 0, 0, 0,
+		0x81, 0x01, 0x02, 0x90, 0x80,
+	};
+	msgpack_unpacked up;
+	size_t off = 0;
+
+	assert_int_equal(mp_check(b, sizeof(b)), 0);
+	/* msgpack-c agrees that this is exactly one value */
+	msgpack_unpacked_init(&up);
+	assert_int_equal(msgpack_unpack_next(&up, (const char *)b, sizeof(b), &off),
+	    MSGPACK_UNPACK_SUCCESS);
+	assert_int_equal(off, sizeof(b));
+	assert_int_equal(up.data.via.array.size, 29);
+	msgpack_unpacked_destroy(&up);
+}
+
+static void
+t_mp_empty(void **state)
+{
+	assert_int_equal(mp_check((const uint8_t *)"", 0), -1);
+	assert_reason(last_err, "empty");
+}
+
+static void
+t_mp_huge_array32(void **state)
+{
+	/* 5 bytes claiming 2^32-1 elements: rejected before msgpack allocates */
+	MP_REJECT("array length", 0xdd, 0xff, 0xff, 0xff, 0xff);
+}
+
+static void
+t_mp_array16_short(void **state)
+{
+	MP_REJECT("array length", 0xdc, 0x00, 0x05, 1, 2, 3, 4);
+	MP_ACCEPT(0xdc, 0x00, 0x04, 1, 2, 3, 4);
+}
+
+static void
+t_mp_huge_map32(void **state)
+{
+	MP_REJECT("map length", 0xdf, 0xff, 0xff, 0xff, 0xff);
+}
+
+static void
+t_mp_map_two_bytes_per_entry(void **state)
+{
+	/* two entries need four bytes; three bytes would do for an array */
+	MP_REJECT("map length", 0x82, 1, 2, 3);
+	MP_REJECT("map length", 0xde, 0x00, 0x02, 1, 2, 3);
+	MP_ACCEPT(0x82, 1, 2, 3, 4);
+}
+
+static void
+t_mp_outer_elements_counted(void **state)
+{
+	/* the inner array fits the bytes left only if the outer array's second
+	 * element is forgotten */
+	MP_REJECT("array length", 0x92, 0xdc, 0x00, 0x03, 1, 2, 3);
+	MP_ACCEPT(0x92, 0xdc, 0x00, 0x02, 1, 2, 3);
+}
+
+static void
+t_mp_huge_str32(void **state)
+{
+	MP_REJECT("str length", 0xdb, 0xff, 0xff, 0xff, 0xff, 'a');
+}
+
+static void
+t_mp_str_short(void **state)
+{
+	MP_REJECT("str length", 0xd9, 5, 'a', 'b');
+	MP_REJECT("str length", 0xa3, 'a', 'b');
+	MP_REJECT("str length", 0x92, 0xa2, 'a', 'b'); /* leaves nothing for the 2nd */
+}
+
+static void
+t_mp_huge_bin32(void **state)
+{
+	MP_REJECT("bin length", 0xc6, 0xff, 0xff, 0xff, 0xff);
+}
+
+static void
+t_mp_bin_short(void **state)
+{
+	MP_REJECT("bin length", 0xc5, 0x00, 0x03, 'a', 'b');
+}
+
+static void
+t_mp_depth(void **state)
+{
+	static const uint8_t m[] = { 0x81, 0x01, 0x81, 0x01, 0x91, 0x01 };
+	uint8_t b[IPC_MAX_DEPTH + 1];
+
+	/* IPC_MAX_DEPTH nested arrays: accepted */
+	memset(b, 0x91, sizeof(b));
+	b[IPC_MAX_DEPTH - 1] = 0x90;
+	assert_int_equal(mp_check(b, IPC_MAX_DEPTH), 0);
+	/* one more: rejected */
+	b[IPC_MAX_DEPTH - 1] = 0x91;
+	b[IPC_MAX_DEPTH] = 0x90;
+	assert_int_equal(mp_check(b, IPC_MAX_DEPTH + 1), -1);
+	assert_reason(last_err, "nesting too deep");
+	/* maps count as nesting too, and the caller's limit is honoured */
+	assert_int_equal(ipc_msgpack_check(m, sizeof(m), 2, &last_err), -1);
+	assert_reason(last_err, "nesting too deep");
+	assert_int_equal(ipc_msgpack_check(m, sizeof(m), 3, &last_err), 0);
+}
+
+static void
+t_mp_depth_limit_unsupported(void **state)
+{
+	static const uint8_t b[] = { 0x01 };
+
+	assert_int_equal(ipc_msgpack_check(b, sizeof(b), 1000, &last_err), -1);
+	assert_reason(last_err, "depth limit");
+}
+
+static void
+t_mp_truncated_scalars(void **state)
+{
+	static const uint8_t heads[] = { 0xcc, 0xcd, 0xce, 0xcf, 0xd0, 0xd1, 0xd2, 0xd3,
+		0xca, 0xcb };
+	static const size_t sizes[] = { 2, 3, 5, 9, 2, 3, 5, 9, 5, 9 };
+	uint8_t b[9] = { 0 };
+	size_t i;
+
+	for (i = 0; i < sizeof(heads); i++) {
+		b[0] = heads[i];
+		assert_int_equal(mp_check(b, sizes[i]), 0);
+		assert_int_equal(mp_check(b, sizes[i] - 1), -1);
+		assert_reason(last_err, "truncated");
+	}
+}
+
+static void
+t_mp_truncated_headers(void **state)
+{
+	MP_REJECT("truncated", 0xda, 0x00);
+	MP_REJECT("truncated", 0xdd, 0x00, 0x00);
+	MP_REJECT("truncated", 0xc6, 0x00);
+	MP_REJECT("truncated", 0x91, 0xcd, 0x00); /* inside a container */
+	/* a missing element is caught when its container opens */
+	MP_REJECT("array length", 0x92, 0x01);
+	MP_REJECT("array length", 0x91, 0x91);
+}
+
+static void
+t_mp_trailing_byte(void **state)
+{
+	MP_REJECT("trailing", 0xc0, 0xc0);
+	MP_REJECT("trailing", 0x90, 0x00);
+	MP_REJECT("trailing", 0xa1, 'a', 'b');
+}
+
+static void
+t_mp_never_used(void **state)
+{
+	MP_REJECT("0xc1", 0xc1);
+	MP_REJECT("0xc1", 0x92, 0x01, 0xc1);
+}
+
+static void
+t_mp_ext(void **state)
+{
+	MP_REJECT("ext", 0xc7, 0x01, 0x01, 0x00);
+	MP_REJECT("ext", 0xc8, 0x00, 0x01, 0x01, 0x00);
+	MP_REJECT("ext", 0xc9, 0x00, 0x00, 0x00, 0x01, 0x01, 0x00);
+	MP_REJECT("ext", 0xd4, 0x01, 0x00);
+	MP_REJECT("ext", 0xd5, 0x01, 0x00, 0x00);
+	MP_REJECT("ext", 0xd6, 0x01, 0, 0, 0, 0);
+	MP_REJECT("ext", 0xd7, 0x01, 0, 0, 0, 0, 0, 0, 0, 0);
+	MP_REJECT("ext", 0xd8, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+}
+
+/* ---- encoding ------------------------------------------------------------ */
+
+static void
+t_wb_prefix_and_limit(void **state)
+{
+	struct ipc_wbuf w;
+	const uint8_t *p;
+
+	ipc_wbuf_begin(&w, IMSG_LOG_VERBOSE, 9, 1);
+	ipc_put_u64(&w, 2);
+	assert_int_equal(ipc_wbuf_finish(&w, 4), -1); /* payload is larger than 4 */
+	assert_int_equal(ipc_wbuf_finish(&w, 64), 0);
+	p = (const uint8_t *)w.sb.data;
+	assert_int_equal(p[0] << 24 | p[1] << 16 | p[2] << 8 | p[3], w.sb.size - 4);
+	ipc_wbuf_free(&w);
+	ipc_wbuf_free(&w); /* idempotent */
+}
+
+static void
+t_wb_field_count_mismatch(void **state)
+{
+	struct ipc_wbuf w;
+
+	ipc_wbuf_begin(&w, IMSG_READY, 1, 2);
+	ipc_put_u64(&w, 1);
+	assert_int_equal(ipc_wbuf_finish(&w, 0), -1); /* one value missing */
+	ipc_put_u64(&w, 2);
+	assert_int_equal(ipc_wbuf_finish(&w, 0), 0);
+	ipc_put_u64(&w, 3);
+	assert_int_equal(ipc_wbuf_finish(&w, 0), -1); /* one value too many */
+	ipc_wbuf_free(&w);
+}
+
+static void
+t_wb_int_encoding(void **state)
+{
+	struct ipc_msg m;
+
+	build(&m, IMSG_CTL_REPLY, 3, "iII", 5, (int64_t)-5, INT64_MIN);
+	assert_int_equal(m.body->via.array.ptr[0].type, MSGPACK_OBJECT_POSITIVE_INTEGER);
+	assert_int_equal(m.body->via.array.ptr[1].type, MSGPACK_OBJECT_NEGATIVE_INTEGER);
+	assert_true(m.body->via.array.ptr[2].via.i64 == INT64_MIN);
+	ipc_msg_free(&m);
+}
+
+/* ---- ipc_frame_decode ---------------------------------------------------- */
+
+static void
+t_fr_ok_any_key_order(void **state)
+{
+	struct raw r;
+	struct ipc_msg m;
+
+	raw_init(&r);
+	msgpack_pack_map(&r.pk, 3);
+	raw_str(&r, "b");
+	msgpack_pack_array(&r.pk, 1);
+	raw_str(&r, "hello");
+	raw_str(&r, "id");
+	msgpack_pack_uint64(&r.pk, UINT64_MAX);
+	raw_str(&r, "t");
+	msgpack_pack_uint64(&r.pk, UINT32_MAX);
+	assert_int_equal(raw_decode(&r, &m), 0);
+	assert_true(m.type == UINT32_MAX);
+	assert_true(m.id == UINT64_MAX);
+	assert_int_equal(m.fd, -1);
+	assert_int_equal(m.body->type, MSGPACK_OBJECT_ARRAY);
+	assert_int_equal(m.body->via.array.size, 1);
+	ipc_msg_free(&m);
+	ipc_msg_free(&m); /* idempotent */
+}
+
+static void
+t_fr_body_owned_by_message(void **state)
+{
+	struct ipc_wbuf w;
+	struct ipc_msg m;
+	const msgpack_object *s;
+
+	wbuild(&w, IMSG_LISTEN_FD, 1, 1, "s", "127.0.0.1:8480");
+	assert_int_equal(ipc_frame_decode((const uint8_t *)w.sb.data + 4, w.sb.size - 4, &m,
+			     &last_err),
+	    0);
+	memset(w.sb.data, 0xee, w.sb.size); /* the input is gone */
+	ipc_wbuf_free(&w);
+	s = &m.body->via.array.ptr[0];
+	assert_int_equal(s->type, MSGPACK_OBJECT_STR);
+	assert_memory_equal(s->via.str.ptr, "127.0.0.1:8480", 14);
+	ipc_msg_free(&m);
+}
+
+/* Envelope with keys from the list; value kinds: 'u' uint, 'i' -1, 's' str,
+ * 'a' empty array, 'm' empty map, 'n' nil, 'f' float, 'B' uint 2^32. */
+static int
+env_decode(const char *keys[], const char *kinds, struct ipc_msg *m)
+{
+	struct raw r;
+	size_t i, n = strlen(kinds);
+
+	raw_init(&r);
+	msgpack_pack_map(&r.pk, n);
+	for (i = 0; i < n; i++) {
+		if (keys[i] != NULL)
+			raw_str(&r, keys[i]);
+		else
+			msgpack_pack_uint64(&r.pk, 1); /* a non-string key */
+		switch (kinds[i]) {
+		case 'u': msgpack_pack_uint64(&r.pk, 1); break;
+		case 'i': msgpack_pack_int64(&r.pk, -1); break;
+		case 's': raw_str(&r, "1"); break;
+		case 'a': msgpack_pack_array(&r.pk, 0); break;
+		case 'm': msgpack_pack_map(&r.pk, 0); break;
+		case 'n': msgpack_pack_nil(&r.pk); break;
+		case 'f': msgpack_pack_double(&r.pk, 1.0); break;
+		case 'B': msgpack_pack_uint64(&r.pk, (uint64_t)UINT32_MAX + 1); break;
+		}
+	}
+	return raw_decode(&r, m);
+}
+
+#define ENV_REJECT(want, kinds, ...)                                                        \
+	do {                                                                                \
+		const char *k_[] = { __VA_ARGS__ };                                         \
+		struct ipc_msg m_;                                                          \
+		assert_int_equal(env_decode(k_, (kinds), &m_), -1);                         \
+		assert_reason(last_err, (want));                                            \
+		ipc_msg_free(&m_); /* harmless after a failed decode */                   \
+	} while (0)
+
+static void
+t_fr_ok_helper_baseline(void **state)
+{
+	const char *k[] = { "t", "id", "b" };
+	struct ipc_msg m;
+
+	/* the helper builds a valid frame when nothing is wrong */
+	assert_int_equal(env_decode(k, "uua", &m), 0);
+	ipc_msg_free(&m);
+}
+
+static void
+t_fr_not_a_map(void **state)
+{
+	static const uint8_t b[] = { 0x93, 0x01, 0x01, 0x90 };
+	struct ipc_msg m;
+
+	assert_int_equal(ipc_frame_decode(b, sizeof(b), &m, &last_err), -1);
+	assert_reason(last_err, "not a map");
+}
+
+static void
+t_fr_missing_t(void **state)
+{
+	ENV_REJECT("missing key \"t\"", "ua", "id", "b");
+}
+
+static void
+t_fr_missing_id(void **state)
+{
+	ENV_REJECT("missing key \"id\"", "ua", "t", "b");
+}
+
+static void
+t_fr_missing_b(void **state)
+{
+	ENV_REJECT("missing key \"b\"", "uu", "t", "id");
+}
+
+static void
+t_fr_duplicate_key(void **state)
+{
+	ENV_REJECT("duplicate key \"t\"", "uua", "t", "t", "b");
+	ENV_REJECT("duplicate key \"b\"", "uuaa", "t", "b", "id", "b");
+}
+
+static void
+t_fr_extra_key(void **state)
+{
+	ENV_REJECT("unexpected key", "uuau", "t", "id", "b", "x");
+	ENV_REJECT("unexpected key", "uua", "t", "ID", "b");
+}
+
+static void
+t_fr_non_string_key(void **state)
+{
+	ENV_REJECT("not a string", "uua", "t", NULL, "b");
+}
+
+static void
+t_fr_t_wrong_types(void **state)
+{
+	ENV_REJECT("\"t\" is not an unsigned integer", "iua", "t", "id", "b");
+	ENV_REJECT("\"t\" is not an unsigned integer", "sua", "t", "id", "b");
+	ENV_REJECT("\"t\" is not an unsigned integer", "fua", "t", "id", "b");
+	ENV_REJECT("\"t\" is not an unsigned integer", "nua", "t", "id", "b");
+}
+
+static void
+t_fr_t_too_big(void **state)
+{
+	ENV_REJECT("\"t\" is above", "Bua", "t", "id", "b");
+}
+
+static void
+t_fr_id_wrong_types(void **state)
+{
+	ENV_REJECT("\"id\" is not an unsigned integer", "uia", "t", "id", "b");
+	ENV_REJECT("\"id\" is not an unsigned integer", "usa", "t", "id", "b");
+}
+
+static void
+t_fr_b_not_array(void **state)
+{
+	ENV_REJECT("\"b\" is not an array", "uum", "t", "id", "b");
+	ENV_REJECT("\"b\" is not an array", "uun", "t", "id", "b");
+	ENV_REJECT("\"b\" is not an array", "uus", "t", "id", "b");
+}
+
+static void
+t_fr_prescan_first(void **state)
+{
+	static const uint8_t b[] = { 0xdf, 0xff, 0xff, 0xff, 0xff };
+	struct ipc_msg m;
+
+	assert_int_equal(ipc_frame_decode(b, sizeof(b), &m, &last_err), -1);
+	assert_reason(last_err, "msgpack: map length");
+}
+
+/* ---- cursor --------------------------------------------------------------- */
+
+static void
+t_cur_exact_types(void **state)
+{
+	struct ipc_msg m;
+	struct ipc_cur c;
+	uint64_t u;
+	int64_t i;
+	int b;
+	const char *s;
+	size_t len;
+	const uint8_t *p;
+
+	build(&m, IMSG_CTL_REPLY, 6, "uisBbn", 7u, -7, "x", "y", (size_t)1, 1);
+	ipc_cur_init(&c, m.body);
+	/* a positive int is not a bool, a string or nil; failures do not advance */
+	assert_int_equal(ipc_get_bool(&c, &b), -1);
+	assert_int_equal(ipc_get_str(&c, &s, &len, 10), -1);
+	assert_int_equal(ipc_get_nil(&c), -1);
+	assert_int_equal(ipc_get_u64(&c, &u), 0);
+	assert_int_equal(u, 7);
+	/* a negative int is not unsigned */
+	assert_int_equal(ipc_get_u64(&c, &u), -1);
+	assert_int_equal(ipc_get_i64(&c, &i), 0);
+	assert_true(i == -7);
+	/* a str is not a bin and vice versa */
+	assert_int_equal(ipc_get_bin(&c, &p, &len, 10), -1);
+	assert_int_equal(ipc_get_str(&c, &s, &len, 10), 0);
+	assert_int_equal(ipc_get_str(&c, &s, &len, 10), -1);
+	assert_int_equal(ipc_get_bin(&c, &p, &len, 10), 0);
+	assert_int_equal(len, 1);
+	assert_int_equal(p[0], 'y');
+	/* a bool is not an int */
+	assert_int_equal(ipc_get_u64(&c, &u), -1);
+	assert_int_equal(ipc_get_bool(&c, &b), 0);
+	assert_int_equal(b, 1);
+	assert_true(ipc_is_nil(&c));
+	assert_int_equal(ipc_end(&c), -1);
+	assert_int_equal(ipc_get_nil(&c), 0);
+	assert_false(ipc_is_nil(&c));
+	assert_int_equal(ipc_end(&c), 0);
+	assert_int_equal(ipc_get_nil(&c), -1); /* nothing left */
+	ipc_msg_free(&m);
+}
+
+static void
+t_cur_int_ranges(void **state)
+{
+	struct ipc_msg m;
+	struct ipc_cur c;
+	uint64_t u;
+	uint32_t u32;
+	int64_t i;
+
+	build(&m, IMSG_CTL_REPLY, 4, "UUUI", (uint64_t)UINT32_MAX, (uint64_t)UINT32_MAX + 1,
+	    (uint64_t)INT64_MAX + 1, INT64_MIN);
+	ipc_cur_init(&c, m.body);
+	assert_int_equal(ipc_get_u32(&c, &u32), 0);
+	assert_true(u32 == UINT32_MAX);
+	assert_int_equal(ipc_get_u32(&c, &u32), -1);
+	assert_int_equal(ipc_get_i64(&c, &i), 0);
+	assert_true(i == (int64_t)UINT32_MAX + 1);
+	assert_int_equal(ipc_get_i64(&c, &i), -1); /* 2^63 does not fit */
+	assert_int_equal(ipc_get_u64(&c, &u), 0);
+	assert_true(u == (uint64_t)INT64_MAX + 1);
+	assert_int_equal(ipc_get_u32(&c, &u32), -1);
+	assert_int_equal(ipc_get_i64(&c, &i), 0);
+	assert_true(i == INT64_MIN);
+	assert_int_equal(ipc_end(&c), 0);
+	ipc_msg_free(&m);
+}
+
+static void
+t_cur_str_bounds(void **state)
+{
+	struct ipc_msg m;
+	struct ipc_cur c;
+	const char *s;
+	size_t len;
+	char dst[4];
+
+	build(&m, IMSG_CTL_REPLY, 4, "sSss", "abcd", "a\0b", (size_t)3, "abc", "");
+	ipc_cur_init(&c, m.body);
+	assert_int_equal(ipc_get_str(&c, &s, &len, 3), -1);
+	assert_int_equal(ipc_get_cstr(&c, dst, sizeof(dst)), -1); /* 4 bytes + NUL */
+	assert_int_equal(ipc_get_str(&c, &s, &len, 4), 0);
+	assert_int_equal(ipc_get_cstr(&c, dst, sizeof(dst)), -1); /* embedded NUL */
+	assert_int_equal(ipc_get_str(&c, &s, &len, 3), 0);
+	assert_int_equal(ipc_get_cstr(&c, dst, 0), -1);
+	assert_int_equal(ipc_get_cstr(&c, dst, sizeof(dst)), 0); /* exactly fits */
+	assert_string_equal(dst, "abc");
+	assert_int_equal(ipc_get_cstr(&c, dst, 1), 0);
+	assert_string_equal(dst, "");
+	assert_int_equal(ipc_end(&c), 0);
+	ipc_msg_free(&m);
+}
+
+static void
+t_cur_bin_and_array_bounds(void **state)
+{
+	struct ipc_msg m;
+	struct ipc_cur c, sub;
+	const uint8_t *p;
+	size_t len;
+	uint64_t u;
+	const msgpack_object *o;
+
+	build(&m, IMSG_CTL_REPLY, 2, "Bauu", "abc", (size_t)3, 2u, 1u, 2u);
+	ipc_cur_init(&c, m.body);
+	assert_int_equal(ipc_get_bin(&c, &p, &len, 2), -1);
+	assert_int_equal(ipc_get_bin(&c, &p, &len, 3), 0);
+	assert_int_equal(ipc_get_array(&c, &sub, 1), -1);
+	assert_int_equal(ipc_get_array(&c, &sub, 2), 0);
+	assert_int_equal(ipc_end(&c), 0);
+	assert_int_equal(ipc_end(&sub), -1); /* trailing fields */
+	assert_int_equal(ipc_get_any(&sub, &o), 0);
+	assert_int_equal(o->type, MSGPACK_OBJECT_POSITIVE_INTEGER);
+	assert_int_equal(ipc_get_u64(&sub, &u), 0);
+	assert_int_equal(u, 2);
+	assert_int_equal(ipc_get_any(&sub, &o), -1);
+	assert_int_equal(ipc_end(&sub), 0);
+	ipc_msg_free(&m);
+}
+
+static void
+t_cur_not_an_array(void **state)
+{
+	msgpack_object o = { .type = MSGPACK_OBJECT_NIL };
+	struct ipc_cur c;
+	const msgpack_object *any;
+
+	ipc_cur_init(&c, &o);
+	assert_int_equal(ipc_get_any(&c, &any), -1);
+	assert_int_equal(ipc_end(&c), -1);
+	ipc_cur_init(&c, NULL);
+	assert_int_equal(ipc_get_nil(&c), -1);
+	assert_int_equal(ipc_end(&c), -1);
+}
+
+/* ---- validators -------------------------------------------------------- */
+
+#define HELLO_FMT "uuubuuss"
+#define HELLO_OK IPC_PROTO_VERSION, (unsigned)ROLE_ENGINE, 1u, 0, 1000u, 1000u
+
+static void
+t_v_hello(void **state)
+{
+	char *longp = strfill(PATH_MAX, 'a');
+
+	assert_int_equal(valid(IMSG_HELLO, 8, HELLO_FMT, HELLO_OK, "/var/empty", "main"), 0);
+	/* too few, too many */
+	assert_int_equal(valid(IMSG_HELLO, 7, "uuubuus", HELLO_OK, "/var/empty"), -1);
+	assert_int_equal(
+	    valid(IMSG_HELLO, 9, HELLO_FMT "n", HELLO_OK, "/var/empty", "main"), -1);
+	/* role out of range */
+	assert_int_equal(valid(IMSG_HELLO, 8, HELLO_FMT, 1u, (unsigned)ROLE__COUNT, 1u, 0, 1u,
+			     1u, "/var/empty", "main"),
+	    -1);
+	assert_int_equal(valid(IMSG_HELLO, 8, HELLO_FMT, 1u, (unsigned)ROLE__COUNT - 1, 1u, 0,
+			     1u, 1u, "/var/empty", "main"),
+	    0);
+	/* chroot not absolute, empty, too long, with a NUL */
+	assert_int_equal(valid(IMSG_HELLO, 8, HELLO_FMT, HELLO_OK, "var/empty", "main"), -1);
+	assert_int_equal(valid(IMSG_HELLO, 8, HELLO_FMT, HELLO_OK, "", "main"), -1);
+	longp[0] = '/';
+	assert_int_equal(valid(IMSG_HELLO, 8, HELLO_FMT, HELLO_OK, longp, "main"), -1);
+	longp[PATH_MAX - 1] = '\0';
+	assert_int_equal(valid(IMSG_HELLO, 8, HELLO_FMT, HELLO_OK, longp, "main"), 0);
+	assert_int_equal(valid(IMSG_HELLO, 8, "uuubuuSs", HELLO_OK, "/a\0b", (size_t)4, "main"),
+	    -1);
+	free(longp);
+}
+
+static void
+t_v_hello_fields(void **state)
+{
+	char *inst = strfill(IPC_INSTANCE_MAX + 1, 'i');
+
+	/* instance too long */
+	assert_int_equal(valid(IMSG_HELLO, 8, HELLO_FMT, HELLO_OK, "/", inst), -1);
+	inst[IPC_INSTANCE_MAX] = '\0';
+	assert_int_equal(valid(IMSG_HELLO, 8, HELLO_FMT, HELLO_OK, "/", inst), 0);
+	/* devmode is a bool, not an int */
+	assert_int_equal(valid(IMSG_HELLO, 8, "uuuuuuss", 1u, 1u, 1u, 0u, 1u, 1u, "/", "m"), -1);
+	/* uid negative, proto above 32 bits */
+	assert_int_equal(valid(IMSG_HELLO, 8, "uuubiuss", 1u, 1u, 1u, 0, -1, 1u, "/", "m"), -1);
+	assert_int_equal(valid(IMSG_HELLO, 8, "Uuubuuss", (uint64_t)1 << 32, 1u, 1u, 0, 1u, 1u,
+			     "/", "m"),
+	    -1);
+	free(inst);
+}
+
+static void
+t_v_ready(void **state)
+{
+	assert_int_equal(valid(IMSG_READY, 2, "uu", 1u, 42u), 0);
+	assert_int_equal(valid(IMSG_READY, 1, "u", 1u), -1);
+	assert_int_equal(valid(IMSG_READY, 3, "uuu", 1u, 42u, 0u), -1);
+	assert_int_equal(valid(IMSG_READY, 2, "us", 1u, "42"), -1);
+	assert_int_equal(valid(IMSG_READY, 2, "uU", 1u, (uint64_t)1 << 32), -1);
+}
+
+static void
+t_v_shutdown(void **state)
+{
+	assert_int_equal(valid(IMSG_SHUTDOWN, 0, ""), 0);
+	assert_int_equal(valid(IMSG_SHUTDOWN, 1, "n"), -1);
+}
+
+static void
+t_v_log_verbose(void **state)
+{
+	unsigned l;
+
+	for (l = 0; l <= 3; l++)
+		assert_int_equal(valid(IMSG_LOG_VERBOSE, 1, "u", l), 0);
+	assert_int_equal(valid(IMSG_LOG_VERBOSE, 1, "u", 4u), -1);
+	assert_int_equal(valid(IMSG_LOG_VERBOSE, 1, "i", -1), -1);
+	assert_int_equal(valid(IMSG_LOG_VERBOSE, 1, "s", "1"), -1);
+	assert_int_equal(valid(IMSG_LOG_VERBOSE, 0, ""), -1);
+	assert_int_equal(valid(IMSG_LOG_VERBOSE, 2, "uu", 1u, 1u), -1);
+}
+
+static void
+t_v_db_op_ok(void **state)
+{
+	assert_int_equal(valid(IMSG_DB_OP, 2, "sanbiIsB", "run_get_2", 6u, 1, -1, (int64_t)7,
+			     "text", "\0\1", (size_t)2),
+	    0);
+	assert_int_equal(valid(IMSG_DB_OP, 2, "sa", "x", 0u), 0);
+}
+
+static void
+t_v_db_op_names(void **state)
+{
+	char *name = strfill(IPC_OPNAME_MAX + 1, 'a');
+
+	assert_int_equal(valid(IMSG_DB_OP, 2, "sa", "", 0u), -1);
+	assert_int_equal(valid(IMSG_DB_OP, 2, "sa", "Run_get", 0u), -1);
+	assert_int_equal(valid(IMSG_DB_OP, 2, "sa", "run-get", 0u), -1);
+	assert_int_equal(valid(IMSG_DB_OP, 2, "sa", "run get", 0u), -1);
+	assert_int_equal(valid(IMSG_DB_OP, 2, "sa", "run;drop", 0u), -1);
+	assert_int_equal(valid(IMSG_DB_OP, 2, "Sa", "a\0b", (size_t)3, 0u), -1);
+	assert_int_equal(valid(IMSG_DB_OP, 2, "sa", name, 0u), -1);
+	name[IPC_OPNAME_MAX] = '\0';
+	assert_int_equal(valid(IMSG_DB_OP, 2, "sa", name, 0u), 0);
+	assert_int_equal(valid(IMSG_DB_OP, 2, "Ba", "op", (size_t)2, 0u), -1);
+	free(name);
+}
+
+static void
+t_v_db_op_args(void **state)
+{
+	char fmt[IPC_DB_MAXARGS + 4] = "sa";
+	char *big = strfill(IPC_DB_ARG_MAX + 1, 'x');
+
+	memset(fmt + 2, 'n', IPC_DB_MAXARGS);
+	assert_int_equal(valid(IMSG_DB_OP, 2, fmt, "op", (unsigned)IPC_DB_MAXARGS), 0);
+	fmt[2 + IPC_DB_MAXARGS] = 'n';
+	assert_int_equal(valid(IMSG_DB_OP, 2, fmt, "op", (unsigned)IPC_DB_MAXARGS + 1), -1);
+	/* args must be an array; floats, maps and arrays are not arguments */
+	assert_int_equal(valid(IMSG_DB_OP, 2, "sn", "op"), -1);
+	assert_int_equal(valid(IMSG_DB_OP, 2, "saf", "op", 1u, 1.5), -1);
+	assert_int_equal(valid(IMSG_DB_OP, 2, "sam", "op", 1u, 0u), -1);
+	assert_int_equal(valid(IMSG_DB_OP, 2, "saa", "op", 1u, 0u), -1);
+	/* size limits of str and bin arguments */
+	assert_int_equal(valid(IMSG_DB_OP, 2, "sas", "op", 1u, big), -1);
+	assert_int_equal(valid(IMSG_DB_OP, 2, "saB", "op", 1u, big, (size_t)IPC_DB_ARG_MAX + 1),
+	    -1);
+	big[IPC_DB_ARG_MAX] = '\0';
+	assert_int_equal(valid(IMSG_DB_OP, 2, "sas", "op", 1u, big), 0);
+	assert_int_equal(valid(IMSG_DB_OP, 2, "saB", "op", 1u, big, (size_t)IPC_DB_ARG_MAX), 0);
+	/* field count */
+	assert_int_equal(valid(IMSG_DB_OP, 1, "s", "op"), -1);
+	assert_int_equal(valid(IMSG_DB_OP, 3, "san", "op", 0u), -1);
+	free(big);
+}
+
+static void
+t_v_db_result_ok(void **state)
+{
+	assert_int_equal(valid(IMSG_DB_RESULT, 4, "usuaasnasn", 0u, "", 2u, 2u, 2u, "a", 2u,
+			     "b"),
+	    0);
+	assert_int_equal(valid(IMSG_DB_RESULT, 4, "usua", 5u, "duplicate key", 0u, 0u), 0);
+}
+
+static void
+t_v_db_result_rows(void **state)
+{
+	/* a row one short, one long, a non-string cell, a row that is not an array */
+	assert_int_equal(valid(IMSG_DB_RESULT, 4, "usuaas", 0u, "", 2u, 1u, 1u, "a"), -1);
+	assert_int_equal(valid(IMSG_DB_RESULT, 4, "usuaasss", 0u, "", 2u, 1u, 3u, "a", "b", "c"),
+	    -1);
+	assert_int_equal(valid(IMSG_DB_RESULT, 4, "usuaasi", 0u, "", 2u, 1u, 2u, "a", 1), -1);
+	assert_int_equal(valid(IMSG_DB_RESULT, 4, "usuaasB", 0u, "", 2u, 1u, 2u, "a", "b",
+			     (size_t)1),
+	    -1);
+	assert_int_equal(valid(IMSG_DB_RESULT, 4, "usuas", 0u, "", 1u, 1u, "a"), -1);
+	/* the second row is the bad one */
+	assert_int_equal(valid(IMSG_DB_RESULT, 4, "usuaasass", 0u, "", 1u, 2u, 1u, "a", 2u, "b",
+			     "c"),
+	    -1);
+	assert_int_equal(valid(IMSG_DB_RESULT, 4, "usun", 0u, "", 1u), -1);
+}
+
+static void
+t_v_db_result_limits(void **state)
+{
+	char *err = strfill(IPC_ERRMSG_MAX + 1, 'e');
+	struct ipc_wbuf w;
+	struct ipc_msg m;
+	unsigned i;
+
+	assert_int_equal(valid(IMSG_DB_RESULT, 4, "usua", 0u, "", IPC_DB_MAXCOLS + 1, 0u), -1);
+	assert_int_equal(valid(IMSG_DB_RESULT, 4, "usua", 0u, "", IPC_DB_MAXCOLS, 0u), 0);
+	assert_int_equal(valid(IMSG_DB_RESULT, 4, "usua", 3u, err, 0u, 0u), -1);
+	err[IPC_ERRMSG_MAX] = '\0';
+	assert_int_equal(valid(IMSG_DB_RESULT, 4, "usua", 3u, err, 0u, 0u), 0);
+	assert_int_equal(valid(IMSG_DB_RESULT, 4, "isua", -1, "", 0u, 0u), -1);
+	assert_int_equal(valid(IMSG_DB_RESULT, 3, "usu", 0u, "", 0u), -1);
+	assert_int_equal(valid(IMSG_DB_RESULT, 5, "usuan", 0u, "", 0u, 0u), -1);
+	/* IPC_DB_MAXROWS + 1 empty rows */
+	ipc_wbuf_begin(&w, IMSG_DB_RESULT, 1, 4);
+	ipc_put_u64(&w, 0);
+	ipc_put_str(&w, "");
+	ipc_put_u64(&w, 0);
+	ipc_put_array(&w, IPC_DB_MAXROWS + 1);
+	for (i = 0; i < IPC_DB_MAXROWS + 1; i++)
+		ipc_put_array(&w, 0);
+	wdecode(&w, &m);
+	assert_int_equal(ipc_msg_lookup(IMSG_DB_RESULT)->validate(m.body), -1);
+	ipc_msg_free(&m);
+	free(err);
+}
+
+static void
+t_v_listen_fd(void **state)
+{
+	char *addr = strfill(IPC_ADDR_MAX + 1, '1');
+	struct ipc_msg m;
+	char small[4];
+
+	assert_int_equal(valid(IMSG_LISTEN_FD, 1, "s", "127.0.0.1:8480"), 0);
+	assert_int_equal(valid(IMSG_LISTEN_FD, 1, "s", addr), -1);
+	addr[IPC_ADDR_MAX] = '\0';
+	assert_int_equal(valid(IMSG_LISTEN_FD, 1, "s", addr), 0);
+	assert_int_equal(valid(IMSG_LISTEN_FD, 1, "u", 8480u), -1);
+	assert_int_equal(valid(IMSG_LISTEN_FD, 2, "sn", "[::1]:8480"), -1);
+	assert_int_equal(valid(IMSG_LISTEN_FD, 0, ""), -1);
+	/* a caller buffer too small for the address fails cleanly */
+	build(&m, IMSG_LISTEN_FD, 1, "s", "[::1]:8480");
+	assert_int_equal(ipc_dec_listen_fd(m.body, small, sizeof(small)), -1);
+	ipc_msg_free(&m);
+	free(addr);
+}
+
+static void
+t_v_chunk(void **state)
+{
+	static uint8_t data[IPC_CHUNK_SIZE + 1];
+
+	assert_int_equal(valid(IMSG_CHUNK, 4, "UubB", (uint64_t)1, 0u, 1, data, sizeof(data) - 1),
+	    0);
+	assert_int_equal(valid(IMSG_CHUNK, 4, "UubB", (uint64_t)1, 0u, 1, data, sizeof(data)),
+	    -1);
+	assert_int_equal(valid(IMSG_CHUNK, 4, "UUbB", (uint64_t)1, (uint64_t)1 << 32, 0, data,
+			     (size_t)1),
+	    -1);
+	assert_int_equal(valid(IMSG_CHUNK, 4, "UuuB", (uint64_t)1, 0u, 1u, data, (size_t)1), -1);
+	assert_int_equal(valid(IMSG_CHUNK, 4, "iubB", -1, 0u, 1, data, (size_t)1), -1);
+	assert_int_equal(valid(IMSG_CHUNK, 4, "Uubs", (uint64_t)1, 0u, 1, "data"), -1);
+	assert_int_equal(valid(IMSG_CHUNK, 3, "Uub", (uint64_t)1, 0u, 1), -1);
+	assert_int_equal(valid(IMSG_CHUNK, 5, "UubBn", (uint64_t)1, 0u, 1, data, (size_t)1), -1);
+}
+
+static void
+t_v_ctl_request(void **state)
+{
+	char *cmd = strfill(IPC_CTL_CMD_MAX + 1, 'c');
+	char *arg = strfill(IPC_CTL_ARG_MAX + 1, 'a');
+	char fmt[IPC_CTL_MAXARGS + 4] = "sa";
+
+	assert_int_equal(valid(IMSG_CTL_REQUEST, 2, "sass", "run", 2u, "list", "--all"), 0);
+	assert_int_equal(valid(IMSG_CTL_REQUEST, 2, "sa", cmd, 0u), -1);
+	cmd[IPC_CTL_CMD_MAX] = '\0';
+	assert_int_equal(valid(IMSG_CTL_REQUEST, 2, "sa", cmd, 0u), 0);
+	assert_int_equal(valid(IMSG_CTL_REQUEST, 2, "sasi", "run", 2u, "x", 1), -1);
+	assert_int_equal(valid(IMSG_CTL_REQUEST, 2, "sas", "run", 1u, arg), -1);
+	arg[IPC_CTL_ARG_MAX] = '\0';
+	assert_int_equal(valid(IMSG_CTL_REQUEST, 2, "sas", "run", 1u, arg), 0);
+	memset(fmt + 2, 'n', IPC_CTL_MAXARGS + 1);
+	assert_int_equal(valid(IMSG_CTL_REQUEST, 2, fmt, "run", IPC_CTL_MAXARGS + 1), -1);
+	assert_int_equal(valid(IMSG_CTL_REQUEST, 2, "ss", "run", "x"), -1);
+	assert_int_equal(valid(IMSG_CTL_REQUEST, 1, "s", "run"), -1);
+	assert_int_equal(valid(IMSG_CTL_REQUEST, 3, "saa", "run", 0u, 0u), -1);
+	free(cmd);
+	free(arg);
+}
+
+static void
+t_v_ctl_reply(void **state)
+{
+	char *msg = strfill(IPC_ERRMSG_MAX * 4 + 1, 'm');
+
+	assert_int_equal(valid(IMSG_CTL_REPLY, 3, "usmsu", 0u, "ok", 1u, "k", 1u), 0);
+	assert_int_equal(valid(IMSG_CTL_REPLY, 3, "usn", 1u, "bad"), 0);
+	assert_int_equal(valid(IMSG_CTL_REPLY, 3, "usn", 1u, msg), -1);
+	msg[IPC_ERRMSG_MAX * 4] = '\0';
+	assert_int_equal(valid(IMSG_CTL_REPLY, 3, "usn", 1u, msg), 0);
+	assert_int_equal(valid(IMSG_CTL_REPLY, 2, "us", 0u, "ok"), -1);
+	assert_int_equal(valid(IMSG_CTL_REPLY, 3, "ssn", "0", "ok"), -1);
+	assert_int_equal(valid(IMSG_CTL_REPLY, 4, "usnn", 0u, "ok"), -1);
+	free(msg);
+}
+
+/* ---- catalog ------------------------------------------------------------ */
+
+static void
+t_catalog_complete(void **state)
+{
+	uint32_t t;
+	unsigned r;
+	enum ipc_role role;
+
+	for (t = IMSG_HELLO; t < IMSG__MAX; t++) {
+		assert_non_null(ipc_msg_lookup(t));
+		assert_true(ipc_msg_lookup(t)->type == t);
+		assert_non_null(ipc_msg_lookup(t)->validate);
+	}
+	assert_null(ipc_msg_lookup(0));
+	assert_null(ipc_msg_lookup(IMSG__MAX));
+	assert_null(ipc_msg_lookup(UINT32_MAX));
+	assert_string_equal(ipc_msg_name(IMSG_DB_OP), "IMSG_DB_OP");
+	assert_string_equal(ipc_msg_name(999), "unknown");
+	for (r = 0; r < ROLE__COUNT; r++) {
+		assert_int_equal(ipc_role_from_name(ipc_role_name((enum ipc_role)r), &role), 0);
+		assert_int_equal(role, r);
+	}
+	assert_int_equal(ipc_role_from_name("root", &role), -1);
+	assert_string_equal(ipc_role_name(ROLE__COUNT), "unknown");
+}
+
+static void
+t_check_ok(void **state)
+{
+	struct ipc_msg m;
+
+	build(&m, IMSG_DB_OP, 2, "sa", "run_get", 0u);
+	assert_int_equal(ipc_msg_check(&m, ROLE_RUNNER, ROLE_SUPERVISOR, 0, &last_err), 0);
+	ipc_msg_free(&m);
+}
+
+static void
+t_check_unknown_type(void **state)
+{
+	struct ipc_msg m;
+
+	build(&m, 99, 0, "");
+	assert_int_equal(ipc_msg_check(&m, ROLE_SUPERVISOR, ROLE_ENGINE, 0, &last_err), -1);
+	assert_reason(last_err, "unknown message type");
+	ipc_msg_free(&m);
+	build(&m, 0, 0, "");
+	assert_int_equal(ipc_msg_check(&m, ROLE_SUPERVISOR, ROLE_ENGINE, 0, &last_err), -1);
+	assert_reason(last_err, "unknown message type");
+	ipc_msg_free(&m);
+}
+
+static void
+t_check_wrong_sender(void **state)
+{
+	struct ipc_msg m;
+
+	build(&m, IMSG_SHUTDOWN, 0, "");
+	assert_int_equal(ipc_msg_check(&m, ROLE_ENGINE, ROLE_HTTPD, 0, &last_err), -1);
+	assert_reason(last_err, "sender");
+	assert_int_equal(ipc_msg_check(&m, ROLE__COUNT, ROLE_HTTPD, 0, &last_err), -1);
+	assert_reason(last_err, "sender");
+	ipc_msg_free(&m);
+	build(&m, IMSG_DB_OP, 2, "sa", "run_get", 0u);
+	assert_int_equal(ipc_msg_check(&m, ROLE_SANDBOX, ROLE_SUPERVISOR, 0, &last_err), -1);
+	assert_reason(last_err, "sender");
+	ipc_msg_free(&m);
+}
+
+static void
+t_check_wrong_receiver(void **state)
+{
+	struct ipc_msg m;
+
+	build(&m, IMSG_SHUTDOWN, 0, "");
+	assert_int_equal(ipc_msg_check(&m, ROLE_SUPERVISOR, ROLE_CTL, 0, &last_err), -1);
+	assert_reason(last_err, "receiver");
+	assert_int_equal(ipc_msg_check(&m, ROLE_SUPERVISOR, ROLE_SUPERVISOR, 0, &last_err), -1);
+	assert_reason(last_err, "receiver");
+	ipc_msg_free(&m);
+	build(&m, IMSG_DB_OP, 2, "sa", "run_get", 0u);
+	assert_int_equal(ipc_msg_check(&m, ROLE_ENGINE, ROLE_HTTPD, 0, &last_err), -1);
+	assert_reason(last_err, "receiver");
+	ipc_msg_free(&m);
+}
+
+static void
+t_check_fd_missing(void **state)
+{
+	struct ipc_msg m;
+
+	build(&m, IMSG_LISTEN_FD, 1, "s", "127.0.0.1:80");
+	assert_int_equal(ipc_msg_check(&m, ROLE_SUPERVISOR, ROLE_HTTPD, 1, &last_err), 0);
+	assert_int_equal(ipc_msg_check(&m, ROLE_SUPERVISOR, ROLE_HTTPD, 0, &last_err), -1);
+	assert_reason(last_err, "descriptor missing");
+	ipc_msg_free(&m);
+}
+
+static void
+t_check_fd_unexpected(void **state)
+{
+	struct ipc_msg m;
+
+	build(&m, IMSG_READY, 2, "uu", 1u, 2u);
+	assert_int_equal(ipc_msg_check(&m, ROLE_ENGINE, ROLE_SUPERVISOR, 1, &last_err), -1);
+	assert_reason(last_err, "unexpected descriptor");
+	ipc_msg_free(&m);
+}
+
+static void
+t_check_bad_body(void **state)
+{
+	struct ipc_msg m;
+
+	build(&m, IMSG_LOG_VERBOSE, 1, "u", 9u);
+	assert_int_equal(ipc_msg_check(&m, ROLE_SUPERVISOR, ROLE_ENGINE, 0, &last_err), -1);
+	assert_reason(last_err, "body failed validation");
+	ipc_msg_free(&m);
+}
+
+/* ---- round trips of every type ------------------------------------------ */
+
+/* Encode, decode, catalog-check from -> to, return the message in *m. */
+static void
+rt_decode(struct ipc_wbuf *w, enum ipc_role from, enum ipc_role to, int has_fd,
+    struct ipc_msg *m)
+{
+	wdecode(w, m);
+	if (ipc_msg_check(m, from, to, has_fd, &last_err) == -1)
+		fail_msg("round trip of %s: %s", ipc_msg_name(m->type), last_err);
+}
+
+static void
+t_rt_hello_ready_shutdown_verbose(void **state)
+{
+	struct ipc_wbuf w;
+	struct ipc_msg m;
+	struct ipc_hello h;
+	struct ipc_ready r;
+	uint32_t level;
+
+	wbuild(&w, IMSG_HELLO, 0, 8, HELLO_FMT, IPC_PROTO_VERSION, (unsigned)ROLE_RUNNER, 2u, 1,
+	    4294967294u, 77u, "/var/empty", "host-a");
+	rt_decode(&w, ROLE_SUPERVISOR, ROLE_RUNNER, 0, &m);
+	assert_int_equal(ipc_dec_hello(m.body, &h), 0);
+	assert_int_equal(h.proto, IPC_PROTO_VERSION);
+	assert_int_equal(h.role, ROLE_RUNNER);
+	assert_int_equal(h.verbose, 2);
+	assert_int_equal(h.devmode, 1);
+	assert_true(h.uid == 4294967294u);
+	assert_int_equal(h.gid, 77);
+	assert_string_equal(h.chroot, "/var/empty");
+	assert_string_equal(h.instance, "host-a");
+	ipc_msg_free(&m);
+
+	wbuild(&w, IMSG_READY, 0, 2, "uu", IPC_PROTO_VERSION, 4242u);
+	rt_decode(&w, ROLE_PROXY, ROLE_SUPERVISOR, 0, &m);
+	assert_int_equal(ipc_dec_ready(m.body, &r), 0);
+	assert_int_equal(r.pid, 4242);
+	ipc_msg_free(&m);
+
+	wbuild(&w, IMSG_SHUTDOWN, 0, 0, "");
+	rt_decode(&w, ROLE_SUPERVISOR, ROLE_GITHELPER, 0, &m);
+	assert_int_equal(m.type, IMSG_SHUTDOWN);
+	ipc_msg_free(&m);
+
+	wbuild(&w, IMSG_LOG_VERBOSE, 0, 1, "u", 3u);
+	rt_decode(&w, ROLE_SUPERVISOR, ROLE_SANDBOX, 0, &m);
+	assert_int_equal(ipc_dec_log_verbose(m.body, &level), 0);
+	assert_int_equal(level, 3);
+	ipc_msg_free(&m);
+}
+
+static void
+t_rt_db_op_result(void **state)
+{
+	struct ipc_wbuf w;
+	struct ipc_msg m;
+	struct ipc_db_op op;
+	struct ipc_db_result res;
+	struct ipc_cur row;
+	const msgpack_object *o;
+	const char *s;
+	size_t len;
+	int64_t i;
+
+	wbuild(&w, IMSG_DB_OP, 77, 2, "saIsn", "event_append", 3u, (int64_t)-12, "payload");
+	rt_decode(&w, ROLE_RUNNER, ROLE_SUPERVISOR, 0, &m);
+	assert_true(m.id == 77);
+	assert_int_equal(ipc_dec_db_op(m.body, &op), 0);
+	assert_string_equal(op.op, "event_append");
+	assert_int_equal(op.nargs, 3);
+	assert_int_equal(ipc_get_i64(&op.args, &i), 0);
+	assert_true(i == -12);
+	assert_int_equal(ipc_get_str(&op.args, &s, &len, 100), 0);
+	assert_memory_equal(s, "payload", len);
+	assert_int_equal(ipc_get_any(&op.args, &o), 0);
+	assert_int_equal(o->type, MSGPACK_OBJECT_NIL);
+	assert_int_equal(ipc_end(&op.args), 0);
+	ipc_msg_free(&m);
+
+	wbuild(&w, IMSG_DB_RESULT, 77, 4, "usuaassasn", 0u, "", 2u, 2u, 2u, "a", "b", 2u, "c");
+	rt_decode(&w, ROLE_SUPERVISOR, ROLE_RUNNER, 0, &m);
+	assert_int_equal(ipc_dec_db_result(m.body, &res), 0);
+	assert_int_equal(res.code, DB_OK);
+	assert_int_equal(res.ncols, 2);
+	assert_int_equal(res.nrows, 2);
+	assert_int_equal(res.errlen, 0);
+	assert_int_equal(ipc_get_array(&res.rows, &row, res.ncols), 0);
+	assert_int_equal(ipc_get_str(&row, &s, &len, 10), 0);
+	assert_memory_equal(s, "a", 1);
+	assert_int_equal(ipc_get_array(&res.rows, &row, res.ncols), 0);
+	assert_int_equal(ipc_get_str(&row, &s, &len, 10), 0);
+	assert_memory_equal(s, "c", 1);
+	assert_int_equal(ipc_get_nil(&row), 0);
+	assert_int_equal(ipc_end(&res.rows), 0);
+	ipc_msg_free(&m);
+}
+
+static void
+t_rt_listen_chunk_ctl(void **state)
+{
+	struct ipc_wbuf w;
+	struct ipc_msg m;
+	struct ipc_chunk ck;
+	struct ipc_ctl_request rq;
+	struct ipc_ctl_reply rp;
+	char addr[IPC_ADDR_MAX + 1];
+	const char *s;
+	size_t len;
+
+	wbuild(&w, IMSG_LISTEN_FD, 0, 1, "s", "[::1]:8480");
+	rt_decode(&w, ROLE_SUPERVISOR, ROLE_HTTPD, 1, &m);
+	assert_int_equal(ipc_dec_listen_fd(m.body, addr, sizeof(addr)), 0);
+	assert_string_equal(addr, "[::1]:8480");
+	ipc_msg_free(&m);
+
+	wbuild(&w, IMSG_CHUNK, 5, 4, "UubB", UINT64_MAX, 3u, 1, "\0\1\2", (size_t)3);
+	rt_decode(&w, ROLE_SANDBOX, ROLE_RUNNER, 0, &m);
+	assert_int_equal(ipc_dec_chunk(m.body, &ck), 0);
+	assert_true(ck.stream == UINT64_MAX);
+	assert_int_equal(ck.seq, 3);
+	assert_int_equal(ck.last, 1);
+	assert_int_equal(ck.len, 3);
+	assert_memory_equal(ck.data, "\0\1\2", 3);
+	ipc_msg_free(&m);
+
+	wbuild(&w, IMSG_CTL_REQUEST, 9, 2, "sas", "reload", 1u, "templates");
+	rt_decode(&w, ROLE_CTL, ROLE_SUPERVISOR, 0, &m);
+	assert_int_equal(ipc_dec_ctl_request(m.body, &rq), 0);
+	assert_string_equal(rq.cmd, "reload");
+	assert_int_equal(rq.nargs, 1);
+	assert_int_equal(ipc_get_str(&rq.args, &s, &len, 100), 0);
+	assert_memory_equal(s, "templates", len);
+	ipc_msg_free(&m);
+
+	wbuild(&w, IMSG_CTL_REPLY, 9, 3, "usau", 0u, "done", 1u, 5u);
+	rt_decode(&w, ROLE_SUPERVISOR, ROLE_CTL, 0, &m);
+	assert_int_equal(ipc_dec_ctl_reply(m.body, &rp), 0);
+	assert_int_equal(rp.code, 0);
+	assert_memory_equal(rp.message, "done", rp.msglen);
+	assert_int_equal(rp.data->type, MSGPACK_OBJECT_ARRAY);
+	ipc_msg_free(&m);
+}
+
+/* ---- chunk reassembly --------------------------------------------------- */
+
+static int
+feed(struct ipc_asm *a, uint64_t stream, uint32_t seq, int last, const void *p, size_t n)
+{
+	struct ipc_msg m;
+	int rc;
+
+	build(&m, IMSG_CHUNK, 4, "UubB", stream, seq, last, p, n);
+	last_err = NULL;
+	rc = ipc_asm_feed(a, m.body, &last_err);
+	ipc_msg_free(&m);
+	return rc;
+}
+
+static void
+t_asm_in_order(void **state)
+{
+	struct ipc_asm a;
+
+	ipc_asm_init(&a, 3, 10);
+	assert_int_equal(feed(&a, 3, 0, 0, "abc", 3), 0);
+	assert_int_equal(feed(&a, 3, 1, 0, "", 0), 0);
+	assert_int_equal(feed(&a, 3, 2, 1, "defghij", 7), 1);
+	assert_int_equal(a.len, 10);
+	assert_memory_equal(a.data, "abcdefghij", 10);
+	ipc_asm_free(&a);
+}
+
+static void
+t_asm_empty_stream(void **state)
+{
+	struct ipc_asm a;
+
+	ipc_asm_init(&a, 1, 0);
+	assert_int_equal(feed(&a, 1, 0, 1, "", 0), 1);
+	assert_int_equal(a.len, 0);
+	assert_non_null(a.data);
+	ipc_asm_free(&a);
+}
+
+static void
+t_asm_out_of_order(void **state)
+{
+	struct ipc_asm a;
+
+	ipc_asm_init(&a, 1, 100);
+	assert_int_equal(feed(&a, 1, 1, 0, "x", 1), -1);
+	assert_reason(last_err, "out of order");
+	ipc_asm_free(&a);
+	ipc_asm_init(&a, 1, 100);
+	assert_int_equal(feed(&a, 1, 0, 0, "x", 1), 0);
+	assert_int_equal(feed(&a, 1, 0, 0, "x", 1), -1); /* replayed */
+	assert_reason(last_err, "out of order");
+	assert_int_equal(feed(&a, 1, 1, 1, "x", 1), -1); /* no recovery */
+	assert_reason(last_err, "already failed");
+	ipc_asm_free(&a);
+}
+
+static void
+t_asm_over_cap(void **state)
+{
+	struct ipc_asm a;
+
+	ipc_asm_init(&a, 1, 4);
+	assert_int_equal(feed(&a, 1, 0, 0, "abc", 3), 0);
+	assert_int_equal(feed(&a, 1, 1, 1, "de", 2), -1);
+	assert_reason(last_err, "cap");
+	ipc_asm_free(&a);
+	ipc_asm_init(&a, 1, 4);
+	assert_int_equal(feed(&a, 1, 0, 0, "abc", 3), 0);
+	assert_int_equal(feed(&a, 1, 1, 1, "d", 1), 1); /* exactly the cap */
+	ipc_asm_free(&a);
+}
+
+static void
+t_asm_after_last(void **state)
+{
+	struct ipc_asm a;
+
+	ipc_asm_init(&a, 1, 100);
+	assert_int_equal(feed(&a, 1, 0, 1, "ab", 2), 1);
+	assert_int_equal(feed(&a, 1, 1, 1, "cd", 2), -1);
+	assert_reason(last_err, "after the last");
+	/* the completed data is untouched */
+	assert_int_equal(a.len, 2);
+	assert_memory_equal(a.data, "ab", 2);
+	ipc_asm_free(&a);
+}
+
+static void
+t_asm_wrong_stream_and_body(void **state)
+{
+	struct ipc_asm a;
+	struct ipc_msg m;
+
+	ipc_asm_init(&a, 1, 100);
+	assert_int_equal(feed(&a, 2, 0, 1, "ab", 2), -1);
+	assert_reason(last_err, "wrong stream");
+	ipc_asm_free(&a);
+	ipc_asm_init(&a, 1, 100);
+	build(&m, IMSG_CHUNK, 3, "Uub", (uint64_t)1, 0u, 1);
+	assert_int_equal(ipc_asm_feed(&a, m.body, &last_err), -1);
+	assert_reason(last_err, "malformed");
+	ipc_msg_free(&m);
+	ipc_asm_free(&a);
+}
+
+/* ---- channels ----------------------------------------------------------- */
+
+struct rec {
+	int nmsg, nerr, done, want;
+	uint64_t next_id; /* id the next message must carry; 0 = unchecked */
+	int order_ok;
+	uint32_t last_type;
+	char reason[256];
+	int fd;           /* the last descriptor the handler kept */
+	int kept[8];      /* every descriptor kept, in arrival order */
+	int nkept;
+	int free_on_msg, free_on_err;
+	struct ipc_chan **chp;
+	struct ipc_asm *as;
+	int asm_rc;
+	char asm_err[128];
+	int burst, burst_bad;
+	size_t burst_len;
+};
+
+static void
+rec_burst(struct rec *r, const struct ipc_msg *m)
+{
+	struct ipc_chunk ck;
+	size_t j;
+
+	if (ipc_dec_chunk(m->body, &ck) == -1 || ck.seq != (uint32_t)(r->nmsg - 1) ||
+	    ck.len != r->burst_len) {
+		r->burst_bad++;
+		return;
+	}
+	for (j = 0; j < ck.len; j++) {
+		if (ck.data[j] != (uint8_t)(ck.seq * 31 + j)) {
+			r->burst_bad++;
+			return;
+		}
+	}
+}
+
+static void
+rec_chunk(struct rec *r, const struct ipc_msg *m)
+{
+	const char *err = NULL;
+
+	if (r->asm_rc != 0)
+		return;
+	r->asm_rc = ipc_asm_feed(r->as, m->body, &err);
+	if (r->asm_rc == -1)
+		snprintf(r->asm_err, sizeof(r->asm_err), "%s", err);
+	if (r->asm_rc != 0)
+		r->done = 1;
+}
+
+static void
+rec_msg(struct ipc_chan *ch, struct ipc_msg *m, void *arg)
+{
+	struct rec *r = arg;
+
+	r->nmsg++;
+	r->last_type = m->type;
+	if (r->next_id != 0) {
+		if (m->id != r->next_id)
+			r->order_ok = 0;
+		r->next_id++;
+	}
+	if (m->fd >= 0) {
+		r->fd = m->fd;
+		if (r->nkept < 8)
+			r->kept[r->nkept++] = m->fd;
+		m->fd = -1;
+	}
+	if (r->as != NULL)
+		rec_chunk(r, m);
+	if (r->burst)
+		rec_burst(r, m);
+	if (r->free_on_msg) {
+		ipc_chan_free(ch);
+		*r->chp = NULL;
+		r->done = 1;
+	}
+	if (r->want > 0 && r->nmsg >= r->want)
+		r->done = 1;
+}
+
+static void
+rec_err(struct ipc_chan *ch, const char *reason, void *arg)
+{
+	struct rec *r = arg;
+
+	r->nerr++;
+	snprintf(r->reason, sizeof(r->reason), "%s", reason);
+	r->done = 1;
+	if (r->free_on_err) {
+		ipc_chan_free(ch);
+		*r->chp = NULL;
+	}
+}
+
+struct env {
+	struct event_base *base;
+	int sv[2];
+	struct ipc_chan *a, *b; /* a on sv[0]; b on sv[1] when both ends are channels */
+	struct rec ra, rb;
+};
+
+static void
+rec_init(struct rec *r, struct ipc_chan **chp)
+{
+	memset(r, 0, sizeof(*r));
+	r->order_ok = 1;
+	r->fd = -1;
+	r->chp = chp;
+}
+
+/* a plays arole talking to brole; b is a channel too when with_b, otherwise
+ * sv[1] stays a raw blocking socket the test writes to.  Both ends use max. */
+static void
+env_open(struct env *e, enum ipc_role arole, enum ipc_role brole, size_t max, int with_b)
+{
+	memset(e, 0, sizeof(*e));
+	rec_init(&e->ra, &e->a);
+	rec_init(&e->rb, &e->b);
+	assert_non_null(e->base = event_base_new());
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, e->sv), 0);
+	e->a = ipc_chan_new(e->base, e->sv[0], arole, brole, max, rec_msg, rec_err, &e->ra);
+	assert_non_null(e->a);
+	if (with_b) {
+		e->b = ipc_chan_new(e->base, e->sv[1], brole, arole, max, rec_msg, rec_err, &e->rb);
+		assert_non_null(e->b);
+	}
+}
+
+static void
+env_close(struct env *e)
+{
+	ipc_chan_free(e->a);
+	if (e->b != NULL)
+		ipc_chan_free(e->b);
+	else if (e->sv[1] >= 0)
+		close(e->sv[1]);
+	if (e->ra.fd >= 0)
+		close(e->ra.fd);
+	if (e->rb.fd >= 0)
+		close(e->rb.fd);
+	event_base_free(e->base);
+}
+
+static void
+expire_cb(evutil_socket_t fd, short what, void *arg)
+{
+	*(int *)arg = 1;
+}
+
+/* Run the loop until *done or 20 seconds; returns *done. */
+static int
+run_until(struct event_base *base, const int *done)
+{
+	struct timeval tv = { 20, 0 };
+	struct event *t;
+	int expired = 0;
+
+	assert_non_null(t = evtimer_new(base, expire_cb, &expired));
+	evtimer_add(t, &tv);
+	while (!*done && !expired)
+		event_base_loop(base, EVLOOP_ONCE);
+	event_free(t);
+	return *done;
+}
+
+/* Let the loop run briefly (to see that nothing else happens). */
+static void
+run_briefly(struct event_base *base)
+{
+	struct timeval tv = { 0, 50000 };
+
+	event_base_loopexit(base, &tv);
+	event_base_dispatch(base);
+}
+
+static void
+raw_write(int fd, const void *p, size_t n)
+{
+	assert_int_equal(write(fd, p, n), (ssize_t)n);
+}
+
+/* Send a frame on a raw socket with an optional descriptor, as a peer that
+ * does not follow the rules might. */
+static void
+raw_frame(int sock, uint32_t type, int fd)
+{
+	struct ipc_wbuf w;
+
+	wbuild(&w, type, 1, 0, "");
+	assert_int_equal(ipc_write_frame(sock, &w, fd), 0);
+	ipc_wbuf_free(&w);
+}
+
+static void
+t_chan_in_order_with_ids(void **state)
+{
+	struct env e;
+	struct ipc_wbuf w;
+	uint64_t id;
+
+	env_open(&e, ROLE_SUPERVISOR, ROLE_ENGINE, 0, 1);
+	for (id = 1; id <= 100; id++) {
+		wbuild(&w, IMSG_DB_OP, id, 2, "sau", "lease_renew", 1u, (unsigned)id);
+		assert_int_equal(ipc_chan_send(e.b, &w, -1), 0);
+		ipc_wbuf_free(&w);
+	}
+	assert_true(ipc_chan_pending(e.b) > 0);
+	e.ra.next_id = 1;
+	e.ra.want = 100;
+	assert_true(run_until(e.base, &e.ra.done));
+	assert_int_equal(e.ra.nmsg, 100);
+	assert_int_equal(e.ra.nerr, 0);
+	assert_true(e.ra.order_ok);
+	assert_int_equal(e.ra.last_type, IMSG_DB_OP);
+	assert_int_equal(ipc_chan_pending(e.b), 0);
+	assert_int_equal(ipc_chan_peer(e.a), ROLE_ENGINE);
+	assert_int_equal(ipc_chan_fd(e.a), e.sv[0]);
+	env_close(&e);
+}
+
+static void
+t_chan_wrong_sender(void **state)
+{
+	struct env e;
+	struct ipc_wbuf w;
+
+	/* an engine sending HELLO, which only the supervisor may send */
+	env_open(&e, ROLE_SUPERVISOR, ROLE_ENGINE, 0, 0);
+	wbuild(&w, IMSG_HELLO, 0, 8, HELLO_FMT, HELLO_OK, "/", "x");
+	assert_int_equal(ipc_write_frame(e.sv[1], &w, -1), 0);
+	ipc_wbuf_free(&w);
+	assert_true(run_until(e.base, &e.ra.done));
+	assert_int_equal(e.ra.nerr, 1);
+	assert_int_equal(e.ra.nmsg, 0);
+	assert_reason(e.ra.reason, "IMSG_HELLO");
+	assert_reason(e.ra.reason, "sender");
+	/* the channel is disabled: sending fails */
+	wbuild(&w, IMSG_SHUTDOWN, 0, 0, "");
+	assert_int_equal(ipc_chan_send(e.a, &w, -1), -1);
+	ipc_wbuf_free(&w);
+	env_close(&e);
+}
+
+static void
+t_chan_frame_too_large(void **state)
+{
+	static const uint8_t hdr[] = { 0, 0, 4, 1 }; /* 1025 */
+	struct env e;
+
+	env_open(&e, ROLE_SUPERVISOR, ROLE_ENGINE, 1024, 0);
+	raw_write(e.sv[1], hdr, sizeof(hdr)); /* no payload follows */
+	assert_true(run_until(e.base, &e.ra.done));
+	assert_int_equal(e.ra.nerr, 1);
+	assert_string_equal(e.ra.reason, "frame too large");
+	env_close(&e);
+}
+
+static void
+t_chan_max_frame_accepted(void **state)
+{
+	struct env e;
+	struct ipc_wbuf w;
+	static char pad[1024];
+
+	/* a frame of exactly max_frame bytes passes */
+	env_open(&e, ROLE_SUPERVISOR, ROLE_CTL, 1024, 0);
+	memset(pad, 'p', sizeof(pad));
+	ipc_wbuf_begin(&w, IMSG_CTL_REQUEST, 1, 2);
+	ipc_put_strn(&w, "x", 1);
+	ipc_put_array(&w, 1);
+	ipc_put_strn(&w, pad, 1024 - (w.sb.size - 4) - 3); /* str16 header: 3 bytes */
+	assert_int_equal(ipc_wbuf_finish(&w, 1024), 0);
+	assert_int_equal(w.sb.size - 4, 1024);
+	assert_int_equal(ipc_write_frame(e.sv[1], &w, -1), 0);
+	ipc_wbuf_free(&w);
+	e.ra.want = 1;
+	assert_true(run_until(e.base, &e.ra.done));
+	assert_int_equal(e.ra.nmsg, 1);
+	assert_int_equal(e.ra.nerr, 0);
+	env_close(&e);
+}
+
+static void
+t_chan_garbage(void **state)
+{
+	static const uint8_t junk[] = { 0, 0, 0, 3, 0xc1, 0xc1, 0xc1 };
+	struct env e;
+
+	env_open(&e, ROLE_SUPERVISOR, ROLE_ENGINE, 0, 0);
+	raw_write(e.sv[1], junk, sizeof(junk));
+	assert_true(run_until(e.base, &e.ra.done));
+	assert_int_equal(e.ra.nerr, 1);
+	assert_reason(e.ra.reason, "malformed frame");
+	assert_reason(e.ra.reason, "0xc1");
+	env_close(&e);
+}
+
+static void
+t_chan_empty_frame(void **state)
+{
+	static const uint8_t zero[] = { 0, 0, 0, 0 };
+	struct env e;
+
+	env_open(&e, ROLE_SUPERVISOR, ROLE_ENGINE, 0, 0);
+	raw_write(e.sv[1], zero, sizeof(zero));
+	assert_true(run_until(e.base, &e.ra.done));
+	assert_string_equal(e.ra.reason, "empty frame");
+	env_close(&e);
+}
+
+static void
+t_chan_peer_close(void **state)
+{
+	static const uint8_t partial[] = { 0, 0, 0, 9, 0x83 };
+	struct env e;
+
+	env_open(&e, ROLE_SUPERVISOR, ROLE_ENGINE, 0, 0);
+	raw_write(e.sv[1], partial, sizeof(partial)); /* half a frame, then EOF */
+	close(e.sv[1]);
+	e.sv[1] = -1;
+	assert_true(run_until(e.base, &e.ra.done));
+	assert_int_equal(e.ra.nerr, 1);
+	assert_string_equal(e.ra.reason, "closed");
+	env_close(&e);
+}
+
+static void
+t_chan_write_to_closed_peer(void **state)
+{
+	struct env e;
+	struct ipc_wbuf w;
+
+	env_open(&e, ROLE_SUPERVISOR, ROLE_ENGINE, 0, 0);
+	shutdown(e.sv[1], SHUT_RD);
+	wbuild(&w, IMSG_SHUTDOWN, 0, 0, "");
+	assert_int_equal(ipc_chan_send(e.a, &w, -1), 0);
+	ipc_wbuf_free(&w);
+	close(e.sv[1]);
+	e.sv[1] = -1;
+	assert_true(run_until(e.base, &e.ra.done));
+	assert_int_equal(e.ra.nerr, 1);
+	assert_string_equal(e.ra.reason, "closed");
+	env_close(&e);
+}
+
+static void
+t_chan_version_mismatch(void **state)
+{
+	struct env e;
+	struct ipc_wbuf w;
+
+	env_open(&e, ROLE_ENGINE, ROLE_SUPERVISOR, 0, 0);
+	wbuild(&w, IMSG_HELLO, 0, 8, HELLO_FMT, IPC_PROTO_VERSION + 1, (unsigned)ROLE_ENGINE, 0u,
+	    0, 1u, 1u, "/var/empty", "x");
+	assert_int_equal(ipc_write_frame(e.sv[1], &w, -1), 0);
+	ipc_wbuf_free(&w);
+	assert_true(run_until(e.base, &e.ra.done));
+	assert_int_equal(e.ra.nmsg, 0);
+	assert_reason(e.ra.reason, "protocol version mismatch");
+	env_close(&e);
+}
+
+static void
+t_chan_pass_fd(void **state)
+{
+	struct env e;
+	struct ipc_wbuf w;
+	int p[2];
+	char buf[8];
+
+	env_open(&e, ROLE_HTTPD, ROLE_SUPERVISOR, 0, 1);
+	assert_int_equal(pipe(p), 0);
+	wbuild(&w, IMSG_LISTEN_FD, 0, 1, "s", "127.0.0.1:8480");
+	assert_int_equal(ipc_chan_send(e.b, &w, p[1]), 0);
+	ipc_wbuf_free(&w);
+	close(p[1]); /* the channel holds its own copy */
+	e.ra.want = 1;
+	assert_true(run_until(e.base, &e.ra.done));
+	assert_int_equal(e.ra.nerr, 0);
+	assert_int_equal(e.ra.last_type, IMSG_LISTEN_FD);
+	assert_true(e.ra.fd >= 0);
+	assert_true(fcntl(e.ra.fd, F_GETFD) & FD_CLOEXEC);
+	assert_int_equal(write(e.ra.fd, "ping", 4), 4);
+	assert_int_equal(read(p[0], buf, sizeof(buf)), 4);
+	assert_memory_equal(buf, "ping", 4);
+	/* the received copy was the last write end: nothing else leaked */
+	close(e.ra.fd);
+	e.ra.fd = -1;
+	assert_int_equal(read(p[0], buf, sizeof(buf)), 0);
+	close(p[0]);
+	env_close(&e);
+}
+
+static void
+t_chan_pass_fds_back_to_back(void **state)
+{
+	struct env e;
+	struct ipc_wbuf w;
+	int p[3][2], i;
+	char buf[8];
+
+	/* fd-carrying frames queued behind each other and behind a plain one
+	 * each get their own descriptor */
+	env_open(&e, ROLE_HTTPD, ROLE_SUPERVISOR, 0, 1);
+	wbuild(&w, IMSG_LOG_VERBOSE, 0, 1, "u", 1u);
+	assert_int_equal(ipc_chan_send(e.b, &w, -1), 0);
+	ipc_wbuf_free(&w);
+	wbuild(&w, IMSG_LISTEN_FD, 0, 1, "s", "127.0.0.1:8480");
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(pipe(p[i]), 0);
+		assert_int_equal(ipc_chan_send(e.b, &w, p[i][1]), 0);
+		close(p[i][1]);
+	}
+	ipc_wbuf_free(&w);
+	e.ra.want = 4;
+	assert_true(run_until(e.base, &e.ra.done));
+	assert_int_equal(e.ra.nerr, 0);
+	assert_int_equal(e.ra.nkept, 3);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(write(e.ra.kept[i], "abc", 3), 3);
+		assert_int_equal(read(p[i][0], buf, sizeof(buf)), 3);
+		close(e.ra.kept[i]);
+		assert_int_equal(read(p[i][0], buf, sizeof(buf)), 0);
+		close(p[i][0]);
+	}
+	e.ra.fd = -1;
+	env_close(&e);
+}
+
+static void
+t_chan_send_refusals(void **state)
+{
+	struct env e;
+	struct ipc_wbuf w;
+	int p[2];
+
+	env_open(&e, ROLE_HTTPD, ROLE_SUPERVISOR, 0, 1);
+	assert_int_equal(pipe(p), 0);
+	wbuild(&w, IMSG_LISTEN_FD, 0, 1, "s", "127.0.0.1:8480");
+	assert_int_equal(ipc_chan_send(e.b, &w, -1), -1); /* LISTEN_FD needs an fd */
+	assert_int_equal(ipc_chan_send(e.a, &w, p[1]), -1); /* httpd may not send it */
+	ipc_wbuf_free(&w);
+	wbuild(&w, IMSG_SHUTDOWN, 0, 0, "");
+	assert_int_equal(ipc_chan_send(e.b, &w, p[1]), -1); /* SHUTDOWN carries none */
+	ipc_wbuf_free(&w);
+	wbuild(&w, IMSG_LOG_VERBOSE, 0, 1, "u", 7u);
+	assert_int_equal(ipc_chan_send(e.b, &w, -1), -1); /* body fails validation */
+	ipc_wbuf_free(&w);
+	ipc_wbuf_begin(&w, IMSG_SHUTDOWN, 0, 0);
+	assert_int_equal(ipc_chan_send(e.b, &w, -1), -1); /* not finished */
+	ipc_wbuf_free(&w);
+	assert_int_equal(ipc_chan_pending(e.b), 0);
+	assert_int_equal(ipc_chan_pending(e.a), 0);
+	close(p[0]);
+	close(p[1]);
+	env_close(&e);
+}
+
+static void
+t_chan_send_over_limit(void **state)
+{
+	struct event_base *base = event_base_new();
+	struct ipc_chan *ch;
+	struct ipc_wbuf w;
+	static char big[200];
+	struct rec r;
+	int sv[2];
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	rec_init(&r, &ch);
+	assert_null(ipc_chan_new(base, sv[0], ROLE_CTL, ROLE_SUPERVISOR, IPC_MAX_FRAME_MIN - 1,
+	    rec_msg, rec_err, &r));
+	assert_int_equal(errno, EINVAL);
+	ch = ipc_chan_new(base, sv[0], ROLE_CTL, ROLE_SUPERVISOR, IPC_MAX_FRAME_MIN, rec_msg,
+	    rec_err, &r);
+	assert_non_null(ch);
+	assert_int_equal(ipc_chan_max_frame(ch), IPC_MAX_FRAME_MIN);
+	memset(big, 'b', sizeof(big) - 1);
+	wbuild(&w, IMSG_CTL_REQUEST, 0, 2, "sas", "x", 1u, big);
+	assert_int_equal(ipc_chan_send(ch, &w, -1), -1);
+	ipc_wbuf_free(&w);
+	ipc_chan_free(ch);
+	close(sv[1]);
+	event_base_free(base);
+}
+
+static void
+t_chan_missing_fd(void **state)
+{
+	struct env e;
+	struct ipc_wbuf w;
+
+	env_open(&e, ROLE_HTTPD, ROLE_SUPERVISOR, 0, 0);
+	wbuild(&w, IMSG_LISTEN_FD, 0, 1, "s", "127.0.0.1:8480");
+	assert_int_equal(ipc_write_frame(e.sv[1], &w, -1), 0);
+	ipc_wbuf_free(&w);
+	assert_true(run_until(e.base, &e.ra.done));
+	assert_int_equal(e.ra.nmsg, 0);
+	assert_reason(e.ra.reason, "descriptor missing");
+	env_close(&e);
+}
+
+static void
+t_chan_fd_left_over(void **state)
+{
+	struct env e;
+	int p[2];
+	char c;
+
+	/* a descriptor riding on a SHUTDOWN is only noticed when the next
+	 * frame shows that nobody claimed it */
+	env_open(&e, ROLE_HTTPD, ROLE_SUPERVISOR, 0, 0);
+	assert_int_equal(pipe(p), 0);
+	raw_frame(e.sv[1], IMSG_SHUTDOWN, p[1]);
+	e.ra.want = 1;
+	assert_true(run_until(e.base, &e.ra.done));
+	assert_int_equal(e.ra.nmsg, 1);
+	assert_int_equal(e.ra.fd, -1);
+	e.ra.done = 0;
+	e.ra.want = 0;
+	raw_frame(e.sv[1], IMSG_SHUTDOWN, -1);
+	assert_true(run_until(e.base, &e.ra.done));
+	assert_int_equal(e.ra.nmsg, 1);
+	assert_int_equal(e.ra.nerr, 1);
+	assert_reason(e.ra.reason, "left over");
+	/* the channel closed it: the write end is gone once ours is */
+	close(p[1]);
+	assert_int_equal(read(p[0], &c, 1), 0);
+	close(p[0]);
+	env_close(&e);
+}
+
+static void
+t_chan_too_many_fds(void **state)
+{
+	struct env e;
+	struct ipc_wbuf w;
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int) * (IPC_MAX_FDS_QUEUED + 1))];
+	} cm;
+	int fds[IPC_MAX_FDS_QUEUED + 1], p[2], i;
+	struct msghdr msg;
+	struct iovec iov;
+	struct cmsghdr *c;
+	char ch;
+
+	env_open(&e, ROLE_HTTPD, ROLE_SUPERVISOR, 0, 0);
+	assert_int_equal(pipe(p), 0);
+	for (i = 0; i <= IPC_MAX_FDS_QUEUED; i++)
+		fds[i] = p[1];
+	wbuild(&w, IMSG_LISTEN_FD, 0, 1, "s", "x");
+	memset(&msg, 0, sizeof(msg));
+	memset(&cm, 0, sizeof(cm));
+	iov.iov_base = w.sb.data;
+	iov.iov_len = w.sb.size;
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	msg.msg_control = cm.buf;
+	msg.msg_controllen = sizeof(cm.buf);
+	c = CMSG_FIRSTHDR(&msg);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(fds));
+	memcpy(CMSG_DATA(c), fds, sizeof(fds));
+	assert_int_equal(sendmsg(e.sv[1], &msg, 0), (ssize_t)w.sb.size);
+	ipc_wbuf_free(&w);
+	close(p[1]);
+	assert_true(run_until(e.base, &e.ra.done));
+	assert_int_equal(e.ra.nmsg, 0);
+	assert_reason(e.ra.reason, "truncated");
+	/* every copy that did arrive was closed */
+	assert_int_equal(read(p[0], &ch, 1), 0);
+	close(p[0]);
+	env_close(&e);
+}
+
+static void
+t_chan_free_in_msg_callback(void **state)
+{
+	struct env e;
+	struct ipc_wbuf w;
+	int i;
+
+	env_open(&e, ROLE_HTTPD, ROLE_SUPERVISOR, 0, 1);
+	for (i = 0; i < 3; i++) {
+		wbuild(&w, IMSG_SHUTDOWN, 0, 0, "");
+		assert_int_equal(ipc_chan_send(e.b, &w, -1), 0);
+		ipc_wbuf_free(&w);
+	}
+	/* all three frames arrive in one read; the first handler frees a */
+	e.ra.free_on_msg = 1;
+	assert_true(run_until(e.base, &e.ra.done));
+	run_briefly(e.base);
+	assert_null(e.a);
+	assert_int_equal(e.ra.nmsg, 1);
+	assert_int_equal(e.ra.nerr, 0);
+	env_close(&e);
+}
+
+static void
+t_chan_free_in_err_callback(void **state)
+{
+	struct env e;
+
+	env_open(&e, ROLE_HTTPD, ROLE_SUPERVISOR, 0, 0);
+	e.ra.free_on_err = 1;
+	close(e.sv[1]);
+	e.sv[1] = -1;
+	assert_true(run_until(e.base, &e.ra.done));
+	run_briefly(e.base);
+	assert_null(e.a);
+	assert_int_equal(e.ra.nerr, 1);
+	env_close(&e);
+}
+
+#define BURST_N 2000
+#define BURST_LEN (10 * 1024)
+
+static void
+t_chan_burst(void **state)
+{
+	struct env e;
+	struct ipc_wbuf w;
+	uint8_t *data = malloc(BURST_LEN);
+	size_t j, total = 0;
+	uint32_t i;
+	int sz = 4096;
+
+	assert_non_null(data);
+	env_open(&e, ROLE_RUNNER, ROLE_SANDBOX, 0, 1);
+	/* a small send buffer forces partial writes in the middle of frames */
+	assert_int_equal(setsockopt(e.sv[1], SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz)), 0);
+	for (i = 0; i < BURST_N; i++) {
+		for (j = 0; j < BURST_LEN; j++)
+			data[j] = (uint8_t)(i * 31 + j);
+		wbuild(&w, IMSG_CHUNK, i + 1, 4, "UubB", (uint64_t)9, i, i == BURST_N - 1, data,
+		    (size_t)BURST_LEN);
+		assert_int_equal(ipc_chan_send(e.b, &w, -1), 0);
+		total += w.sb.size;
+		ipc_wbuf_free(&w);
+	}
+	assert_int_equal(ipc_chan_pending(e.b), total);
+	e.ra.burst = 1;
+	e.ra.burst_len = BURST_LEN;
+	e.ra.next_id = 1;
+	e.ra.want = BURST_N;
+	assert_true(run_until(e.base, &e.ra.done));
+	assert_int_equal(e.ra.nmsg, BURST_N);
+	assert_int_equal(e.ra.burst_bad, 0);
+	assert_int_equal(e.ra.nerr, 0);
+	assert_true(e.ra.order_ok);
+	assert_int_equal(ipc_chan_pending(e.b), 0);
+	free(data);
+	env_close(&e);
+}
+
+static void
+chunk_round_trip(size_t max, size_t len)
+{
+	struct env e;
+	struct ipc_asm as;
+	uint8_t *data = malloc(len);
+	uint32_t x = 12345;
+	size_t j, csize;
+
+	assert_non_null(data);
+	for (j = 0; j < len; j++) {
+		x = x * 1103515245u + 12345u;
+		data[j] = (uint8_t)(x >> 16);
+	}
+	env_open(&e, ROLE_RUNNER, ROLE_SANDBOX, max, 1);
+	ipc_asm_init(&as, 42, len);
+	e.ra.as = &as;
+	assert_int_equal(ipc_send_chunked(e.b, 5, 42, data, len), 0);
+	assert_true(run_until(e.base, &e.ra.done));
+	if (e.ra.asm_rc != 1)
+		fail_msg("reassembly: %s", e.ra.asm_err);
+	assert_int_equal(as.len, len);
+	assert_true(memcmp(as.data, data, len) == 0);
+	csize = ipc_chan_max_frame(e.b) - 48 < IPC_CHUNK_SIZE ? ipc_chan_max_frame(e.b) - 48
+							       : IPC_CHUNK_SIZE;
+	assert_int_equal(e.ra.nmsg, len == 0 ? 1 : (len + csize - 1) / csize);
+	assert_int_equal(e.ra.nerr, 0);
+	ipc_asm_free(&as);
+	free(data);
+	env_close(&e);
+}
+
+static void
+t_chunk_round_trip_1mib(void **state)
+{
+	chunk_round_trip(0, 1024 * 1024 + 1);
+}
+
+static void
+t_chunk_round_trip_small_frames(void **state)
+{
+	/* the smallest limit the config allows: chunks shrink to fit */
+	chunk_round_trip(65536, 1024 * 1024 + 1);
+	chunk_round_trip(IPC_MAX_FRAME_MIN, 1000);
+}
+
+static void
+t_chunk_round_trip_empty(void **state)
+{
+	chunk_round_trip(0, 0);
+}
+
+/* ---- blocking helpers ---------------------------------------------------- */
+
+static void
+t_read_frame_timeout(void **state)
+{
+	struct ipc_msg m;
+	struct timespec t0, t1;
+	long ms;
+	int sv[2];
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(ipc_read_frame(sv[0], ROLE_ENGINE, ROLE_SUPERVISOR, 0, 100, &m,
+			     &last_err),
+	    -1);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	assert_string_equal(last_err, "timeout");
+	ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	assert_true(ms >= 90 && ms < 5000);
+	/* a timeout half-way through a frame too */
+	raw_write(sv[1], "\0\0\0\x05\x93", 5);
+	assert_int_equal(ipc_read_frame(sv[0], ROLE_ENGINE, ROLE_SUPERVISOR, 0, 50, &m,
+			     &last_err),
+	    -1);
+	assert_string_equal(last_err, "timeout");
+	close(sv[0]);
+	close(sv[1]);
+}
+
+static void
+t_read_frame_ok(void **state)
+{
+	struct ipc_wbuf w;
+	struct ipc_msg m;
+	struct ipc_hello h;
+	int sv[2];
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	wbuild(&w, IMSG_HELLO, 0, 8, HELLO_FMT, HELLO_OK, "/var/empty", "main");
+	assert_int_equal(ipc_write_frame(sv[1], &w, -1), 0);
+	ipc_wbuf_free(&w);
+	assert_int_equal(ipc_read_frame(sv[0], ROLE_ENGINE, ROLE_SUPERVISOR, 0, 1000, &m,
+			     &last_err),
+	    0);
+	assert_int_equal(m.type, IMSG_HELLO);
+	assert_int_equal(m.fd, -1);
+	assert_int_equal(ipc_dec_hello(m.body, &h), 0);
+	assert_string_equal(h.chroot, "/var/empty");
+	ipc_msg_free(&m);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+static void
+t_read_frame_fd(void **state)
+{
+	struct ipc_wbuf w;
+	struct ipc_msg m;
+	int sv[2], p[2];
+	char buf[4];
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	assert_int_equal(pipe(p), 0);
+	wbuild(&w, IMSG_LISTEN_FD, 3, 1, "s", "0.0.0.0:443");
+	assert_int_equal(ipc_write_frame(sv[1], &w, p[1]), 0);
+	ipc_wbuf_free(&w);
+	close(p[1]);
+	assert_int_equal(ipc_read_frame(sv[0], ROLE_HTTPD, ROLE_SUPERVISOR, 0, -1, &m,
+			     &last_err),
+	    0);
+	assert_true(m.fd >= 0);
+	assert_int_equal(write(m.fd, "pong", 4), 4);
+	assert_int_equal(read(p[0], buf, 4), 4);
+	assert_memory_equal(buf, "pong", 4);
+	ipc_msg_free(&m); /* closes the descriptor */
+	assert_int_equal(read(p[0], buf, 4), 0);
+	close(p[0]);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+static void
+t_read_frame_rejects(void **state)
+{
+	static const uint8_t big[] = { 0, 0, 0x10, 0x00 };
+	struct ipc_wbuf w;
+	struct ipc_msg m;
+	int sv[2];
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	/* too large: refused from the length alone */
+	raw_write(sv[1], big, sizeof(big));
+	assert_int_equal(ipc_read_frame(sv[0], ROLE_ENGINE, ROLE_SUPERVISOR, 1024, 1000, &m,
+			     &last_err),
+	    -1);
+	assert_string_equal(last_err, "frame too large");
+	close(sv[0]);
+	close(sv[1]);
+	/* a type the peer may not send */
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	wbuild(&w, IMSG_READY, 0, 2, "uu", 1u, 2u);
+	assert_int_equal(ipc_write_frame(sv[1], &w, -1), 0);
+	ipc_wbuf_free(&w);
+	assert_int_equal(ipc_read_frame(sv[0], ROLE_ENGINE, ROLE_SUPERVISOR, 0, 1000, &m,
+			     &last_err),
+	    -1);
+	assert_reason(last_err, "sender");
+	/* the peer goes away */
+	close(sv[1]);
+	assert_int_equal(ipc_read_frame(sv[0], ROLE_ENGINE, ROLE_SUPERVISOR, 0, 1000, &m,
+			     &last_err),
+	    -1);
+	assert_string_equal(last_err, "closed");
+	close(sv[0]);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(t_mp_accepts_every_format),
+		cmocka_unit_test(t_mp_empty),
+		cmocka_unit_test(t_mp_huge_array32),
+		cmocka_unit_test(t_mp_array16_short),
+		cmocka_unit_test(t_mp_huge_map32),
+		cmocka_unit_test(t_mp_map_two_bytes_per_entry),
+		cmocka_unit_test(t_mp_outer_elements_counted),
+		cmocka_unit_test(t_mp_huge_str32),
+		cmocka_unit_test(t_mp_str_short),
+		cmocka_unit_test(t_mp_huge_bin32),
+		cmocka_unit_test(t_mp_bin_short),
+		cmocka_unit_test(t_mp_depth),
+		cmocka_unit_test(t_mp_depth_limit_unsupported),
+		cmocka_unit_test(t_mp_truncated_scalars),
+		cmocka_unit_test(t_mp_truncated_headers),
+		cmocka_unit_test(t_mp_trailing_byte),
+		cmocka_unit_test(t_mp_never_used),
+		cmocka_unit_test(t_mp_ext),
+		cmocka_unit_test(t_wb_prefix_and_limit),
+		cmocka_unit_test(t_wb_field_count_mismatch),
+		cmocka_unit_test(t_wb_int_encoding),
+		cmocka_unit_test(t_fr_ok_any_key_order),
+		cmocka_unit_test(t_fr_body_owned_by_message),
+		cmocka_unit_test(t_fr_ok_helper_baseline),
+		cmocka_unit_test(t_fr_not_a_map),
+		cmocka_unit_test(t_fr_missing_t),
+		cmocka_unit_test(t_fr_missing_id),
+		cmocka_unit_test(t_fr_missing_b),
+		cmocka_unit_test(t_fr_duplicate_key),
+		cmocka_unit_test(t_fr_extra_key),
+		cmocka_unit_test(t_fr_non_string_key),
+		cmocka_unit_test(t_fr_t_wrong_types),
+		cmocka_unit_test(t_fr_t_too_big),
+		cmocka_unit_test(t_fr_id_wrong_types),
+		cmocka_unit_test(t_fr_b_not_array),
+		cmocka_unit_test(t_fr_prescan_first),
+		cmocka_unit_test(t_cur_exact_types),
+		cmocka_unit_test(t_cur_int_ranges),
+		cmocka_unit_test(t_cur_str_bounds),
+		cmocka_unit_test(t_cur_bin_and_array_bounds),
+		cmocka_unit_test(t_cur_not_an_array),
+		cmocka_unit_test(t_v_hello),
+		cmocka_unit_test(t_v_hello_fields),
+		cmocka_unit_test(t_v_ready),
+		cmocka_unit_test(t_v_shutdown),
+		cmocka_unit_test(t_v_log_verbose),
+		cmocka_unit_test(t_v_db_op_ok),
+		cmocka_unit_test(t_v_db_op_names),
+		cmocka_unit_test(t_v_db_op_args),
+		cmocka_unit_test(t_v_db_result_ok),
+		cmocka_unit_test(t_v_db_result_rows),
+		cmocka_unit_test(t_v_db_result_limits),
+		cmocka_unit_test(t_v_listen_fd),
+		cmocka_unit_test(t_v_chunk),
+		cmocka_unit_test(t_v_ctl_request),
+		cmocka_unit_test(t_v_ctl_reply),
+		cmocka_unit_test(t_catalog_complete),
+		cmocka_unit_test(t_check_ok),
+		cmocka_unit_test(t_check_unknown_type),
+		cmocka_unit_test(t_check_wrong_sender),
+		cmocka_unit_test(t_check_wrong_receiver),
+		cmocka_unit_test(t_check_fd_missing),
+		cmocka_unit_test(t_check_fd_unexpected),
+		cmocka_unit_test(t_check_bad_body),
+		cmocka_unit_test(t_rt_hello_ready_shutdown_verbose),
+		cmocka_unit_test(t_rt_db_op_result),
+		cmocka_unit_test(t_rt_listen_chunk_ctl),
+		cmocka_unit_test(t_asm_in_order),
+		cmocka_unit_test(t_asm_empty_stream),
+		cmocka_unit_test(t_asm_out_of_order),
+		cmocka_unit_test(t_asm_over_cap),
+		cmocka_unit_test(t_asm_after_last),
+		cmocka_unit_test(t_asm_wrong_stream_and_body),
+		cmocka_unit_test(t_chan_in_order_with_ids),
+		cmocka_unit_test(t_chan_wrong_sender),
+		cmocka_unit_test(t_chan_frame_too_large),
+		cmocka_unit_test(t_chan_max_frame_accepted),
+		cmocka_unit_test(t_chan_garbage),
+		cmocka_unit_test(t_chan_empty_frame),
+		cmocka_unit_test(t_chan_peer_close),
+		cmocka_unit_test(t_chan_write_to_closed_peer),
+		cmocka_unit_test(t_chan_version_mismatch),
+		cmocka_unit_test(t_chan_pass_fd),
+		cmocka_unit_test(t_chan_pass_fds_back_to_back),
+		cmocka_unit_test(t_chan_send_refusals),
+		cmocka_unit_test(t_chan_send_over_limit),
+		cmocka_unit_test(t_chan_missing_fd),
+		cmocka_unit_test(t_chan_fd_left_over),
+		cmocka_unit_test(t_chan_too_many_fds),
+		cmocka_unit_test(t_chan_free_in_msg_callback),
+		cmocka_unit_test(t_chan_free_in_err_callback),
+		cmocka_unit_test(t_chan_burst),
+		cmocka_unit_test(t_chunk_round_trip_1mib),
+		cmocka_unit_test(t_chunk_round_trip_small_frames),
+		cmocka_unit_test(t_chunk_round_trip_empty),
+		cmocka_unit_test(t_read_frame_timeout),
+		cmocka_unit_test(t_read_frame_ok),
+		cmocka_unit_test(t_read_frame_fd),
+		cmocka_unit_test(t_read_frame_rejects),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
