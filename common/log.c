@@ -42,6 +42,9 @@ log_getverbose(void)
 	return log_verbose;
 }
 
+static void vlog(int pri, const char *fmt, va_list ap, const char *suffix)
+    __attribute__((format(printf, 2, 0)));
+
 static void
 vlog(int pri, const char *fmt, va_list ap, const char *suffix)
 {

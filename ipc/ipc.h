@@ -174,7 +174,9 @@ size_t ipc_chan_max_frame(const struct ipc_chan *ch);
  * sent with it by SCM_RIGHTS (the caller keeps its own copy; close it when
  * you like after this call returns, the channel dups it).  Returns 0, or -1
  * if the frame's type may not be sent by self to peer, carries an fd when the
- * type does not (or vice versa), or the channel has failed.
+ * type does not (or vice versa), its body fails the type's validator (the
+ * peer would close the channel for it), it exceeds max_frame, or the channel
+ * has failed.  The frame is copied: w stays the caller's.
  */
 int ipc_chan_send(struct ipc_chan *ch, struct ipc_wbuf *w, int fd);
 

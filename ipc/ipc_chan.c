@@ -15,7 +15,6 @@
  */
 #include "ipc_msg.h"
 
-#include <sys/queue.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -47,7 +46,7 @@ struct chan_fd {
 };
 
 struct chan_out {
-	STAILQ_ENTRY(chan_out) entry;
+	struct chan_out *next;
 	int fd;        /* our dup, sent with the first byte, then closed */
 	size_t len, off;
 	uint8_t data[]; /* the whole frame, length prefix included */
@@ -68,7 +67,7 @@ struct ipc_chan {
 	struct chan_fd fds[IPC_MAX_FDS_QUEUED];
 	unsigned fdhead, nfds;
 
-	STAILQ_HEAD(, chan_out) outq;
+	struct chan_out *outq, **outq_tail; /* frames to write, oldest first */
 	size_t pending;
 
 	int failed;          /* on_err was called: no more I/O */
@@ -115,12 +114,13 @@ ipc_sendv(int sock, struct iovec *iov, int n, int fd)
 {
 	union chan_cmsg cm;
 	struct msghdr msg;
-	struct cmsghdr *c;
 
 	memset(&msg, 0, sizeof(msg));
 	msg.msg_iov = iov;
 	msg.msg_iovlen = (size_t)n;
 	if (fd >= 0) {
+		struct cmsghdr *c;
+
 		memset(&cm, 0, sizeof(cm));
 		msg.msg_control = cm.buf;
 		msg.msg_controllen = CMSG_SPACE(sizeof(int));
@@ -229,17 +229,33 @@ fifo_claim(struct ipc_chan *ch, int wants, uint64_t start, int *has_fd, const ch
 /* ---- output queue ---------------------------------------------------- */
 
 static void
+outq_push(struct ipc_chan *ch, struct chan_out *o)
+{
+	o->next = NULL;
+	*ch->outq_tail = o;
+	ch->outq_tail = &o->next;
+	ch->pending += o->len - o->off;
+}
+
+/* Unlink and free the head of the queue (closing its descriptor, if any). */
+static void
+outq_pop(struct ipc_chan *ch)
+{
+	struct chan_out *o = ch->outq;
+
+	if ((ch->outq = o->next) == NULL)
+		ch->outq_tail = &ch->outq;
+	ch->pending -= o->len - o->off;
+	if (o->fd >= 0)
+		close(o->fd);
+	free(o);
+}
+
+static void
 outq_clear(struct ipc_chan *ch)
 {
-	struct chan_out *o;
-
-	while ((o = STAILQ_FIRST(&ch->outq)) != NULL) {
-		STAILQ_REMOVE_HEAD(&ch->outq, entry);
-		if (o->fd >= 0)
-			close(o->fd);
-		free(o);
-	}
-	ch->pending = 0;
+	while (ch->outq != NULL)
+		outq_pop(ch);
 }
 
 /* Account for w bytes written from the head of the queue. */
@@ -247,9 +263,10 @@ static void
 outq_advance(struct ipc_chan *ch, size_t w)
 {
 	struct chan_out *o;
-	size_t take;
 
-	while (w > 0 && (o = STAILQ_FIRST(&ch->outq)) != NULL) {
+	while (w > 0 && (o = ch->outq) != NULL) {
+		size_t take;
+
 		if (o->fd >= 0) {
 			close(o->fd);
 			o->fd = -1;
@@ -258,10 +275,8 @@ outq_advance(struct ipc_chan *ch, size_t w)
 		o->off += take;
 		ch->pending -= take;
 		w -= take;
-		if (o->off == o->len) {
-			STAILQ_REMOVE_HEAD(&ch->outq, entry);
-			free(o);
-		}
+		if (o->off == o->len)
+			outq_pop(ch);
 	}
 }
 
@@ -274,11 +289,11 @@ outq_advance(struct ipc_chan *ch, size_t w)
 static int
 outq_gather(struct ipc_chan *ch, struct iovec *iov, int *fd)
 {
-	struct chan_out *o = STAILQ_FIRST(&ch->outq);
+	struct chan_out *o = ch->outq;
 	int n = 0;
 
 	*fd = o->fd;
-	for (; o != NULL && n < CHAN_IOV_MAX; o = STAILQ_NEXT(o, entry)) {
+	for (; o != NULL && n < CHAN_IOV_MAX; o = o->next) {
 		if (n > 0 && o->fd >= 0)
 			break;
 		iov[n].iov_base = o->data + o->off;
@@ -389,7 +404,8 @@ chan_recv(struct ipc_chan *ch)
 	}
 	x.ch = ch;
 	x.begin = ch->rx;
-	x.end = ch->rx += (size_t)n;
+	ch->rx += (size_t)n;
+	x.end = ch->rx;
 	ch->inlen += (size_t)n;
 	if ((bad = ipc_take_fds(&msg, fifo_add, &x)) != NULL) {
 		chan_fail(ch, bad);
@@ -440,10 +456,10 @@ static void
 chan_parse(struct ipc_chan *ch)
 {
 	size_t pos = 0, flen = 0;
-	uint32_t len;
 
 	while (ch->inlen - pos >= 4) {
-		len = be32_get(ch->in + pos);
+		uint32_t len = be32_get(ch->in + pos);
+
 		if (len == 0 || len > ch->max_frame) {
 			chan_fail(ch, len == 0 ? "empty frame" : "frame too large");
 			return;
@@ -486,10 +502,11 @@ static void
 chan_write(struct ipc_chan *ch)
 {
 	struct iovec iov[CHAN_IOV_MAX];
-	ssize_t w;
-	int n, fd;
 
-	while (!STAILQ_EMPTY(&ch->outq)) {
+	while (ch->outq != NULL) {
+		ssize_t w;
+		int n, fd;
+
 		n = outq_gather(ch, iov, &fd);
 		if ((w = ipc_sendv(ch->fd, iov, n, fd)) == -1) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
@@ -564,7 +581,7 @@ ipc_chan_new(struct event_base *base, int fd, enum ipc_role self, enum ipc_role 
 	ch->on_msg = on_msg;
 	ch->on_err = on_err;
 	ch->arg = arg;
-	STAILQ_INIT(&ch->outq);
+	ch->outq_tail = &ch->outq;
 	if (chan_setup(ch, base) == -1) {
 		ch->fd = -1; /* still the caller's */
 		chan_destroy(ch);
@@ -666,8 +683,7 @@ ipc_chan_send(struct ipc_chan *ch, struct ipc_wbuf *w, int fd)
 	memcpy(o->data, w->sb.data, w->sb.size);
 	o->len = w->sb.size;
 	o->off = 0;
-	STAILQ_INSERT_TAIL(&ch->outq, o, entry);
-	ch->pending += o->len;
+	outq_push(ch, o);
 	return 0;
 }
 
@@ -702,19 +718,21 @@ ipc_write_frame(int sock, const struct ipc_wbuf *w, int fd)
 {
 	struct iovec iov;
 	size_t off = 0;
-	ssize_t n;
 
 	if (!wbuf_finished(w)) {
 		errno = EINVAL;
 		return -1;
 	}
 	while (off < w->sb.size) {
+		ssize_t n;
+
 		iov.iov_base = w->sb.data + off;
 		iov.iov_len = w->sb.size - off;
 		if ((n = ipc_sendv(sock, &iov, 1, fd)) == -1) {
 			if (errno == EINTR)
 				continue;
-			if ((errno == EAGAIN || errno == EWOULDBLOCK) && ipc_wait(sock, POLLOUT, -1) == 0)
+			if ((errno == EAGAIN || errno == EWOULDBLOCK) &&
+			    ipc_wait(sock, POLLOUT, -1) == 0)
 				continue;
 			return -1;
 		}
@@ -743,35 +761,48 @@ rd_add(void *arg, int fd)
 	return 0;
 }
 
-static int
-rd_exact(struct rd *r, uint8_t *buf, size_t len, const char **err)
+/* One recvmsg() into buf[0..len) after waiting for input.  Returns the byte
+ * count (0 at EOF), or -1 with *err set, or -2 to try again. */
+static ssize_t
+rd_recv(struct rd *r, uint8_t *buf, size_t len, const char **err)
 {
 	union chan_cmsg cm;
 	struct msghdr msg;
-	struct iovec iov;
-	size_t got = 0;
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
 	ssize_t n;
 
+	if (ipc_wait(r->sock, POLLIN, r->deadline_ms) == -1) {
+		*err = errno == ETIMEDOUT ? "timeout" : "poll failed";
+		return -1;
+	}
+	memset(&msg, 0, sizeof(msg));
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	msg.msg_control = cm.buf;
+	msg.msg_controllen = sizeof(cm.buf);
+	n = recvmsg(r->sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	if (n == -1 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+		return -2;
+	if (n == -1) {
+		*err = errno == ECONNRESET ? "closed" : "read error";
+		return -1;
+	}
+	if ((*err = ipc_take_fds(&msg, rd_add, r)) != NULL)
+		return -1;
+	return n;
+}
+
+static int
+rd_exact(struct rd *r, uint8_t *buf, size_t len, const char **err)
+{
+	size_t got = 0;
+
 	while (got < len) {
-		if (ipc_wait(r->sock, POLLIN, r->deadline_ms) == -1) {
-			*err = errno == ETIMEDOUT ? "timeout" : "poll failed";
-			return -1;
-		}
-		iov.iov_base = buf + got;
-		iov.iov_len = len - got;
-		memset(&msg, 0, sizeof(msg));
-		msg.msg_iov = &iov;
-		msg.msg_iovlen = 1;
-		msg.msg_control = cm.buf;
-		msg.msg_controllen = sizeof(cm.buf);
-		n = recvmsg(r->sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-		if (n == -1 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+		ssize_t n = rd_recv(r, buf + got, len - got, err);
+
+		if (n == -2)
 			continue;
-		if (n == -1) {
-			*err = errno == ECONNRESET ? "closed" : "read error";
-			return -1;
-		}
-		if ((*err = ipc_take_fds(&msg, rd_add, r)) != NULL)
+		if (n == -1)
 			return -1;
 		if (n == 0) {
 			*err = "closed";

@@ -48,16 +48,18 @@ ipc_send_chunked(struct ipc_chan *ch, uint64_t id, uint64_t stream, const void *
     size_t len)
 {
 	const uint8_t *p = data;
-	size_t csize = chunk_size(ch), n;
+	size_t csize = chunk_size(ch);
 	uint32_t seq;
 
 	if (len / csize > UINT32_MAX)
 		return -1;
 	for (seq = 0;; seq++) {
-		n = len < csize ? len : csize;
-		if (chunk_send(ch, id, stream, seq, n == len, p, n) == -1)
+		size_t n = len < csize ? len : csize;
+		int last = n == len;
+
+		if (chunk_send(ch, id, stream, seq, last, p, n) == -1)
 			return -1;
-		if (n == len)
+		if (last)
 			return 0;
 		p += n;
 		len -= n;

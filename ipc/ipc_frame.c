@@ -442,7 +442,9 @@ frame_envelope(const msgpack_object *root, struct ipc_msg *m, const char **err)
 /*
  * msgpack_unpack_next() leaves strings and bins pointing into the input, so
  * the payload is first copied into memory the message owns: the zone frees
- * the copy through a finalizer when the message is freed.
+ * the copy through a finalizer when the message is freed.  msgpack-c only
+ * creates the zone when a value needs one (not for a scalar or an empty map),
+ * so it may have to be created here.
  */
 static int
 frame_unpack(const uint8_t *buf, size_t len, msgpack_unpacked *up, const char **err)
@@ -462,7 +464,9 @@ frame_unpack(const uint8_t *buf, size_t len, msgpack_unpacked *up, const char **
 		*err = "frame: msgpack decoding failed";
 		return -1;
 	}
-	if (!msgpack_zone_push_finalizer(up->zone, free, copy)) {
+	if (up->zone == NULL)
+		up->zone = msgpack_zone_new(256);
+	if (up->zone == NULL || !msgpack_zone_push_finalizer(up->zone, free, copy)) {
 		msgpack_unpacked_destroy(up);
 		free(copy);
 		*err = "frame: out of memory";

@@ -191,6 +191,12 @@ static const struct sc_rule sc_sanitizer[] = {
 	ALLOW(readlinkat, "ASan reads /proc/self/exe to name the binary in reports"),
 	ALLOW(getrlimit, "ASan checks stack and core limits"),
 	ALLOW(sched_getaffinity, "sanitizer runtimes count CPUs"),
+	ALLOW_IF(open, ARG_MASKED(1, O_ACCMODE | O_CREAT | O_TRUNC, O_RDONLY),
+	    "the runtimes use open(2), read-only: /proc/self/maps, /proc/self/task"),
+	FAIL(stat, ENOENT, "clang's runtime looks for llvm-symbolizer to fork it: not found, "
+			   "so reports stay unsymbolized instead of dying on fork"),
+	ALLOW(getdents, "LSan lists /proc/self/task to find the threads to stop"),
+	ALLOW(getdents64, "LSan lists /proc/self/task to find the threads to stop"),
 	ALLOW(getppid, "LSan's tracer checks that its parent is alive"),
 	ALLOW(wait4, "LSan waits for the threads it stops"),
 	ALLOW_IF(prctl, ARG_EQ(0, PR_GET_DUMPABLE), "LSan checks whether it may ptrace itself"),

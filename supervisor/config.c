@@ -27,6 +27,7 @@
 #define CONF_FMT(f, a) __attribute__((format(printf, f, a)))
 #define CONF_KEY_SHOW_MAX 64 /* longest unknown key name echoed back */
 #define CONF_LABEL_MAX 32    /* "listen[7]", "database.pool" */
+#define CONF_MAX_DEPTH 32     /* nesting a config never needs; see conf_next */
 #define CONF_SUN_PATH_MAX (sizeof(((struct sockaddr_un *)0)->sun_path))
 
 struct conf_parse {
@@ -40,6 +41,7 @@ struct conf_parse {
 	size_t errlen;            /* errsz once a line was dropped */
 	unsigned nerr;
 	int stop;                 /* after a syntax error: no more events */
+	size_t depth;             /* open sequences and mappings */
 	yaml_mark_t name_mark;    /* last user/db_user value, for the cross-check */
 };
 
@@ -199,8 +201,12 @@ conf_check_node(struct conf_parse *p, const yaml_event_t *ev)
 
 /*
  * Read the next event into *ev (the caller deletes it).  Returns 0, or -1
- * after a syntax error, which is reported once and stops the parse; *ev is
- * then empty (deleting it is harmless).
+ * after a syntax error or too deep a nesting, which is reported once and
+ * stops the parse; *ev is then empty (deleting it is harmless).
+ *
+ * The depth bound is not only tidiness: libyaml's scanner does work
+ * proportional to the flow nesting for every token, so a megabyte of "["
+ * would cost minutes.  Tokens are scanned lazily, so stopping here stops it.
  */
 static int
 conf_next(struct conf_parse *p, yaml_event_t *ev)
@@ -213,6 +219,17 @@ conf_next(struct conf_parse *p, yaml_event_t *ev)
 		p->stop = 1;
 		memset(ev, 0, sizeof(*ev));
 		return -1;
+	}
+	if (ev->type == YAML_SEQUENCE_START_EVENT || ev->type == YAML_MAPPING_START_EVENT) {
+		if (++p->depth > CONF_MAX_DEPTH) {
+			conf_error(p, &ev->start_mark, "nested deeper than %d levels",
+			    CONF_MAX_DEPTH);
+			p->stop = 1;
+			yaml_event_delete(ev);
+			return -1;
+		}
+	} else if (ev->type == YAML_SEQUENCE_END_EVENT || ev->type == YAML_MAPPING_END_EVENT) {
+		p->depth--;
 	}
 	conf_check_node(p, ev);
 	return 0;

@@ -63,9 +63,12 @@ send_kind(int fd, const char *kind)
 		ipc_put_str(&w, "loud");
 	} else
 		return -1;
-	if (ipc_wbuf_finish(&w, IPC_MAX_FRAME_DEFAULT) == -1)
-		return -1;
-	return write(fd, w.sb.data, w.sb.size) == (ssize_t)w.sb.size ? 0 : -1;
+	int rv = -1;
+
+	if (ipc_wbuf_finish(&w, IPC_MAX_FRAME_DEFAULT) == 0)
+		rv = write(fd, w.sb.data, w.sb.size) == (ssize_t)w.sb.size ? 0 : -1;
+	ipc_wbuf_free(&w);
+	return rv;
 }
 
 int
@@ -85,11 +88,20 @@ main(int argc, char *argv[])
 		fprintf(stderr, "ctlraw: cannot send %s\n", argv[2]);
 		return 2;
 	}
-	if (ipc_read_frame(fd, ROLE_CTL, ROLE_SUPERVISOR, 1 << 20, 5000, &m, &err) == -1 ||
-	    ipc_dec_ctl_reply(m.body, &r) == -1) {
+	int rv;
+
+	if (ipc_read_frame(fd, ROLE_CTL, ROLE_SUPERVISOR, 1 << 20, 5000, &m, &err) == -1) {
 		printf("no reply\n");
 		return 1;
 	}
+	if (ipc_dec_ctl_reply(m.body, &r) == -1) {
+		printf("malformed reply\n");
+		ipc_msg_free(&m);
+		return 1;
+	}
 	printf("code=%u message=%.*s\n", r.code, (int)r.msglen, r.message);
-	return r.code != 0 ? 0 : 1;
+	rv = r.code != 0 ? 0 : 1;
+	ipc_msg_free(&m);
+	close(fd);
+	return rv;
 }

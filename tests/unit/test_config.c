@@ -466,6 +466,36 @@ test_syntax_errors(void **state)
 	expect_error("state_dir: /x\n---\nstate_dir: /y\n", "2:1: only one YAML document is allowed");
 }
 
+/* Nesting is bounded, which also keeps libyaml's scanner (work per token
+ * grows with the flow depth) from spending minutes on a file of "[". */
+static void
+test_deep_nesting(void **state)
+{
+	char yaml[128];
+	char *big;
+
+	memset(yaml, 0, sizeof(yaml));
+	strcpy(yaml, "x: ");
+	memset(yaml + 3, '[', 31); /* with the top mapping: 32 levels */
+	memset(yaml + 34, ']', 31);
+	expect_only(yaml, "1:1: unknown key 'x'");
+	memset(yaml, 0, sizeof(yaml));
+	strcpy(yaml, "x: ");
+	memset(yaml + 3, '[', 32);
+	memset(yaml + 35, ']', 32);
+	expect_error(yaml, "1:35: nested deeper than 32 levels");
+	assert_int_equal(count_lines(err), 2);
+
+	big = malloc(CONF_MAX_SIZE);
+	assert_non_null(big);
+	memset(big, '[', CONF_MAX_SIZE);
+	memcpy(big, "x: ", 3);
+	assert_int_equal(parse_n(big, CONF_MAX_SIZE), -1);
+	free(big);
+	assert_string_equal(err, NAME ":1:1: unknown key 'x'\n" NAME
+				 ":1:35: nested deeper than 32 levels\n");
+}
+
 /* Every error of a file, in order, each where it is. */
 static void
 test_all_errors_reported(void **state)
@@ -655,6 +685,7 @@ main(void)
 	    cmocka_unit_test(test_anchors_aliases_tags),
 	    cmocka_unit_test(test_alias_bomb),
 	    cmocka_unit_test(test_syntax_errors),
+	    cmocka_unit_test(test_deep_nesting),
 	    cmocka_unit_test(test_all_errors_reported),
 	    cmocka_unit_test(test_small_errbuf),
 	    cmocka_unit_test(test_unchanged_on_failure),

@@ -1,0 +1,104 @@
+/* FUZZ_SOURCES: */
+/*
+ * IPC frame payloads (the bytes after the length prefix) as a hostile peer
+ * could send them: the msgpack pre-scan, the envelope, the catalog check for
+ * every role pair with and without a descriptor, and every typed decoder on
+ * whatever body arrived (including chunk reassembly).
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ipc/ipc_msg.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void
+fuzz_rows(struct ipc_db_result *r)
+{
+	struct ipc_cur row;
+	const char *s;
+	size_t len;
+
+	while (ipc_get_array(&r->rows, &row, r->ncols) == 0) {
+		while (ipc_get_nil(&row) == 0 || ipc_get_str(&row, &s, &len, SIZE_MAX) == 0)
+			;
+		if (ipc_end(&row) == -1)
+			__builtin_trap(); /* the validator promised nil|str only */
+	}
+}
+
+static void
+fuzz_chunk(const msgpack_object *body)
+{
+	struct ipc_chunk ck;
+	struct ipc_asm a;
+	const char *err;
+
+	if (ipc_dec_chunk(body, &ck) == -1)
+		return;
+	ipc_asm_init(&a, ck.stream, 1024);
+	a.next_seq = ck.seq;
+	if (ipc_asm_feed(&a, body, &err) == 1 && a.len != ck.len)
+		__builtin_trap();
+	ipc_asm_free(&a);
+}
+
+/* Every decoder on the body; a decoder must agree with the catalog's
+ * validator for its own type. */
+static void
+fuzz_decoders(const struct ipc_msg *m)
+{
+	const struct ipc_msg_info *mi = ipc_msg_lookup(m->type);
+	struct ipc_hello h;
+	struct ipc_ready rd;
+	struct ipc_db_op op;
+	struct ipc_db_result res;
+	struct ipc_ctl_request rq;
+	struct ipc_ctl_reply rp;
+	struct ipc_chunk ck;
+	const msgpack_object *o;
+	char addr[IPC_ADDR_MAX + 1];
+	uint32_t level;
+	int ok[IMSG__MAX] = { 0 };
+
+	ok[IMSG_HELLO] = ipc_dec_hello(m->body, &h) == 0;
+	ok[IMSG_READY] = ipc_dec_ready(m->body, &rd) == 0;
+	ok[IMSG_LOG_VERBOSE] = ipc_dec_log_verbose(m->body, &level) == 0;
+	if ((ok[IMSG_DB_OP] = ipc_dec_db_op(m->body, &op) == 0)) {
+		while (ipc_get_any(&op.args, &o) == 0)
+			;
+	}
+	if ((ok[IMSG_DB_RESULT] = ipc_dec_db_result(m->body, &res) == 0))
+		fuzz_rows(&res);
+	ok[IMSG_LISTEN_FD] = ipc_dec_listen_fd(m->body, addr, sizeof(addr)) == 0;
+	ok[IMSG_CTL_REQUEST] = ipc_dec_ctl_request(m->body, &rq) == 0;
+	ok[IMSG_CTL_REPLY] = ipc_dec_ctl_reply(m->body, &rp) == 0;
+	ok[IMSG_CHUNK] = ipc_dec_chunk(m->body, &ck) == 0;
+	fuzz_chunk(m->body);
+	if (mi != NULL && m->type != IMSG_SHUTDOWN &&
+	    ok[m->type] != (mi->validate(m->body) == 0))
+		__builtin_trap();
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct ipc_msg m;
+	const char *err;
+	unsigned from, to;
+	int fd, scanned;
+
+	scanned = ipc_msgpack_check(data, size, IPC_MAX_DEPTH, &err) == 0;
+	if (ipc_frame_decode(data, size, &m, &err) == -1)
+		return 0;
+	if (!scanned)
+		__builtin_trap(); /* decoding must never get past a failed scan */
+	for (from = 0; from < ROLE__COUNT; from++)
+		for (to = 0; to < ROLE__COUNT; to++)
+			for (fd = 0; fd <= 1; fd++)
+				(void)ipc_msg_check(&m, (enum ipc_role)from, (enum ipc_role)to,
+				    fd, &err);
+	fuzz_decoders(&m);
+	ipc_msg_free(&m);
+	return 0;
+}

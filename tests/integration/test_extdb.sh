@@ -1,0 +1,70 @@
+#!/bin/sh
+# database: { url: ... } against a throwaway external PostgreSQL: /healthz
+# is 503 while that server is down and 200 again once it is back, the
+# daemon and its children ride it out, and the URL's password never reaches
+# a log or a child.
+. tests/integration/lib.sh
+need_root extdb
+make_env
+trap 'pg_ctl_ext stop -m immediate >/dev/null 2>&1; cleanup_env' EXIT
+
+PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+EXT="$T/ext"
+mkdir -p "$EXT/data" "$EXT/run"
+chown -R _agrippadb:_agrippadb "$EXT"
+chmod 0700 "$EXT/data" "$EXT/run"
+EXTPW="ext-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
+echo "$EXTPW" >"$EXT/pw"
+chown _agrippadb "$EXT/pw"
+as_db() { setpriv --reuid=_agrippadb --regid=_agrippadb --clear-groups "$@"; }
+pg_ctl_ext() { as_db "$PGBIN/pg_ctl" -D "$EXT/data" -l "$EXT/log" -w "$@"; }
+as_db "$PGBIN/initdb" -D "$EXT/data" -U extuser --pwfile="$EXT/pw" --auth-local=scram-sha-256 \
+	--auth-host=reject --no-locale -E UTF8 >/dev/null
+rm -f "$EXT/pw"
+PGOPTS="-c listen_addresses= -c unix_socket_directories=$EXT/run"
+pg_ctl_ext -o "$PGOPTS" start >/dev/null
+check "external PostgreSQL started" [ $? -eq 0 ]
+
+DB_SPEC="{ url: \"postgresql://extuser:$EXTPW@/postgres?host=$EXT/run\", pool: 2 }"
+export DB_SPEC
+make_env_conf() {
+	sed -i "s|^database: .*|database: $DB_SPEC|" "$CONF"
+}
+make_env_conf
+if ! start_daemon; then
+	notok "daemon starts on the external database"
+	cat "$LOG"
+	finish extdb
+	exit 1
+fi
+ok "daemon starts on the external database"
+check "no embedded cluster was created" [ ! -e "$T/state/pg" ]
+st=$("$AGRIPPACTL" -s "$CTL" status)
+check "status: database up, external" sh -c "echo '$st' | grep -q '^database: up (external, 2 connections)'"
+n=$(PGPASSWORD=$EXTPW "$PGBIN/psql" -X -A -t -h "$EXT/run" -U extuser postgres -c 'select count(*) from schema_migrations')
+check "migrations applied to the external database" [ "$n" -ge 1 ]
+
+E=$(child_pid engine)
+H=$(child_pid httpd)
+pg_ctl_ext stop -m fast >/dev/null
+wait_for 10 sh -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$PORT/healthz)\" = 503 ]"
+check "/healthz is 503 while the database is down" [ $? -eq 0 ]
+check "... and says the database is down" sh -c "curl -s http://127.0.0.1:$PORT/healthz | grep -q '\"database\":\"down\"'"
+st=$("$AGRIPPACTL" -s "$CTL" status)
+check "status: database down" sh -c "echo '$st' | grep -q '^database: down'"
+check "the children ride out the outage" [ "$(child_pid engine) $(child_pid httpd)" = "$E $H" ]
+pg_ctl_ext -o "$PGOPTS" start >/dev/null
+wait_for 20 sh -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$PORT/healthz)\" = 200 ]"
+check "/healthz is 200 again once the database is back" [ $? -eq 0 ]
+
+PWHEX=$(printf '%s' "$EXTPW" | od -An -v -tx1 | tr -d ' \n')
+for role in engine httpd proxy; do
+	"$TOOLS/memgrep" "$(child_pid $role)" "$PWHEX" >/dev/null
+	check "$role never holds the database URL's password" [ $? -eq 1 ]
+done
+stop_daemon
+check "SIGTERM: exit status 0" [ "$DAEMON_STATUS" -eq 0 ]
+check "the URL's password never appears in the log" sh -c "! grep -q '$EXTPW' '$LOG'"
+check "no process of ours is left" [ -z "$(our_processes)" ]
+[ "$T_FAIL" -eq 0 ] || { echo "--- daemon log"; tail -60 "$LOG"; }
+finish extdb
