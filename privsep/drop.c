@@ -183,8 +183,10 @@ privsep_drop(const char *chroot_dir, uid_t uid, gid_t gid, int devmode)
 	static int warned;
 
 	if (devmode) {
-		if (!warned++)
+		if (!warned) {
 			log_warnx("development mode: not dropping privileges (not started as root)");
+			warned = 1;
+		}
 		privsep_caps_drop_bounding();
 		privsep_caps_clear();
 		drop_finish();

@@ -35,7 +35,8 @@ void privsep_rlimits(enum ipc_role role);
  * Install the libseccomp allow-list for role: architecture checked, default
  * action kill the process; with debug set, default action SIGSYS trap with a
  * handler that logs the offending syscall by name and exits.  fatal() on
- * failure.  Must be the last step of setup.
+ * failure.  Must be the last step of setup, taken before any thread exists
+ * (the filter covers the calling thread and every task it creates later).
  */
 void privsep_seccomp(enum ipc_role role, int debug);
 

@@ -139,4 +139,5 @@ cleanup_env() {
 		pkill -KILL -f "$T/state/pg" 2>/dev/null
 	fi
 	[ -n "${KEEP:-}" ] || rm -rf "$T"
+	return 0
 }
