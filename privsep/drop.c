@@ -82,7 +82,7 @@ drop_check_component(const char *path, int is_target)
 	wr = st.st_mode & (S_IWGRP | S_IWOTH);
 	if (wr != 0 && (is_target || !(st.st_mode & S_ISVTX)))
 		fatalx("chroot directory %s: writable by group or others (mode %04o)", path,
-		    (unsigned)(st.st_mode & 07777));
+		       (unsigned)(st.st_mode & 07777));
 }
 
 /*
@@ -171,7 +171,7 @@ static void
 drop_sanitizer_notify(void)
 {
 #ifdef AGRIPPA_SANITIZE
-	__sanitizer_sandbox_arguments args = { .coverage_sandboxed = 0, .coverage_fd = -1 };
+	__sanitizer_sandbox_arguments args = {.coverage_sandboxed = 0, .coverage_fd = -1};
 
 	__sanitizer_sandbox_on_notify(&args);
 #endif
@@ -184,7 +184,8 @@ privsep_drop(const char *chroot_dir, uid_t uid, gid_t gid, int devmode)
 
 	if (devmode) {
 		if (!warned) {
-			log_warnx("development mode: not dropping privileges (not started as root)");
+			log_warnx(
+			    "development mode: not dropping privileges (not started as root)");
 			warned = 1;
 		}
 		privsep_caps_drop_bounding();

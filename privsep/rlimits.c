@@ -13,10 +13,11 @@
 
 struct rl_policy {
 	enum ipc_role role;
-	rlim_t nofile;	/* RLIMIT_NOFILE, 0: leave as it is */
-	int nofork;	/* RLIMIT_NPROC 0: this role never creates a task */
+	rlim_t nofile; /* RLIMIT_NOFILE, 0: leave as it is */
+	int nofork;    /* RLIMIT_NPROC 0: this role never creates a task */
 };
 
+/* clang-format off */
 static const struct rl_policy rl_policies[] = {
 	/* engine: its supervisor channel and a few descriptors in transit. */
 	{ ROLE_ENGINE, 1024, 1 },
@@ -26,6 +27,7 @@ static const struct rl_policy rl_policies[] = {
 	{ ROLE_PROXY, 1024, 0 },
 	/* Later roles get only RLIMIT_CORE until their own limits are set here. */
 };
+/* clang-format on */
 
 /* Lowers soft and hard limit of res to value, clamped to the hard limit. */
 static void

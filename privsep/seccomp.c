@@ -45,23 +45,25 @@
 #define SC_TRAP_EXIT 159
 
 /* The flags glibc's pthread_create passes to clone, all required. */
-#define SC_THREAD_FLAGS                                                                     \
+#define SC_THREAD_FLAGS                                                                            \
 	(CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM)
-#define SC_NS_FLAGS                                                                         \
-	(CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |      \
-	    CLONE_NEWPID | CLONE_NEWNET)
+#define SC_NS_FLAGS                                                                                \
+	(CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |             \
+	 CLONE_NEWPID | CLONE_NEWNET)
 
 /* socket(2) masks the type argument with this (SOCK_TYPE_MASK in the kernel). */
 #define SC_SOCK_TYPE_MASK 0xf
 
 struct sc_rule {
-	int nr;			/* SCMP_SYS(name) */
-	int errno_ret;		/* 0: allow; otherwise fail with this errno */
-	unsigned int argc;	/* argument comparisons in arg[], all must hold */
+	int nr;            /* SCMP_SYS(name) */
+	int errno_ret;     /* 0: allow; otherwise fail with this errno */
+	unsigned int argc; /* argument comparisons in arg[], all must hold */
 	struct scmp_arg_cmp arg[2];
 	const char *why;
 };
 
+/* Tables below are kept one rule per line, by hand. */
+/* clang-format off */
 #define ARG_EQ(i, v) { .arg = (i), .op = SCMP_CMP_EQ, .datum_a = (v) }
 #define ARG_MASKED(i, m, v) { .arg = (i), .op = SCMP_CMP_MASKED_EQ, .datum_a = (m), .datum_b = (v) }
 #define ALLOW(sys, why) { SCMP_SYS(sys), 0, 0, { { 0 } }, why }
@@ -86,7 +88,7 @@ static const struct sc_rule sc_base[] = {
 	ALLOW(getsockname, "libevent and logging of peers"),
 	ALLOW(getpeername, "libevent and logging of peers"),
 	ALLOW(connect, "syslog reconnect to /dev/log (the family is behind a pointer; "
-		       "socket() below decides which families exist)"),
+	    "socket() below decides which families exist)"),
 	ALLOW_IF(socketpair, ARG_EQ(0, AF_UNIX), "libevent's internal notification pipe"),
 	ALLOW(pipe2, "libevent's signal pipe"),
 	ALLOW(eventfd2, "libevent's notification fd"),
@@ -193,8 +195,9 @@ static const struct sc_rule sc_sanitizer[] = {
 	ALLOW(sched_getaffinity, "sanitizer runtimes count CPUs"),
 	ALLOW_IF(open, ARG_MASKED(1, O_ACCMODE | O_CREAT | O_TRUNC, O_RDONLY),
 	    "the runtimes use open(2), read-only: /proc/self/maps, /proc/self/task"),
-	FAIL(stat, ENOENT, "clang's runtime looks for llvm-symbolizer to fork it: not found, "
-			   "so reports stay unsymbolized instead of dying on fork"),
+	FAIL(stat, ENOENT,
+	    "clang's runtime looks for llvm-symbolizer to fork it: not found, "
+	    "so reports stay unsymbolized instead of dying on fork"),
 	ALLOW(getdents, "LSan lists /proc/self/task to find the threads to stop"),
 	ALLOW(getdents64, "LSan lists /proc/self/task to find the threads to stop"),
 	ALLOW(getppid, "LSan's tracer checks that its parent is alive"),
@@ -212,12 +215,15 @@ static const struct sc_rule sc_sanitizer[] = {
 	ALLOW_IF(ptrace, ARG_EQ(0, PTRACE_GETREGSET), "LSan scans registers for pointers"),
 };
 #endif
+/* clang-format on */
 
 struct sc_list {
 	const struct sc_rule *rules;
 	size_t n;
 };
+/* clang-format off */
 #define SC_LIST(a) { (a), nitems(a) }
+/* clang-format on */
 
 struct sc_policy {
 	enum ipc_role role;
@@ -225,11 +231,13 @@ struct sc_policy {
 	struct sc_list lists[3];
 };
 
+/* clang-format off */
 static const struct sc_policy sc_policies[] = {
 	{ ROLE_ENGINE, "engine", { SC_LIST(sc_base), SC_LIST(sc_unix_socket) } },
 	{ ROLE_HTTPD, "httpd", { SC_LIST(sc_base), SC_LIST(sc_unix_socket), SC_LIST(sc_httpd) } },
 	{ ROLE_PROXY, "proxy", { SC_LIST(sc_base), SC_LIST(sc_proxy) } },
 };
+/* clang-format on */
 
 /* ---- debug mode: trap, name the call, exit --------------------------- */
 
@@ -364,7 +372,7 @@ static void
 sc_add_sanitizer(scmp_filter_ctx ctx)
 {
 #ifdef AGRIPPA_SANITIZE
-	__sanitizer_sandbox_arguments args = { .coverage_sandboxed = 0, .coverage_fd = -1 };
+	__sanitizer_sandbox_arguments args = {.coverage_sandboxed = 0, .coverage_fd = -1};
 	const struct sc_list l = SC_LIST(sc_sanitizer);
 
 	__sanitizer_sandbox_on_notify(&args);

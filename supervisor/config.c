@@ -27,7 +27,7 @@
 #define CONF_FMT(f, a) __attribute__((format(printf, f, a)))
 #define CONF_KEY_SHOW_MAX 64 /* longest unknown key name echoed back */
 #define CONF_LABEL_MAX 32    /* "listen[7]", "database.pool" */
-#define CONF_MAX_DEPTH 32     /* nesting a config never needs; see conf_next */
+#define CONF_MAX_DEPTH 32    /* nesting a config never needs; see conf_next */
 #define CONF_SUN_PATH_MAX (sizeof(((struct sockaddr_un *)0)->sun_path))
 
 struct conf_parse {
@@ -305,8 +305,8 @@ conf_scalar(struct conf_parse *p, const char *label, yaml_event_t *ev, char *out
 			return -1;
 		}
 	}
+	memset(out, 0, outsz); /* no tail of the default left behind the NUL */
 	memcpy(out, v, n);
-	out[n] = '\0';
 	return 0;
 }
 
@@ -523,6 +523,7 @@ conf_listen_item(struct conf_parse *p, size_t index, yaml_event_t *ev)
 	const char *why;
 	size_t i;
 
+	memset(&l, 0, sizeof(l)); /* copied whole into the config: no stack bytes */
 	snprintf(label, sizeof(label), "listen[%zu]", index);
 	if (ev->type == YAML_ALIAS_EVENT) /* reported already */
 		return;

@@ -65,7 +65,8 @@ void config_defaults(struct config *c);
  * values, values too long for their buffers or holding control characters,
  * relative paths (a daemon has no useful cwd), bad user names, user or
  * db_user "root" or both equal, out-of-range numbers, anchors, aliases,
- * tags, more than one document, and a top level that is not a mapping.
+ * tags, more than one document, nesting deeper than 32 levels, and a top
+ * level that is not a mapping.
  * Returns 0 when the file is valid, -1 otherwise.
  */
 int config_load(const char *path, struct config *c, char *errbuf, size_t errsz);

@@ -92,7 +92,9 @@ conn_fail(struct db_conn *c, const char *why)
 {
 	struct timeval tv;
 
-	if (c->st == C_IDLE || c->st == C_BUSY || c->st == C_PREPARING)
+	if (pool.shutting_down)
+		log_debug("db: connection closed");
+	else if (c->st == C_IDLE || c->st == C_BUSY || c->st == C_PREPARING)
 		log_warnx("db: connection lost: %s", why);
 	else
 		log_debug("db: connect failed: %s", why);

@@ -96,15 +96,16 @@ key_open(const char *path, char *errbuf, size_t errsz)
 {
 	struct stat st;
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	int saved = errno;
 
 	if (fd != -1)
 		return fd;
-	if (errno == ENOENT)
+	if (saved == ENOENT)
 		return -2;
-	if (errno == ELOOP && lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+	if (saved == ELOOP && lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
 		key_err(errbuf, errsz, path, "is a symbolic link; refusing to follow it");
 	else
-		key_err(errbuf, errsz, path, "%s", strerror(errno));
+		key_err(errbuf, errsz, path, "%s", strerror(saved));
 	return -1;
 }
 
@@ -308,7 +309,8 @@ key_load_or_create(const char *path, int *created, char *errbuf, size_t errsz)
 	enum key_status st;
 	int i;
 
-	*created = 0;
+	if (created != NULL)
+		*created = 0;
 	if (errbuf != NULL && errsz > 0)
 		errbuf[0] = '\0';
 	if (sodium_init() < 0) {
@@ -319,7 +321,8 @@ key_load_or_create(const char *path, int *created, char *errbuf, size_t errsz)
 		if ((st = key_load(path, &key, errbuf, errsz)) != KEY_ABSENT)
 			return st == KEY_OK ? key : NULL;
 		if ((st = key_create(path, &key, errbuf, errsz)) != KEY_RACED) {
-			*created = st == KEY_OK;
+			if (created != NULL)
+				*created = st == KEY_OK;
 			return st == KEY_OK ? key : NULL;
 		}
 	}

@@ -29,8 +29,9 @@
  *
  * Returns the key in sodium_malloc memory (guarded, mlock'ed, read-only),
  * which the caller frees with key_free(), or NULL with "path: reason" in
- * errbuf (size errsz, always NUL-terminated).  *created is set to 1 when the
- * file was made by this call (the caller logs it), 0 otherwise.  Calls
+ * errbuf (size errsz, always NUL-terminated).  *created (when created is
+ * not NULL) is set to 1 when the file was made by this call (the caller
+ * logs it), 0 otherwise.  Calls
  * sodium_init() itself.
  */
 unsigned char *key_load_or_create(const char *path, int *created, char *errbuf, size_t errsz);

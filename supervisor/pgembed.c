@@ -105,7 +105,7 @@ pg_child_stdio(const struct pgembed *pg)
 		_exit(126);
 	dup2(nul, STDIN_FILENO);
 	dup2(nul, STDOUT_FILENO);
-	if (!pg->foreground) {
+	{
 		logfd = open(pg->logfile, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW, 0600);
 		if (logfd == -1)
 			_exit(126);
@@ -140,7 +140,7 @@ pg_run_initdb(struct pgembed *pg)
 		_exit(127);
 	}
 	if (waitpid(pid, &status, 0) == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		log_warnx("db: initdb failed (see %s)", pg->foreground ? "stderr" : pg->logfile);
+		log_warnx("db: initdb failed (see %s)", pg->logfile);
 		return -1;
 	}
 	return 0;
@@ -282,6 +282,7 @@ pg_embed_spawn(struct pgembed *pg)
 	if ((pid = fork()) == -1)
 		return -1;
 	if (pid == 0) {
+		setpgid(0, 0); /* see proc_exec(): Ctrl-C goes to the supervisor only */
 		pg_child_become(pg);
 		/* After the id change (which clears it): die with the supervisor. */
 		prctl(PR_SET_PDEATHSIG, SIGINT);
@@ -292,7 +293,7 @@ pg_embed_spawn(struct pgembed *pg)
 		_exit(127);
 	}
 	pg->pid = pid;
-	log_info("db: postgres started (pid %ld)", (long)pid);
+	log_info("db: postgres started (pid %ld, log %s)", (long)pid, pg->logfile);
 	return 0;
 }
 
@@ -351,8 +352,7 @@ pg_embed_start(struct pgembed *pg)
 		if (PQping(ci) == PQPING_OK)
 			return pg_create_database(pg);
 		if (waitpid(pg->pid, &status, WNOHANG) == pg->pid) {
-			log_warnx("db: postgres exited during start-up (see %s)",
-			    pg->foreground ? "stderr" : pg->logfile);
+			log_warnx("db: postgres exited during start-up (see %s)", pg->logfile);
 			pg->pid = 0;
 			return -1;
 		}

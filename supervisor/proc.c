@@ -174,6 +174,9 @@ proc_exec(struct proc *p, int fd)
 	char *envp[4];
 	int argc = 0, envc = 0, nul;
 
+	/* Own process group: a terminal's Ctrl-C reaches only the supervisor,
+	 * which then stops its children in order. */
+	setpgid(0, 0);
 	if ((nul = open("/dev/null", O_RDWR)) == -1)
 		_exit(126);
 	if (dup2(fd, CHILD_SUPERVISOR_FD) == -1 || dup2(nul, STDIN_FILENO) == -1 ||

@@ -184,8 +184,8 @@ pr_io_uring(void)
 static long
 pr_execve(void)
 {
-	char *const argv[] = { "true", NULL };
-	char *const envp[] = { NULL };
+	char *const argv[] = {"true", NULL};
+	char *const envp[] = {NULL};
 
 	return execve("/bin/true", argv, envp);
 }
@@ -199,7 +199,7 @@ pr_clone(void)
 static long
 pr_clone3(void)
 {
-	unsigned long long args[8] = { 0, 0, 0, 0, SIGCHLD, 0, 0, 0 }; /* struct clone_args */
+	unsigned long long args[8] = {0, 0, 0, 0, SIGCHLD, 0, 0, 0}; /* struct clone_args */
 
 	return reap(syscall(SYS_clone3, args, sizeof(args))) < 0 ? -1 : 0;
 }
@@ -293,33 +293,33 @@ struct probe {
 };
 
 static const struct probe probes[] = {
-	{ "getpid", 1, pr_getpid },
-	{ "getrandom", 1, pr_getrandom },
-	{ "ptrace", 1, pr_ptrace },
-	{ "unshare", 1, pr_unshare },
-	{ "socket_unix", 1, pr_socket_unix },
-	{ "socket_inet", 1, pr_socket_inet },
-	{ "socket_inet6", 1, pr_socket_inet6 },
-	{ "socket_packet", 1, pr_socket_packet },
-	{ "socket_netlink", 1, pr_socket_netlink },
-	{ "ioctl_tiocsti", 1, pr_tiocsti },
-	{ "keyctl", 1, pr_keyctl },
-	{ "bpf", 1, pr_bpf },
-	{ "perf_event_open", 1, pr_perf },
-	{ "userfaultfd", 1, pr_userfaultfd },
-	{ "io_uring_setup", 1, pr_io_uring },
-	{ "execve", 1, pr_execve },
-	{ "clone", 1, pr_clone },
-	{ "clone3", 1, pr_clone3 },
-	{ "mmap_exec", 1, pr_mmap_exec },
-	{ "open_read", 1, pr_open_read },
-	{ "chroot", 1, pr_chroot },
-	{ "setuid", 1, pr_setuid },
-	{ "kill_parent", 1, pr_kill_parent },
-	{ "x32", 1, pr_x32 },
-	{ "open_write", 0, pr_open_write },
-	{ "mount", 0, pr_mount },
-	{ "sethostname", 0, pr_sethostname },
+    {"getpid", 1, pr_getpid},
+    {"getrandom", 1, pr_getrandom},
+    {"ptrace", 1, pr_ptrace},
+    {"unshare", 1, pr_unshare},
+    {"socket_unix", 1, pr_socket_unix},
+    {"socket_inet", 1, pr_socket_inet},
+    {"socket_inet6", 1, pr_socket_inet6},
+    {"socket_packet", 1, pr_socket_packet},
+    {"socket_netlink", 1, pr_socket_netlink},
+    {"ioctl_tiocsti", 1, pr_tiocsti},
+    {"keyctl", 1, pr_keyctl},
+    {"bpf", 1, pr_bpf},
+    {"perf_event_open", 1, pr_perf},
+    {"userfaultfd", 1, pr_userfaultfd},
+    {"io_uring_setup", 1, pr_io_uring},
+    {"execve", 1, pr_execve},
+    {"clone", 1, pr_clone},
+    {"clone3", 1, pr_clone3},
+    {"mmap_exec", 1, pr_mmap_exec},
+    {"open_read", 1, pr_open_read},
+    {"chroot", 1, pr_chroot},
+    {"setuid", 1, pr_setuid},
+    {"kill_parent", 1, pr_kill_parent},
+    {"x32", 1, pr_x32},
+    {"open_write", 0, pr_open_write},
+    {"mount", 0, pr_mount},
+    {"sethostname", 0, pr_sethostname},
 };
 
 static const struct probe *
@@ -397,7 +397,7 @@ in_sandbox(void)
 static const struct {
 	const char *name;
 	enum ipc_role role;
-} roles[] = { { "engine", ROLE_ENGINE }, { "httpd", ROLE_HTTPD }, { "proxy", ROLE_PROXY } };
+} roles[] = {{"engine", ROLE_ENGINE}, {"httpd", ROLE_HTTPD}, {"proxy", ROLE_PROXY}};
 
 /* Runs one probe in a child (under role's filter if filtered); prints its line. */
 static void
@@ -429,7 +429,7 @@ run_probe(const struct probe *p, int filtered, enum ipc_role role)
 	}
 	if (WIFSIGNALED(status))
 		printf("%s: killed by signal %d (%s)\n", p->name, WTERMSIG(status),
-		    sigabbrev_np(WTERMSIG(status)) ? sigabbrev_np(WTERMSIG(status)) : "?");
+		       sigabbrev_np(WTERMSIG(status)) ? sigabbrev_np(WTERMSIG(status)) : "?");
 	else if (strcmp(p->name, "execve") == 0 && WEXITSTATUS(status) == 0)
 		printf("%s: ok\n", p->name); /* the child became /bin/true */
 }
@@ -478,8 +478,9 @@ main(int argc, char **argv)
 			usage();
 		if (!sandboxed && !(filtered && p->harmless)) {
 			if (filtered)
-				fprintf(stderr, "try_syscall: refusing to run %s outside a sandbox\n",
-				    p->name);
+				fprintf(stderr,
+				        "try_syscall: refusing to run %s outside a sandbox\n",
+				        p->name);
 			else
 				fprintf(stderr, "try_syscall: refusing to run outside a sandbox\n");
 			return 2;

@@ -601,6 +601,23 @@ test_load(void **state)
 	unlink(path);
 }
 
+/* The shipped sample parses, and is exactly the defaults it claims to list. */
+static void
+test_sample_is_defaults(void **state)
+{
+	static struct config def;
+	const char *self = __FILE__, *tail = strstr(self, "tests/unit/test_config.c");
+	char path[PATH_MAX];
+
+	assert_non_null(tail);
+	snprintf(path, sizeof(path), "%.*sdocs/agrippad.yaml.sample", (int)(tail - self), self);
+	if (config_load(path, &cfg, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	config_defaults(&def);
+	memcpy(def.path, cfg.path, sizeof(def.path));
+	assert_memory_equal(&def, &cfg, sizeof(def));
+}
+
 static void
 test_load_missing(void **state)
 {
@@ -690,6 +707,7 @@ main(void)
 	    cmocka_unit_test(test_small_errbuf),
 	    cmocka_unit_test(test_unchanged_on_failure),
 	    cmocka_unit_test(test_load),
+	    cmocka_unit_test(test_sample_is_defaults),
 	    cmocka_unit_test(test_load_missing),
 	    cmocka_unit_test(test_load_not_regular),
 	    cmocka_unit_test(test_size_limit),

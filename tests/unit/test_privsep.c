@@ -63,13 +63,13 @@
 #define CHECK_EXIT 100 /* a CHECK() in a child failed */
 
 /* Inside a child: on failure say what and where on stderr, exit 100. */
-#define CHECK(cond)                                                                         \
-	do {                                                                                \
-		if (!(cond)) {                                                              \
-			dprintf(STDERR_FILENO, "check failed at line %d: %s (errno %d: %s)\n", \
-			    __LINE__, #cond, errno, strerror(errno));                       \
-			_exit(CHECK_EXIT);                                                  \
-		}                                                                           \
+#define CHECK(cond)                                                                                \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			dprintf(STDERR_FILENO, "check failed at line %d: %s (errno %d: %s)\n",     \
+			        __LINE__, #cond, errno, strerror(errno));                          \
+			_exit(CHECK_EXIT);                                                         \
+		}                                                                                  \
 	} while (0)
 
 /* ---- running a child ------------------------------------------------- */
@@ -118,7 +118,7 @@ status_str(int status, char *buf, size_t sz)
 		snprintf(buf, sz, "exited %d", WEXITSTATUS(status));
 	else if (WIFSIGNALED(status))
 		snprintf(buf, sz, "killed by signal %d (%s)", WTERMSIG(status),
-		    strsignal(WTERMSIG(status)));
+		         strsignal(WTERMSIG(status)));
 	else
 		snprintf(buf, sz, "status 0x%x", status);
 	return buf;
@@ -131,7 +131,7 @@ expect_exit(const struct child *c, int code)
 
 	if (!WIFEXITED(c->status) || WEXITSTATUS(c->status) != code)
 		fail_msg("child %s, expected exit %d; its stderr:\n%s",
-		    status_str(c->status, s, sizeof(s)), code, c->err);
+		         status_str(c->status, s, sizeof(s)), code, c->err);
 }
 
 static void
@@ -141,7 +141,7 @@ expect_sigsys(const struct child *c, const char *what)
 
 	if (!WIFSIGNALED(c->status) || WTERMSIG(c->status) != SIGSYS)
 		fail_msg("%s: child %s, expected death by SIGSYS; its stderr:\n%s", what,
-		    status_str(c->status, s, sizeof(s)), c->err);
+		         status_str(c->status, s, sizeof(s)), c->err);
 }
 
 static void
@@ -269,7 +269,7 @@ wl_timer_cb(evutil_socket_t fd, short what, void *arg)
 static void
 wl_event_loop(struct wl *w)
 {
-	struct timeval tv = { 0, 20000 };
+	struct timeval tv = {0, 20000};
 	struct event *rd, *sig, *tm;
 	int n = -1;
 
@@ -295,7 +295,7 @@ wl_event_loop(struct wl *w)
 static void
 wl_libc(void)
 {
-	struct timespec ts, sl = { 0, 1000000 };
+	struct timespec ts, sl = {0, 1000000};
 	struct timeval tv;
 	struct utsname u;
 	struct rlimit rl;
@@ -325,7 +325,7 @@ wl_libc(void)
 static void
 wl_syslog_socket(void)
 {
-	struct sockaddr_un sun = { .sun_family = AF_UNIX, .sun_path = "/nonexistent/agrippa" };
+	struct sockaddr_un sun = {.sun_family = AF_UNIX, .sun_path = "/nonexistent/agrippa"};
 	int fd;
 
 	CHECK((fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) != -1);
@@ -341,7 +341,8 @@ wl_tcp_setup(struct wl *w, int connect_client)
 
 	w->addr.sin_family = AF_INET;
 	w->addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	CHECK((w->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) != -1);
+	CHECK((w->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) !=
+	      -1);
 	CHECK(bind(w->listen_fd, (struct sockaddr *)&w->addr, sizeof(w->addr)) == 0);
 	CHECK(listen(w->listen_fd, 8) == 0);
 	CHECK(getsockname(w->listen_fd, (struct sockaddr *)&w->addr, &len) == 0);
@@ -381,7 +382,7 @@ static void
 wl_http(struct wl *w)
 {
 	static const char req[] = "GET /x HTTP/1.0\r\nHost: t\r\n\r\n";
-	struct timeval tv = { 5, 0 };
+	struct timeval tv = {5, 0};
 	struct evhttp *http;
 	struct event *ev;
 	int one = 1;
@@ -419,7 +420,7 @@ wl_thread(void *arg)
 static void
 wl_proxy(struct wl *w)
 {
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *res;
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res;
 	pthread_t t;
 	void *ret = NULL;
 	long page = sysconf(_SC_PAGESIZE);
@@ -440,7 +441,7 @@ wl_proxy(struct wl *w)
 	CHECK(pthread_create(&t, NULL, wl_thread, w) == 0);
 	CHECK(pthread_join(t, &ret) == 0 && ret == w);
 	CHECK((mem = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-		   -1, 0)) != MAP_FAILED);
+	                  -1, 0)) != MAP_FAILED);
 	CHECK(mlock(mem, (size_t)page) == 0 && munlock(mem, (size_t)page) == 0);
 	munmap(mem, (size_t)page);
 }
@@ -483,13 +484,13 @@ test_workload(void **state)
 }
 
 static const enum ipc_role role_engine = ROLE_ENGINE, role_httpd = ROLE_HTTPD,
-			   role_proxy = ROLE_PROXY;
+                           role_proxy = ROLE_PROXY;
 
 /* ---- seccomp: probes that must be killed ------------------------------ */
 
 struct probe_ctx {
 	const char *dir; /* a throwaway directory the parent removes */
-	int fd;		 /* made by setup, before the filter */
+	int fd;          /* made by setup, before the filter */
 	void *page;
 };
 
@@ -670,8 +671,8 @@ p_io_uring(struct probe_ctx *p)
 static long
 p_execve(struct probe_ctx *p)
 {
-	char *const argv[] = { "true", NULL };
-	char *const envp[] = { NULL };
+	char *const argv[] = {"true", NULL};
+	char *const envp[] = {NULL};
 
 	return execve("/bin/true", argv, envp);
 }
@@ -691,7 +692,7 @@ p_fork(struct probe_ctx *p)
 static long
 p_clone3(struct probe_ctx *p)
 {
-	uint64_t args[8] = { 0, 0, 0, 0, SIGCHLD, 0, 0, 0 }; /* struct clone_args */
+	uint64_t args[8] = {0, 0, 0, 0, SIGCHLD, 0, 0, 0}; /* struct clone_args */
 
 	return reap(syscall(SYS_clone3, args, sizeof(args)));
 }
@@ -803,7 +804,7 @@ p_listen(struct probe_ctx *p)
 static long
 p_bind(struct probe_ctx *p)
 {
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
 
 	return bind(p->fd, (struct sockaddr *)&sun, sizeof(sa_family_t)); /* autobind */
 }
@@ -821,41 +822,41 @@ p_x32(struct probe_ctx *p)
 }
 
 static const struct probe probes[] = {
-	{ "ptrace_traceme", ALL_ROLES, NULL, p_ptrace },
-	{ "unshare_user", ALL_ROLES, NULL, p_unshare },
-	{ "socket_inet", NOT_PROXY, NULL, p_socket_inet },
-	{ "socket_inet6", NOT_PROXY, NULL, p_socket_inet6 },
-	{ "socket_inet_raw", ALL_ROLES, NULL, p_socket_inet_raw },
-	{ "socket_packet", ALL_ROLES, NULL, p_socket_packet },
-	{ "socket_netlink_audit", ALL_ROLES, NULL, p_socket_netlink_audit },
-	{ "ioctl_tiocsti", ALL_ROLES, setup_pipe, p_tiocsti },
-	{ "ioctl_tiocsti_high_bits", ALL_ROLES, setup_pipe, p_tiocsti_high },
-	{ "keyctl", ALL_ROLES, NULL, p_keyctl },
-	{ "bpf", ALL_ROLES, NULL, p_bpf },
-	{ "perf_event_open", ALL_ROLES, NULL, p_perf },
-	{ "userfaultfd", ALL_ROLES, NULL, p_userfaultfd },
-	{ "io_uring_setup", ALL_ROLES, NULL, p_io_uring },
-	{ "execve", ALL_ROLES, NULL, p_execve },
-	{ "clone_fork", ALL_ROLES, NULL, p_clone_fork },
-	{ "fork", ALL_ROLES, NULL, p_fork },
-	{ "clone3", NOT_PROXY, NULL, p_clone3 },
-	{ "mount_tmpfs", ALL_ROLES, setup_private_mounts, p_mount },
-	{ "mmap_exec", ALL_ROLES, NULL, p_mmap_exec },
-	{ "mprotect_exec", ALL_ROLES, setup_page, p_mprotect_exec },
-	{ "open_create", ALL_ROLES, NULL, p_open_create },
-	{ "open_rdwr", ALL_ROLES, NULL, p_open_rdwr },
-	{ "kill_other", ALL_ROLES, NULL, p_kill_other },
-	{ "tgkill_other", ALL_ROLES, NULL, p_tgkill_other },
-	{ "setrlimit", ALL_ROLES, NULL, p_setrlimit },
-	{ "setuid", ALL_ROLES, NULL, p_setuid },
-	{ "chroot", ALL_ROLES, NULL, p_chroot },
-	{ "setns", ALL_ROLES, NULL, p_setns },
-	{ "init_module", ALL_ROLES, NULL, p_init_module },
-	{ "prctl_set_name", ALL_ROLES, NULL, p_prctl_name },
-	{ "listen", ALL_ROLES, setup_unix_socket, p_listen },
-	{ "bind", NOT_PROXY, setup_unix_socket, p_bind },
-	{ "accept4", ROLE_BIT(ROLE_ENGINE) | ROLE_BIT(ROLE_PROXY), setup_unix_socket, p_accept4 },
-	{ "x32_syscall", ALL_ROLES, NULL, p_x32 },
+    {"ptrace_traceme", ALL_ROLES, NULL, p_ptrace},
+    {"unshare_user", ALL_ROLES, NULL, p_unshare},
+    {"socket_inet", NOT_PROXY, NULL, p_socket_inet},
+    {"socket_inet6", NOT_PROXY, NULL, p_socket_inet6},
+    {"socket_inet_raw", ALL_ROLES, NULL, p_socket_inet_raw},
+    {"socket_packet", ALL_ROLES, NULL, p_socket_packet},
+    {"socket_netlink_audit", ALL_ROLES, NULL, p_socket_netlink_audit},
+    {"ioctl_tiocsti", ALL_ROLES, setup_pipe, p_tiocsti},
+    {"ioctl_tiocsti_high_bits", ALL_ROLES, setup_pipe, p_tiocsti_high},
+    {"keyctl", ALL_ROLES, NULL, p_keyctl},
+    {"bpf", ALL_ROLES, NULL, p_bpf},
+    {"perf_event_open", ALL_ROLES, NULL, p_perf},
+    {"userfaultfd", ALL_ROLES, NULL, p_userfaultfd},
+    {"io_uring_setup", ALL_ROLES, NULL, p_io_uring},
+    {"execve", ALL_ROLES, NULL, p_execve},
+    {"clone_fork", ALL_ROLES, NULL, p_clone_fork},
+    {"fork", ALL_ROLES, NULL, p_fork},
+    {"clone3", NOT_PROXY, NULL, p_clone3},
+    {"mount_tmpfs", ALL_ROLES, setup_private_mounts, p_mount},
+    {"mmap_exec", ALL_ROLES, NULL, p_mmap_exec},
+    {"mprotect_exec", ALL_ROLES, setup_page, p_mprotect_exec},
+    {"open_create", ALL_ROLES, NULL, p_open_create},
+    {"open_rdwr", ALL_ROLES, NULL, p_open_rdwr},
+    {"kill_other", ALL_ROLES, NULL, p_kill_other},
+    {"tgkill_other", ALL_ROLES, NULL, p_tgkill_other},
+    {"setrlimit", ALL_ROLES, NULL, p_setrlimit},
+    {"setuid", ALL_ROLES, NULL, p_setuid},
+    {"chroot", ALL_ROLES, NULL, p_chroot},
+    {"setns", ALL_ROLES, NULL, p_setns},
+    {"init_module", ALL_ROLES, NULL, p_init_module},
+    {"prctl_set_name", ALL_ROLES, NULL, p_prctl_name},
+    {"listen", ALL_ROLES, setup_unix_socket, p_listen},
+    {"bind", NOT_PROXY, setup_unix_socket, p_bind},
+    {"accept4", ROLE_BIT(ROLE_ENGINE) | ROLE_BIT(ROLE_PROXY), setup_unix_socket, p_accept4},
+    {"x32_syscall", ALL_ROLES, NULL, p_x32},
 };
 
 struct probe_case {
@@ -877,13 +878,13 @@ child_probe(const void *arg)
 	privsep_seccomp(pc->role, 0);
 	r = pc->probe->run(&ctx);
 	dprintf(STDERR_FILENO, "%s survived the filter: returned %ld (%s)\n", pc->probe->name, r,
-	    r == -1 ? strerror(errno) : "no error");
+	        r == -1 ? strerror(errno) : "no error");
 }
 
 static void
 test_probe(void **state)
 {
-	static const char *const files[] = { "created", NULL };
+	static const char *const files[] = {"created", NULL};
 	static struct child c;
 	struct probe_case *pc = *state;
 	char dir[64];
@@ -988,8 +989,8 @@ child_no_policy(const void *arg)
 static void
 test_no_policy(void **state)
 {
-	static const enum ipc_role roles[] = { ROLE_SUPERVISOR, ROLE_RUNNER, ROLE_SANDBOX,
-		ROLE_GITHELPER };
+	static const enum ipc_role roles[] = {ROLE_SUPERVISOR, ROLE_RUNNER, ROLE_SANDBOX,
+	                                      ROLE_GITHELPER};
 	static struct child c;
 	size_t i;
 
@@ -1084,7 +1085,7 @@ child_drop(const void *arg)
 	CHECK(getresgid(&rg, &eg, &sg) == 0 && rg == NOBODY && eg == NOBODY && sg == NOBODY);
 	CHECK(getgroups(4, groups) == 1 && groups[0] == NOBODY);
 	CHECK(getcwd(cwd, sizeof(cwd)) != NULL && strcmp(cwd, "/") == 0);
-	CHECK(access("/marker", F_OK) == 0);		   /* "/" is the chroot */
+	CHECK(access("/marker", F_OK) == 0);                   /* "/" is the chroot */
 	CHECK(access(outside, F_OK) == -1 && errno == ENOENT); /* the host tree is gone */
 	CHECK(setuid(0) == -1 && errno == EPERM);
 	CHECK(prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1);
@@ -1106,7 +1107,7 @@ make_chroot(char *dir, size_t sz)
 	close(fd);
 }
 
-static const char *const chroot_files[] = { "marker", NULL };
+static const char *const chroot_files[] = {"marker", NULL};
 
 static void
 test_drop(void **state)
@@ -1138,10 +1139,10 @@ test_drop_refuses_unsafe_dir(void **state)
 		uid_t owner;
 		const char *msg;
 	} cases[] = {
-		{ 0757, 0, "writable by group or others" },
-		{ 0775, 0, "writable by group or others" },
-		{ 01777, 0, "writable by group or others" },
-		{ 0755, NOBODY, "not root" },
+	    {0757, 0, "writable by group or others"},
+	    {0775, 0, "writable by group or others"},
+	    {01777, 0, "writable by group or others"},
+	    {0755, NOBODY, "not root"},
 	};
 	static struct child c;
 	char dir[64];
@@ -1302,7 +1303,7 @@ static void
 child_rlimits_httpd(const void *arg)
 {
 	rlim_t hard = hard_nofile();
-	struct rlimit rl = { 4096, 4096 };
+	struct rlimit rl = {4096, 4096};
 
 	privsep_rlimits(ROLE_HTTPD);
 	check_limit(RLIMIT_NOFILE, hard < 65536 ? hard : 65536);
@@ -1393,7 +1394,7 @@ add_probe_tests(void)
 	static const struct {
 		enum ipc_role role;
 		const char *name;
-	} roles[] = { { ROLE_ENGINE, "engine" }, { ROLE_HTTPD, "httpd" }, { ROLE_PROXY, "proxy" } };
+	} roles[] = {{ROLE_ENGINE, "engine"}, {ROLE_HTTPD, "httpd"}, {ROLE_PROXY, "proxy"}};
 	size_t r, p, n = 0;
 
 	for (r = 0; r < nitems(roles); r++)
@@ -1403,7 +1404,7 @@ add_probe_tests(void)
 			cases[n].role = roles[r].role;
 			cases[n].probe = &probes[p];
 			snprintf(cases[n].name, sizeof(cases[n].name), "seccomp_%s_kills_%s",
-			    roles[r].name, probes[p].name);
+			         roles[r].name, probes[p].name);
 			add_test(cases[n].name, test_probe, &cases[n]);
 			n++;
 		}
