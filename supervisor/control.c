@@ -133,10 +133,14 @@ ctl_status(struct ctl_client *cl, uint64_t id, struct ipc_ctl_request *req)
 static int
 ctl_reload(struct ctl_client *cl, uint64_t id, struct ipc_ctl_request *req)
 {
+	char err[4096];
+
 	if (req->nargs != 0)
 		return -1;
-	sup_reload();
-	ctl_reply(cl, id, 0, "reloading");
+	if (sup_reload(err, sizeof(err)) == -1)
+		ctl_reply(cl, id, 1, err);
+	else
+		ctl_reply(cl, id, 0, "configuration reloaded");
 	return 0;
 }
 

@@ -202,13 +202,16 @@ listen_equal(const struct config *a, const struct config *b)
 	return 1;
 }
 
-/* SIGHUP / agrippactl reload.  A broken file changes nothing. */
-void
-sup_reload(void)
+/*
+ * SIGHUP / agrippactl reload.  A broken file changes nothing.  Returns 0, or
+ * -1 with the reason in errbuf (errors of the file, one per line).
+ */
+int
+sup_reload(char *errbuf, size_t errsz)
 {
 	struct config *nc = calloc(1, sizeof(*nc));
 	char err[4096];
-	int fds[CONF_MAX_LISTEN];
+	int fds[CONF_MAX_LISTEN], rv = -1;
 	size_t nfds, i;
 
 	if (nc == NULL)
@@ -216,6 +219,7 @@ sup_reload(void)
 	*nc = sup.conf;
 	if (config_load(sup.conf_path, nc, err, sizeof(err)) == -1) {
 		log_warnx("reload: configuration not changed:\n%s", err);
+		snprintf(errbuf, errsz, "configuration not changed:\n%s", err);
 		goto out;
 	}
 	if (strcmp(nc->state_dir, sup.conf.state_dir) || strcmp(nc->user, sup.conf.user) ||
@@ -228,6 +232,7 @@ sup_reload(void)
 	if (!listen_equal(nc, &sup.conf)) {
 		if (listen_bind_all(nc, fds, &nfds, err, sizeof(err)) == -1) {
 			log_warnx("reload: %s; configuration not changed", err);
+			snprintf(errbuf, errsz, "%s; configuration not changed", err);
 			goto out;
 		}
 		for (i = 0; i < sup.nlisten_fds; i++)
@@ -240,9 +245,11 @@ sup_reload(void)
 	}
 	sup.conf.ipc_max_frame = nc->ipc_max_frame;
 	log_info("configuration reloaded");
+	rv = 0;
 out:
 	explicit_bzero(nc, sizeof(*nc));
 	free(nc);
+	return rv;
 }
 
 static void
@@ -283,7 +290,7 @@ sup_signal(evutil_socket_t sig, short what, void *arg)
 		break;
 	case SIGHUP:
 		log_info("SIGHUP: reloading");
-		sup_reload();
+		sup_reload(NULL, 0);
 		break;
 	case SIGCHLD:
 		while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {

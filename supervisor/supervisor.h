@@ -69,7 +69,7 @@ extern struct sup sup;
 /* sup.c */
 __attribute__((noreturn)) void supervisor_main(const char *conf_path, int foreground,
     int verbose, int check_only);
-void sup_reload(void);
+int sup_reload(char *errbuf, size_t errsz);
 void sup_stop(void);
 void sup_set_verbose(int verbose);
 

@@ -155,6 +155,10 @@ kill -HUP "$SUP_PID"
 wait_for 5 grep -q "configuration not changed" "$LOG"
 check "SIGHUP with a broken config keeps the old one" [ $? -eq 0 ]
 check "... and keeps serving" [ "$(healthz_code)" = 200 ]
+err=$("$AGRIPPACTL" -s "$CTL" reload 2>&1)
+rc=$?
+check "agrippactl reload of a broken config exits 1 and names file:line:col" \
+	sh -c "[ $rc -eq 1 ] && echo '$err' | grep -q '$CONF:[0-9]*:[0-9]*: '"
 NEWPORT=$((PORT + 1))
 sed "s/127.0.0.1:$PORT/127.0.0.1:$NEWPORT/" "$T/good.yaml" >"$CONF"
 check "agrippactl reload" "$AGRIPPACTL" -s "$CTL" reload
