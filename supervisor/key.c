@@ -30,17 +30,14 @@ enum key_status { KEY_OK, KEY_ABSENT, KEY_ERROR, KEY_RACED };
 static void __attribute__((format(printf, 4, 5)))
 key_err(char *errbuf, size_t errsz, const char *path, const char *fmt, ...)
 {
+	char msg[512];
 	va_list ap;
-	int n;
 
-	if (errbuf == NULL || errsz == 0)
-		return;
-	n = snprintf(errbuf, errsz, "%s: ", path);
-	if (n < 0 || (size_t)n >= errsz)
-		return;
 	va_start(ap, fmt);
-	vsnprintf(errbuf + n, errsz - (size_t)n, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	if (errbuf != NULL && errsz > 0)
+		snprintf(errbuf, errsz, "%s: %s", path, msg);
 }
 
 /* Read exactly len bytes, then insist on end of file (it may have changed

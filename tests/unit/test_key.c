@@ -38,8 +38,10 @@ setup(void **state)
 	if (f == NULL)
 		return -1;
 	snprintf(f->dir, sizeof(f->dir), "/tmp/agrippa-test-key-XXXXXX");
-	if (mkdtemp(f->dir) == NULL)
+	if (mkdtemp(f->dir) == NULL) {
+		free(f);
 		return -1;
+	}
 	snprintf(f->path, sizeof(f->path), "%s/master.key", f->dir);
 	*state = f;
 	return 0;
