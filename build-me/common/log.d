@@ -1,2 +1,0 @@
-build-me/common/log.o: common/log.c common/log.h
-common/log.h:
