@@ -11,6 +11,7 @@
 
 static int log_to_stderr = 1;
 static int log_verbose;
+static int log_errors_stderr;
 static const char *log_procname = "agrippad";
 
 void
@@ -28,6 +29,12 @@ log_procinit(const char *procname)
 {
 	if (procname != NULL)
 		log_procname = procname;
+}
+
+void
+log_errors_to_stderr(int on)
+{
+	log_errors_stderr = on;
 }
 
 void
@@ -58,6 +65,9 @@ vlog(int pri, const char *fmt, va_list ap, const char *suffix)
 	} else {
 		syslog(pri, "%s: %s%s%s", log_procname, msg, suffix ? ": " : "",
 		    suffix ? suffix : "");
+		if (log_errors_stderr && pri <= LOG_ERR)
+			dprintf(STDERR_FILENO, "%s: %s%s%s\n", log_procname, msg,
+			    suffix ? ": " : "", suffix ? suffix : "");
 	}
 	errno = saved;
 }

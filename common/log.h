@@ -14,6 +14,9 @@ void log_init(int to_stderr, int verbose, int facility);
 /* Name the process in every later line, e.g. "engine". */
 void log_procinit(const char *procname);
 void log_setverbose(int verbose);
+/* With syslog logging: also copy errors to stderr (a detaching daemon's
+ * start-up, while the operator's terminal still listens). */
+void log_errors_to_stderr(int on);
 int log_getverbose(void);
 
 void log_warn(const char *fmt, ...) LOG_PRINTF(1, 2);   /* appends strerror(errno) */

@@ -180,9 +180,9 @@ drop_sanitizer_notify(void)
 void
 privsep_drop(const char *chroot_dir, uid_t uid, gid_t gid, int devmode)
 {
-	static int warned;
-
 	if (devmode) {
+		static int warned;
+
 		if (!warned) {
 			log_warnx(
 			    "development mode: not dropping privileges (not started as root)");

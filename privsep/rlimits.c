@@ -11,6 +11,12 @@
 
 #define nitems(a) (sizeof(a) / sizeof((a)[0]))
 
+#ifdef AGRIPPA_SANITIZE
+#define RL_NPROC_ENFORCED 0 /* LeakSanitizer's exit-time tracer is a new task */
+#else
+#define RL_NPROC_ENFORCED 1
+#endif
+
 struct rl_policy {
 	enum ipc_role role;
 	rlim_t nofile; /* RLIMIT_NOFILE, 0: leave as it is */
@@ -66,13 +72,10 @@ privsep_rlimits(enum ipc_role role)
 		return;
 	if (p->nofile != 0)
 		rl_set(RLIMIT_NOFILE, "RLIMIT_NOFILE", p->nofile);
-#ifndef AGRIPPA_SANITIZE
 	/*
 	 * RLIMIT_NPROC 0 makes fork() and clone() fail for a non-root uid even
 	 * though the user already runs processes: only new tasks are refused.
-	 * Sanitizer builds skip it: LeakSanitizer's exit-time tracer is a task.
 	 */
-	if (p->nofork)
+	if (p->nofork && RL_NPROC_ENFORCED)
 		rl_set(RLIMIT_NPROC, "RLIMIT_NPROC", 0);
-#endif
 }

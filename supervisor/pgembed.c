@@ -60,26 +60,40 @@ pg_find_bindir(const struct config *conf, char *out, size_t outsz)
 	return 0;
 }
 
-/* mkdir (if missing) owned by uid:gid with mode; refuse a wrong existing one. */
+/*
+ * mkdir (if missing) owned by uid:gid with mode.  An existing directory with
+ * another owner or mode is refused, never changed: a failed start must leave
+ * the state directory as it found it.
+ */
 static int
 pg_mkdir(const char *path, uid_t uid, gid_t gid, mode_t mode, char *errbuf, size_t errsz)
 {
 	struct stat st;
+	int created = 1;
 
-	if (mkdir(path, mode) == -1 && errno != EEXIST) {
-		snprintf(errbuf, errsz, "%s: %s", path, strerror(errno));
-		return -1;
+	if (mkdir(path, mode) == -1) {
+		if (errno != EEXIST) {
+			snprintf(errbuf, errsz, "%s: %s", path, strerror(errno));
+			return -1;
+		}
+		created = 0;
 	}
 	if (lstat(path, &st) == -1 || !S_ISDIR(st.st_mode)) {
 		snprintf(errbuf, errsz, "%s: not a directory", path);
 		return -1;
 	}
-	if (st.st_uid != uid && chown(path, uid, gid) == -1) {
-		snprintf(errbuf, errsz, "%s: chown: %s", path, strerror(errno));
+	if (created && ((st.st_uid != uid && chown(path, uid, gid) == -1) ||
+			   chmod(path, mode) == -1)) {
+		snprintf(errbuf, errsz, "%s: %s", path, strerror(errno));
+		rmdir(path);
 		return -1;
 	}
-	if ((st.st_mode & 07777) != mode && chmod(path, mode) == -1) {
-		snprintf(errbuf, errsz, "%s: chmod: %s", path, strerror(errno));
+	/* The state directory may be stricter than 0755; the database's own
+	 * directories must be exactly 0700. */
+	if (!created && (st.st_uid != uid ||
+			    (mode == 0700 ? (st.st_mode & 07777) != mode : (st.st_mode & 022) != 0))) {
+		snprintf(errbuf, errsz, "%s: must be a directory owned by uid %lu with mode %04o%s",
+		    path, (unsigned long)uid, (unsigned)mode, mode == 0700 ? "" : " or stricter");
 		return -1;
 	}
 	return 0;

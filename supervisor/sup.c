@@ -339,6 +339,64 @@ sup_config(const char *conf_path, int check_only)
 	}
 }
 
+/*
+ * Detach from the terminal, but keep the operator's stderr until start-up is
+ * done: the starting process waits for one byte on a pipe and exits 0 when
+ * the daemon reports ready, 1 when it died first, so an error found after
+ * detaching (the database, migrations) still reaches the terminal and the
+ * exit status (systemd Type=forking, rc scripts).
+ */
+static int sup_ready_fd = -1;
+
+static void
+sup_detach(void)
+{
+	int p[2], status, nul;
+	pid_t pid;
+	char c;
+
+	if (pipe2(p, O_CLOEXEC) == -1)
+		fatal("pipe");
+	if ((pid = fork()) == -1)
+		fatal("fork");
+	if (pid > 0) {
+		close(p[1]);
+		if (read(p[0], &c, 1) == 1 && c == 'R')
+			_exit(0);
+		waitpid(pid, &status, 0);
+		_exit(1);
+	}
+	close(p[0]);
+	sup_ready_fd = p[1];
+	if (setsid() == -1)
+		fatal("setsid");
+	if (chdir("/") == -1)
+		fatal("chdir");
+	if ((nul = open("/dev/null", O_RDWR | O_CLOEXEC)) == -1)
+		fatal("/dev/null");
+	dup2(nul, STDIN_FILENO);
+	dup2(nul, STDOUT_FILENO);
+	close(nul);
+	log_init(0, sup.verbose, LOG_DAEMON);
+	log_errors_to_stderr(1);
+}
+
+static void
+sup_detached_ready(void)
+{
+	int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	log_errors_to_stderr(0);
+	if (nul != -1) {
+		dup2(nul, STDERR_FILENO);
+		close(nul);
+	}
+	if (write(sup_ready_fd, "R", 1) != 1)
+		log_warn("cannot tell the starting process we are ready");
+	close(sup_ready_fd);
+	sup_ready_fd = -1;
+}
+
 void
 supervisor_main(const char *conf_path, int foreground, int verbose, int check_only)
 {
@@ -363,11 +421,8 @@ supervisor_main(const char *conf_path, int foreground, int verbose, int check_on
 		fatalx("%s", err);
 	if ((sup.ctl_fd = control_listen(sup.conf.control_socket, err, sizeof(err))) == -1)
 		fatalx("%s", err);
-	if (!foreground) {
-		if (daemon(0, 0) == -1)
-			fatal("daemon");
-		log_init(0, verbose, LOG_DAEMON);
-	}
+	if (!foreground)
+		sup_detach();
 	pidfile_write(sup.pidfile_fd);
 	sup.started = time(NULL);
 	ci = sup_database();
@@ -380,6 +435,8 @@ supervisor_main(const char *conf_path, int foreground, int verbose, int check_on
 	proc_start_all();
 	control_start(sup.base, sup.ctl_fd);
 	log_info("started (version %s)", AGRIPPA_VERSION);
+	if (!foreground)
+		sup_detached_ready();
 	event_base_dispatch(sup.base);
 	exit(0);
 }

@@ -405,7 +405,6 @@ run_probe(const struct probe *p, int filtered, enum ipc_role role)
 {
 	int status;
 	pid_t pid;
-	long r;
 
 	fflush(stdout);
 	if ((pid = fork()) == -1) {
@@ -416,7 +415,7 @@ run_probe(const struct probe *p, int filtered, enum ipc_role role)
 		if (filtered)
 			privsep_seccomp(role, 0);
 		errno = 0;
-		if ((r = p->fn()) >= 0)
+		if (p->fn() >= 0)
 			printf("%s: ok\n", p->name);
 		else
 			printf("%s: errno=%d (%s)\n", p->name, errno, strerror(errno));
@@ -434,7 +433,7 @@ run_probe(const struct probe *p, int filtered, enum ipc_role role)
 		printf("%s: ok\n", p->name); /* the child became /bin/true */
 }
 
-static void
+__attribute__((noreturn)) static void
 usage(void)
 {
 	fprintf(stderr, "usage: try_syscall [--seccomp engine|httpd|proxy] NAME...\nprobes:");
