@@ -126,9 +126,12 @@ proc_on_err(struct ipc_chan *ch, const char *reason, void *arg)
 	struct proc *p = arg;
 
 	if (strcmp(reason, "closed") == 0) {
-		/* It is exiting; SIGCHLD tells the rest. */
+		/* Normally it is exiting and SIGCHLD tells the rest; a child that
+		 * hangs up and lingers is of no use, so make sure it goes. */
 		ipc_chan_free(p->chan);
 		p->chan = NULL;
+		if (p->pid > 0)
+			kill(p->pid, SIGKILL);
 		return;
 	}
 	proc_abort(p, reason);
