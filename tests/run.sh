@@ -31,7 +31,8 @@ run() {
 	name=$1
 	shift
 	echo "=== $name"
-	"$@" >"$OUT" 2>&1
+	# A hung suite fails after SUITE_TIMEOUT seconds instead of stalling CI.
+	timeout -k 10 "${SUITE_TIMEOUT:-900}" "$@" >"$OUT" 2>&1
 	rc=$?
 	cat "$OUT"
 	p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test(s)\.$/\1/p; s/^[a-z_]*: \([0-9]*\) passed, [0-9]* failed.*$/\1/p' "$OUT" | tail -1)
