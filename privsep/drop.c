@@ -177,20 +177,26 @@ drop_sanitizer_notify(void)
 #endif
 }
 
+/* Development mode (not started as root): no chroot, no id change. */
+static void
+drop_devmode(void)
+{
+	static int warned;
+
+	if (!warned) {
+		log_warnx("development mode: not dropping privileges (not started as root)");
+		warned = 1;
+	}
+	privsep_caps_drop_bounding();
+	privsep_caps_clear();
+	drop_finish();
+}
+
 void
 privsep_drop(const char *chroot_dir, uid_t uid, gid_t gid, int devmode)
 {
 	if (devmode) {
-		static int warned;
-
-		if (!warned) {
-			log_warnx(
-			    "development mode: not dropping privileges (not started as root)");
-			warned = 1;
-		}
-		privsep_caps_drop_bounding();
-		privsep_caps_clear();
-		drop_finish();
+		drop_devmode();
 		return;
 	}
 	if (uid == 0 || gid == 0)

@@ -82,6 +82,32 @@ struct child {
 
 typedef void (*child_fn)(const void *arg);
 
+/*
+ * cmocka catches fault signals to turn them into test failures; in a child
+ * that would resume the test runner under a filter.  Children get back the
+ * handlers the process started with (the sanitizer runtime's, if any).
+ */
+static const int fault_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGSYS};
+static struct sigaction fault_actions[nitems(fault_signals)];
+
+static void
+fault_handlers_save(void)
+{
+	size_t i;
+
+	for (i = 0; i < nitems(fault_signals); i++)
+		sigaction(fault_signals[i], NULL, &fault_actions[i]);
+}
+
+static void
+fault_handlers_restore(void)
+{
+	size_t i;
+
+	for (i = 0; i < nitems(fault_signals); i++)
+		sigaction(fault_signals[i], &fault_actions[i], NULL);
+}
+
 /* Runs fn(arg) in a child with stderr captured into c; fn returning = exit 0. */
 static void
 run_child(child_fn fn, const void *arg, struct child *c)
@@ -99,6 +125,7 @@ run_child(child_fn fn, const void *arg, struct child *c)
 	if (pid == 0) {
 		if (dup2(p[1], STDERR_FILENO) == -1)
 			_exit(99);
+		fault_handlers_restore();
 		alarm(CHILD_TIMEOUT); /* a hung child fails its test by SIGALRM */
 		fn(arg);
 		_exit(0);
@@ -240,6 +267,7 @@ struct wl {
 	struct event_base *base;
 	int sv[2];
 	int got_read, got_signal, got_timer, got_http;
+	struct event *tm;
 	int listen_fd, client_fd; /* TCP, made before the filter */
 	struct sockaddr_in addr;  /* the listener's address */
 };
@@ -264,8 +292,14 @@ static void
 wl_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct wl *w = arg;
+	struct timeval tv = {0, 20000};
 
-	w->got_timer = 1;
+	/* Stop once the other events ran (a loaded machine may be late). */
+	w->got_timer++;
+	if (!(w->got_read && w->got_signal) && w->got_timer < 250) {
+		CHECK(evtimer_add(w->tm, &tv) == 0);
+		return;
+	}
 	event_base_loopbreak(w->base);
 }
 
@@ -274,15 +308,15 @@ static void
 wl_event_loop(struct wl *w)
 {
 	struct timeval tv = {0, 20000};
-	struct event *rd, *sig, *tm;
+	struct event *rd, *sig;
 	int n = -1;
 
 	CHECK((w->base = event_base_new()) != NULL);
 	CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, w->sv) == 0);
 	CHECK((rd = event_new(w->base, w->sv[1], EV_READ, wl_read_cb, w)) != NULL);
 	CHECK((sig = evsignal_new(w->base, SIGUSR1, wl_signal_cb, w)) != NULL);
-	CHECK((tm = evtimer_new(w->base, wl_timer_cb, w)) != NULL);
-	CHECK(event_add(rd, NULL) == 0 && event_add(sig, NULL) == 0 && event_add(tm, &tv) == 0);
+	CHECK((w->tm = evtimer_new(w->base, wl_timer_cb, w)) != NULL);
+	CHECK(event_add(rd, NULL) == 0 && event_add(sig, NULL) == 0 && event_add(w->tm, &tv) == 0);
 	CHECK(write(w->sv[0], "hello", 5) == 5);
 	CHECK(ioctl(w->sv[1], FIONREAD, &n) == 0 && n == 5);
 	CHECK(raise(SIGUSR1) == 0);
@@ -290,7 +324,7 @@ wl_event_loop(struct wl *w)
 	CHECK(w->got_read && w->got_signal && w->got_timer);
 	event_free(rd);
 	event_free(sig);
-	event_free(tm);
+	event_free(w->tm);
 	close(w->sv[0]);
 	close(w->sv[1]);
 }
@@ -1027,14 +1061,53 @@ test_asan_report_survives_filter(void **state)
 }
 
 static void
+child_asan_segv(const void *arg)
+{
+	privsep_seccomp(ROLE_HTTPD, 0);
+	*(volatile int *)(uintptr_t)arg = 1;
+}
+
+/* So is a SEGV report, made on the alternate signal stack. */
+static void
+test_asan_segv_survives_filter(void **state)
+{
+	static struct child c;
+
+	run_child(child_asan_segv, (const void *)16, &c); /* not NULL: UBSan would see it */
+	expect_exit(&c, 1);
+	expect_stderr(&c, "AddressSanitizer: SEGV");
+}
+
+enum lsan_case { LSAN_CLEAN, LSAN_LEAK, LSAN_THREAD };
+
+static void *
+lsan_blocked_thread(void *arg)
+{
+	char c;
+
+	(void)!read(*(const int *)arg, &c, 1); /* never returns: nobody writes */
+	return NULL;
+}
+
+/* Exits through exit(), so LeakSanitizer's check runs under the filter, in
+ * a non-dumpable process (as every child is), maybe with a live thread. */
+static void
 child_exit_leak_check(const void *arg)
 {
-	privsep_seccomp(ROLE_ENGINE, 0);
-	if (arg != NULL) {
+	enum lsan_case what = *(const enum lsan_case *)arg;
+	static int fds[2];
+	pthread_t t;
+
+	privsep_nodump();
+	CHECK(pipe(fds) == 0);
+	privsep_seccomp(what == LSAN_THREAD ? ROLE_PROXY : ROLE_ENGINE, 0);
+	if (what == LSAN_THREAD)
+		CHECK(pthread_create(&t, NULL, lsan_blocked_thread, &fds[0]) == 0);
+	if (what == LSAN_LEAK) {
 		sink = malloc(77);
 		sink = NULL;
 	}
-	exit(0); /* runs LeakSanitizer's exit-time check under the filter */
+	exit(0);
 }
 
 static int
@@ -1048,15 +1121,18 @@ leak_check_enabled(void)
 static void
 test_lsan_survives_filter(void **state)
 {
+	static const enum lsan_case clean = LSAN_CLEAN, leak = LSAN_LEAK, thread = LSAN_THREAD;
 	static struct child c;
 
-	run_child(child_exit_leak_check, NULL, &c);
+	run_child(child_exit_leak_check, &clean, &c);
+	expect_exit(&c, 0);
+	run_child(child_exit_leak_check, &thread, &c);
 	expect_exit(&c, 0);
 	if (!leak_check_enabled()) {
-		print_message("leak detection off in ASAN_OPTIONS: only the clean exit checked\n");
+		print_message("leak detection off in ASAN_OPTIONS: only clean exits checked\n");
 		return;
 	}
-	run_child(child_exit_leak_check, "leak", &c);
+	run_child(child_exit_leak_check, &leak, &c);
 	expect_stderr(&c, "LeakSanitizer: detected memory leaks");
 	if (WIFSIGNALED(c.status))
 		fail_msg("leak report ended by signal %d", WTERMSIG(c.status));
@@ -1416,6 +1492,7 @@ add_probe_tests(void)
 int
 main(void)
 {
+	fault_handlers_save();
 	add_test("lookup_user", test_lookup_user, NULL);
 	add_test("nodump", test_nodump, NULL);
 	add_test("caps_clear", test_caps_clear, NULL);
@@ -1431,6 +1508,7 @@ main(void)
 	add_test("seccomp_no_policy", test_no_policy, NULL);
 #ifdef AGRIPPA_SANITIZE
 	add_test("seccomp_asan_report", test_asan_report_survives_filter, NULL);
+	add_test("seccomp_asan_segv", test_asan_segv_survives_filter, NULL);
 	add_test("seccomp_lsan_at_exit", test_lsan_survives_filter, NULL);
 #endif
 	add_test("drop", test_drop, NULL);
