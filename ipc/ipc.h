@@ -24,6 +24,7 @@ struct event_base;
 #define IPC_MAX_FRAME_MIN 64u
 #define IPC_CHUNK_SIZE (64u * 1024)  /* payload bytes per chunk frame */
 #define IPC_MAX_DEPTH 16               /* msgpack nesting limit */
+#define IPC_MAX_VALUES (1u << 21)      /* msgpack values in one frame (~48 MiB decoded) */
 #define IPC_MAX_FDS_QUEUED 16          /* received but unclaimed fds */
 
 enum ipc_role {
@@ -89,9 +90,9 @@ struct ipc_msg {
 /*
  * Check that buf[0..len) is exactly one well-formed msgpack value: every
  * declared string/bin/container length fits in what remains (a container of
- * n elements needs at least n bytes), nesting is at most max_depth, and no
- * byte follows.  Runs before any allocation.  Returns 0 or -1 with *err set
- * to a static description.
+ * n elements needs at least n bytes), nesting is at most max_depth, there
+ * are at most IPC_MAX_VALUES values, and no byte follows.  Runs before any
+ * allocation.  Returns 0 or -1 with *err set to a static description.
  */
 int ipc_msgpack_check(const uint8_t *buf, size_t len, unsigned max_depth, const char **err);
 

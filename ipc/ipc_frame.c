@@ -322,6 +322,7 @@ int
 ipc_msgpack_check(const uint8_t *buf, size_t len, unsigned max_depth, const char **err)
 {
 	struct scan s;
+	size_t values = 0;
 
 	if (max_depth > SCAN_STACK_MAX) {
 		*err = "msgpack: depth limit above what the scanner supports";
@@ -341,6 +342,13 @@ ipc_msgpack_check(const uint8_t *buf, size_t len, unsigned max_depth, const char
 			s.depth--;
 		s.owed[s.depth]--;
 		s.need--;
+		/* msgpack-c spends ~24 bytes per decoded value: bound the count so a
+		 * frame of one-byte values cannot make the receiver allocate 24x
+		 * its size. */
+		if (++values > IPC_MAX_VALUES) {
+			*err = "msgpack: too many values in one frame";
+			return -1;
+		}
 		if (scan_value(&s, max_depth, err) == -1)
 			return -1;
 	}

@@ -40,7 +40,8 @@ dbop_encode_rows(struct ipc_wbuf *w, uint64_t msgid, PGresult *res)
 {
 	int nrows = PQntuples(res), ncols = PQnfields(res), i, j;
 
-	if (nrows > IPC_DB_MAXROWS || ncols > IPC_DB_MAXCOLS)
+	if (nrows > IPC_DB_MAXROWS || ncols > IPC_DB_MAXCOLS ||
+	    (size_t)nrows * (size_t)(ncols + 1) + 16 > IPC_MAX_VALUES)
 		return -1;
 	ipc_wbuf_begin(w, IMSG_DB_RESULT, msgid, 4);
 	ipc_put_u64(w, DB_OK);

@@ -534,6 +534,32 @@ t_fr_not_a_map(void **state)
 	assert_reason(last_err, "not a map");
 }
 
+/* A frame of one-byte values must not make the receiver allocate ~24x its
+ * size: the value count is bounded before msgpack-c sees it. */
+static void
+t_ms_too_many_values(void **state)
+{
+	size_t n = IPC_MAX_VALUES, len = 5 + n, i;
+	uint8_t *b = malloc(len + 1);
+
+	assert_non_null(b);
+	b[0] = 0xdd; /* array32 of n - 1 nils: n values in all, accepted */
+	b[1] = (uint8_t)((n - 1) >> 24);
+	b[2] = (uint8_t)((n - 1) >> 16);
+	b[3] = (uint8_t)((n - 1) >> 8);
+	b[4] = (uint8_t)(n - 1);
+	for (i = 5; i < len + 1; i++)
+		b[i] = 0xc0;
+	assert_int_equal(ipc_msgpack_check(b, len - 1, IPC_MAX_DEPTH, &last_err), 0);
+	b[1] = (uint8_t)(n >> 24); /* one more: refused */
+	b[2] = (uint8_t)(n >> 16);
+	b[3] = (uint8_t)(n >> 8);
+	b[4] = (uint8_t)n;
+	assert_int_equal(ipc_msgpack_check(b, len, IPC_MAX_DEPTH, &last_err), -1);
+	assert_reason(last_err, "too many values");
+	free(b);
+}
+
 static void
 t_fr_scalar_and_empty_map(void **state)
 {
@@ -2283,6 +2309,7 @@ main(void)
 		cmocka_unit_test(t_fr_ok_helper_baseline),
 		cmocka_unit_test(t_fr_not_a_map),
 		cmocka_unit_test(t_fr_scalar_and_empty_map),
+		cmocka_unit_test(t_ms_too_many_values),
 		cmocka_unit_test(t_fr_missing_t),
 		cmocka_unit_test(t_fr_missing_id),
 		cmocka_unit_test(t_fr_missing_b),
