@@ -133,11 +133,12 @@ our_processes() {
 }
 
 cleanup_env() {
-	[ -n "$SUP_PID" ] && kill -KILL "$SUP_PID" 2>/dev/null
-	for p in $(our_processes); do kill -KILL "$p" 2>/dev/null; done
+	# Written to be safe under `set -e` (bench/run.sh): no bare && chains.
+	if [ -n "$SUP_PID" ]; then kill -KILL "$SUP_PID" 2>/dev/null || true; fi
+	for p in $(our_processes); do kill -KILL "$p" 2>/dev/null || true; done
 	if [ -n "${T:-}" ] && [ -d "$T/state/pgrun" ]; then
-		pkill -KILL -f "$T/state/pg" 2>/dev/null
+		pkill -KILL -u _agrippadb -f "$T/state/pg" 2>/dev/null || true
 	fi
-	[ -n "${KEEP:-}" ] || rm -rf "$T"
+	if [ -z "${KEEP:-}" ] && [ -n "${T:-}" ]; then rm -rf "$T"; fi
 	return 0
 }
