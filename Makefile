@@ -123,7 +123,7 @@ install: all
 	install -m 0644 docs/agrippad.8 docs/agrippactl.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 docs/agrippad.conf.5 $(DESTDIR)$(MANDIR)/man5/
 	install -d $(DESTDIR)$(PREFIX)/share/agrippa/rc.d
-	install -m 0644 rc.d/agrippad rc.d/agrippad.service rc.d/agrippad.init \
+	install -m 0644 rc.d/agrippad.openbsd rc.d/agrippad.service rc.d/agrippad.init \
 	    $(DESTDIR)$(PREFIX)/share/agrippa/rc.d/
 	install -d $(DESTDIR)$(SYSCONFDIR)
 	test -e $(DESTDIR)$(SYSCONFDIR)/agrippad.yaml || \

@@ -153,7 +153,7 @@ done < "$tmp/cmds"
 
 # ---- init scripts parse --------------------------------------------------
 
-for s in rc.d/agrippad rc.d/agrippad.init; do
+for s in rc.d/agrippad.openbsd rc.d/agrippad.init; do
 	if [ ! -f "$s" ]; then
 		notok "$s passes sh -n" "missing"
 	elif out=$(sh -n "$s" 2>&1); then
@@ -226,7 +226,7 @@ check_refused() {
 # A minimal rc.subr: rc_cmd start runs rc_pre and starts the daemon only
 # when it succeeds, as OpenBSD's does.
 
-if [ -f rc.d/agrippad ]; then
+if [ -f rc.d/agrippad.openbsd ]; then
 	cat > "$tmp/rc.subr" <<'EOF'
 daemon_flags="-f /etc/agrippad.yaml"
 rc_cmd() {
@@ -245,19 +245,19 @@ rc_cmd() {
 EOF
 	sed -e "s|/etc/rc.d/rc.subr|$tmp/rc.subr|" \
 	    -e "s|^daemon=.*agrippad\"*$|daemon=\"$tmp/bin/agrippad\"|" \
-	    rc.d/agrippad > "$tmp/rc.agrippad"
+	    rc.d/agrippad.openbsd > "$tmp/rc.agrippad"
 	start_re="^agrippad -f"
 	if ! grep -q "^daemon=\"$tmp/bin/agrippad\"" "$tmp/rc.agrippad"; then
-		notok "rc.d/agrippad runs agrippad -n before starting" \
+		notok "rc.d/agrippad.openbsd runs agrippad -n before starting" \
 		    "no daemon=\".../agrippad\" line"
 	else
 		: > "$LOG"
 		sh "$tmp/rc.agrippad" start > "$tmp/out" 2>&1
-		check_order "rc.d/agrippad runs agrippad -n before starting" $?
+		check_order "rc.d/agrippad.openbsd runs agrippad -n before starting" $?
 		: > "$LOG"
 		touch "$tmp/broken"
 		sh "$tmp/rc.agrippad" start > "$tmp/out" 2>&1
-		check_refused "rc.d/agrippad does not start with a broken file" $?
+		check_refused "rc.d/agrippad.openbsd does not start with a broken file" $?
 		rm -f "$tmp/broken"
 	fi
 fi
