@@ -109,6 +109,12 @@ drop_check_dir(const char *dir)
 	return real;
 }
 
+void
+privsep_check_chroot(const char *dir)
+{
+	free(drop_check_dir(dir));
+}
+
 static void
 drop_chroot(const char *dir)
 {

@@ -28,6 +28,11 @@ int privsep_lookup_user(const char *name, uid_t *uid, gid_t *gid);
  */
 void privsep_drop(const char *chroot_dir, uid_t uid, gid_t gid, int devmode);
 
+/* The checks privsep_drop() makes of a chroot directory (it and every
+ * ancestor owned by root, not writable by others); fatalx() when unsafe.
+ * The supervisor calls it at start so the error reaches the operator. */
+void privsep_check_chroot(const char *dir);
+
 /* Resource limits for a role (core 0, and per-role NOFILE/NPROC/...). */
 void privsep_rlimits(enum ipc_role role);
 

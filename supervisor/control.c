@@ -34,18 +34,29 @@ static struct event *ctl_ev;
 
 typedef int (*ctl_fn)(struct ctl_client *cl, uint64_t id, struct ipc_ctl_request *req);
 
+/* A reply without data; returns 0 with w finished, or -1 (w freed). */
+static int
+ctl_reply_frame(struct ipc_wbuf *w, uint64_t id, int code, const char *msg)
+{
+	ipc_wbuf_begin(w, IMSG_CTL_REPLY, id, 3);
+	ipc_put_u64(w, (uint64_t)code);
+	ipc_put_str(w, msg);
+	ipc_put_nil(w);
+	if (ipc_wbuf_finish(w, CTL_MAX_FRAME) == 0)
+		return 0;
+	ipc_wbuf_free(w);
+	return -1;
+}
+
 static void
 ctl_reply(struct ctl_client *cl, uint64_t id, int code, const char *msg)
 {
 	struct ipc_wbuf w;
 
-	ipc_wbuf_begin(&w, IMSG_CTL_REPLY, id, 3);
-	ipc_put_u64(&w, (uint64_t)code);
-	ipc_put_str(&w, msg);
-	ipc_put_nil(&w);
-	if (ipc_wbuf_finish(&w, CTL_MAX_FRAME) == 0)
+	if (ctl_reply_frame(&w, id, code, msg) == 0) {
 		ipc_chan_send(cl->ch, &w, -1);
-	ipc_wbuf_free(&w);
+		ipc_wbuf_free(&w);
+	}
 }
 
 static void
@@ -116,7 +127,7 @@ ctl_status(struct ctl_client *cl, uint64_t id, struct ipc_ctl_request *req)
 	put_proc(&w, "supervisor", getpid(), root, sup.started, 0,
 	    sup.stopping ? "stopping" : "running");
 	if (sup.pg_embedded)
-		put_proc(&w, "postgres", sup.pg.pid, dbuser, sup.started, 0,
+		put_proc(&w, "postgres", sup.pg.pid, dbuser, sup.pg.started, sup.pg_restarts,
 		    sup.pg.pid > 0 ? "running" : "down");
 	for (i = 0; i < nprocs; i++) {
 		struct proc *p = &procs[i];
@@ -227,13 +238,11 @@ ctl_on_err(struct ipc_chan *ch, const char *reason, void *arg)
 		/* Best effort: tell the client why before hanging up. */
 		snprintf(msg, sizeof(msg), "malformed request: %s", reason);
 		log_warnx("control: %s", msg);
-		ipc_wbuf_begin(&w, IMSG_CTL_REPLY, 0, 3);
-		ipc_put_u64(&w, 1);
-		ipc_put_str(&w, msg);
-		ipc_put_nil(&w);
-		if (ipc_wbuf_finish(&w, CTL_MAX_FRAME) == 0)
+		if (ctl_reply_frame(&w, 0, 1, msg) == 0) {
+			/* The channel has failed: write the frame directly. */
 			(void)send(ipc_chan_fd(ch), w.sb.data, w.sb.size, MSG_NOSIGNAL | MSG_DONTWAIT);
-		ipc_wbuf_free(&w);
+			ipc_wbuf_free(&w);
+		}
 	}
 	ctl_client_free(cl);
 }

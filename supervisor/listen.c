@@ -47,6 +47,42 @@ fail:
 	return -1;
 }
 
+/* The index of addr in conf's listen list, or -1. */
+static int
+listen_find(const struct config *conf, const char *addr)
+{
+	size_t i;
+
+	for (i = 0; i < conf->nlisten; i++)
+		if (strcmp(conf->listen[i].addr, addr) == 0)
+			return (int)i;
+	return -1;
+}
+
+int
+listen_rebind(const struct config *oldc, int *oldfds, const struct config *newc, int *fds,
+    size_t *nfds, char *errbuf, size_t errsz)
+{
+	size_t i;
+	int j;
+
+	for (i = 0; i < newc->nlisten; i++) {
+		j = listen_find(oldc, newc->listen[i].addr);
+		fds[i] = j >= 0 ? oldfds[j] : listen_bind_one(&newc->listen[i], errbuf, errsz);
+		if (fds[i] == -1) {
+			while (i-- > 0)
+				if (listen_find(oldc, newc->listen[i].addr) < 0)
+					close(fds[i]);
+			return -1;
+		}
+	}
+	for (i = 0; i < oldc->nlisten; i++)
+		if (listen_find(newc, oldc->listen[i].addr) < 0)
+			close(oldfds[i]);
+	*nfds = newc->nlisten;
+	return 0;
+}
+
 int
 listen_bind_all(const struct config *conf, int *fds, size_t *nfds, char *errbuf, size_t errsz)
 {

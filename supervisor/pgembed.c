@@ -307,6 +307,7 @@ pg_embed_spawn(struct pgembed *pg)
 		_exit(127);
 	}
 	pg->pid = pid;
+	pg->started = time(NULL);
 	log_info("db: postgres started (pid %ld, log %s)", (long)pid, pg->logfile);
 	return 0;
 }

@@ -9,6 +9,8 @@
 #include <limits.h>
 #include <sys/types.h>
 
+#include <time.h>
+
 #include "supervisor/config.h"
 
 #define PG_PASSWORD_HEX 64
@@ -24,6 +26,7 @@ struct pgembed {
 	int as_root;
 	int foreground; /* postgres logs to our stderr instead of logfile */
 	pid_t pid;
+	time_t started; /* when pid was started */
 	char password[PG_PASSWORD_HEX + 1];
 };
 

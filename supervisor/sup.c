@@ -3,8 +3,9 @@
  *   config -> users -> pidfile lock -> master key -> chroot dir -> sockets ->
  *   daemonize -> database (embedded or external) -> migrations -> pool ->
  *   children -> control socket -> event loop.
- * Everything that can fail on bad input fails before daemonizing, on the
- * operator's terminal.
+ * A detaching daemon keeps the operator's stderr until it is ready (see
+ * sup_detach), so every start-up error reaches the terminal and the exit
+ * status.
  */
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -57,21 +58,18 @@ pidfile_write(int fd)
 		fatal("pidfile write");
 }
 
+/* Create the chroot directory when missing; the checks are privsep's own,
+ * made here too so a bad directory stops the start on the terminal. */
 static void
 chroot_dir_ensure(const char *dir)
 {
-	struct stat st;
-
 	if (sup.devmode)
 		return;
 	if (mkdir(dir, 0755) == 0)
 		log_info("created chroot directory %s", dir);
 	else if (errno != EEXIST)
 		fatal("chroot directory %s", dir);
-	if (lstat(dir, &st) == -1 || !S_ISDIR(st.st_mode) || st.st_uid != 0 ||
-	    (st.st_mode & 022) != 0)
-		fatalx("chroot directory %s must be a directory owned by root, not writable "
-		       "by group or others", dir);
+	privsep_check_chroot(dir);
 }
 
 static void
@@ -212,11 +210,10 @@ sup_reload(char *errbuf, size_t errsz)
 	struct config *nc = calloc(1, sizeof(*nc));
 	char err[4096];
 	int fds[CONF_MAX_LISTEN], rv = -1;
-	size_t nfds, i;
+	size_t nfds;
 
 	if (nc == NULL)
 		fatal("calloc");
-	*nc = sup.conf;
 	if (config_load(sup.conf_path, nc, err, sizeof(err)) == -1) {
 		log_warnx("reload: configuration not changed:\n%s", err);
 		snprintf(errbuf, errsz, "configuration not changed:\n%s", err);
@@ -230,13 +227,12 @@ sup_reload(char *errbuf, size_t errsz)
 		log_warnx("reload: state_dir, user, db_user, database, master_key, chroot, pidfile "
 			  "and control_socket take effect only after a restart");
 	if (!listen_equal(nc, &sup.conf)) {
-		if (listen_bind_all(nc, fds, &nfds, err, sizeof(err)) == -1) {
+		if (listen_rebind(&sup.conf, sup.listen_fds, nc, fds, &nfds, err, sizeof(err)) ==
+		    -1) {
 			log_warnx("reload: %s; configuration not changed", err);
 			snprintf(errbuf, errsz, "%s; configuration not changed", err);
 			goto out;
 		}
-		for (i = 0; i < sup.nlisten_fds; i++)
-			close(sup.listen_fds[i]);
 		memcpy(sup.listen_fds, fds, sizeof(fds));
 		sup.nlisten_fds = nfds;
 		memcpy(sup.conf.listen, nc->listen, sizeof(nc->listen));
@@ -267,9 +263,12 @@ sup_pg_reaped(int status)
 	sup.pg.pid = 0;
 	if (sup.stopping)
 		return;
+	if (time(NULL) - sup.pg.started >= SUP_STABLE_SECS)
+		sup.pg_backoff = 0; /* it ran well: this is a new failure, not a loop */
 	sup.pg_backoff = sup.pg_backoff ? sup.pg_backoff * 2 : 1;
 	if (sup.pg_backoff > SUP_BACKOFF_MAX_SECS)
 		sup.pg_backoff = SUP_BACKOFF_MAX_SECS;
+	sup.pg_restarts++;
 	log_warnx("db: postgres exited (status 0x%x); restarting in %u s", status,
 	    sup.pg_backoff);
 	tv.tv_sec = sup.pg_backoff;
@@ -326,7 +325,6 @@ sup_config(const char *conf_path, int check_only)
 	char err[8192];
 
 	snprintf(sup.conf_path, sizeof(sup.conf_path), "%s", conf_path);
-	config_defaults(&sup.conf);
 	if (config_load(conf_path, &sup.conf, err, sizeof(err)) == -1) {
 		fprintf(stderr, "%s", err);
 		if (err[0] != '\0' && err[strlen(err) - 1] != '\n')
@@ -410,7 +408,7 @@ supervisor_main(const char *conf_path, int foreground, int verbose, int check_on
 	if (sodium_init() == -1)
 		fatalx("libsodium initialisation failed");
 	sup.foreground = foreground;
-	sup.verbose = verbose;
+	sup.verbose = verbose > 3 ? 3 : verbose; /* the IPC level is 0..3 */
 	sup.ctl_fd = -1;
 	sup_self_exe();
 	sup_users();

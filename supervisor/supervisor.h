@@ -58,6 +58,7 @@ struct sup {
 	int pg_embedded;
 	struct event *pg_restart_ev;
 	unsigned pg_backoff;
+	unsigned pg_restarts;
 	time_t started;
 	int stopping;
 	struct event *drain_ev;
@@ -96,5 +97,13 @@ void control_cleanup(const char *path);
 /* listen.c */
 int listen_bind_all(const struct config *conf, int *fds, size_t *nfds, char *errbuf,
     size_t errsz);
+/*
+ * Sockets for newc's listen list: those also in oldc are taken over from
+ * oldfds (an address held now cannot be bound twice), the rest are bound.
+ * On success the old sockets that are no longer listed are closed; on
+ * failure only what was bound here is closed.  Returns 0 or -1.
+ */
+int listen_rebind(const struct config *oldc, int *oldfds, const struct config *newc, int *fds,
+    size_t *nfds, char *errbuf, size_t errsz);
 
 #endif

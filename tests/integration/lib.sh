@@ -63,7 +63,8 @@ EOC
 }
 
 start_daemon() {
-	"$AGRIPPAD" -d -v -f "$CONF" >>"$LOG" 2>&1 &
+	# -vvvv: more levels than IPC carries (0..3); children must still start.
+	"$AGRIPPAD" -d -vvvv -f "$CONF" >>"$LOG" 2>&1 &
 	SUP_PID=$!
 	i=0
 	while [ $i -lt 600 ]; do

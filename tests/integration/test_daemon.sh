@@ -124,6 +124,13 @@ for role in engine httpd proxy; do
 	check "/healthz answers 200 again after $role was killed" [ $? -eq 0 ]
 done
 
+# --- the embedded postgres is supervised too ---------------------------------------
+PM=$(head -1 "$T/state/pg/postmaster.pid")
+kill -KILL "$PM"
+wait_for 40 sh -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$PORT/healthz)\" = 200 ] && [ \"\$(head -1 '$T/state/pg/postmaster.pid' 2>/dev/null)\" != $PM ]"
+check "SIGKILL of postgres gets it restarted and /healthz answers 200 again" [ $? -eq 0 ]
+check "status counts the postgres restart" sh -c "'$AGRIPPACTL' -s '$CTL' status | grep -q '^postgres .* 1  running'"
+
 # --- protocol violations from a compromised child ----------------------------------
 inject() { # inject ROLE KIND: the child loses its channel and is restarted
 	role=$1
@@ -160,10 +167,16 @@ rc=$?
 check "agrippactl reload of a broken config exits 1 and names file:line:col" \
 	sh -c "[ $rc -eq 1 ] && echo '$err' | grep -q '$CONF:[0-9]*:[0-9]*: '"
 NEWPORT=$((PORT + 1))
-sed "s/127.0.0.1:$PORT/127.0.0.1:$NEWPORT/" "$T/good.yaml" >"$CONF"
-check "agrippactl reload" "$AGRIPPACTL" -s "$CTL" reload
+sed "s/\"127.0.0.1:$PORT\"/\"127.0.0.1:$PORT\", \"127.0.0.1:$NEWPORT\"/" "$T/good.yaml" >"$CONF"
+check "agrippactl reload adding a listen address" "$AGRIPPACTL" -s "$CTL" reload
 wait_for 15 sh -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$NEWPORT/healthz)\" = 200 ]"
-check "reload moves httpd to the new listen address" [ $? -eq 0 ]
+check "reload adds the new listen address" [ $? -eq 0 ]
+check "... and keeps the one it already held" [ "$(healthz_code)" = 200 ]
+sed "s/127.0.0.1:$PORT/127.0.0.1:$NEWPORT/" "$T/good.yaml" >"$CONF"
+check "agrippactl reload dropping the first address" "$AGRIPPACTL" -s "$CTL" reload
+wait_for 15 sh -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$PORT/healthz)\" = 000 ]"
+check "reload closes the address no longer listed" [ $? -eq 0 ]
+check "... and httpd serves the one that stays" [ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$NEWPORT/healthz)" = 200 ]
 
 # --- stop --------------------------------------------------------------------
 check "agrippactl stop" "$AGRIPPACTL" -s "$CTL" stop
