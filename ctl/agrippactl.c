@@ -214,7 +214,9 @@ main(int argc, char *argv[])
 	for (i = 0; i < nargs; i++)
 		ipc_put_str(&w, argv[1 + i]);
 	if (ipc_wbuf_finish(&w, CTL_MAX_FRAME) == -1 || ipc_write_frame(fd, &w, -1) == -1) {
-		fprintf(stderr, "agrippactl: cannot send the request\n");
+		/* EPIPE: the daemon hung up at once, e.g. on a peer it refuses. */
+		fprintf(stderr, "agrippactl: cannot send the request: %s\n", strerror(errno));
+		ipc_wbuf_free(&w);
 		return 2;
 	}
 	ipc_wbuf_free(&w);

@@ -104,6 +104,16 @@ check "agrippactl rejects an unknown command (exit 2)" [ $? -eq 2 ]
 check "agrippactl without a daemon exits 2" [ $? -eq 2 ]
 check "a non-root user cannot reach the control socket" \
 	sh -c "! setpriv --reuid=_agrippa --regid=_agrippa --clear-groups '$AGRIPPACTL' -s '$CTL' status >/dev/null 2>&1"
+# SO_PEERCRED, not only the file mode: open the socket's mode up and a
+# non-root peer must still be turned away without an answer.
+chmod 0666 "$CTL"
+out=$(setpriv --reuid=_agrippa --regid=_agrippa --clear-groups "$AGRIPPACTL" -s "$CTL" status 2>&1)
+rc=$?
+chmod 0600 "$CTL"
+check "a non-root peer is refused by SO_PEERCRED even when the mode lets it connect" \
+	sh -c "[ $rc -eq 2 ] && ! echo '$out' | grep -q running"
+wait_for 5 grep -q "control: refused connection from uid $(id -u _agrippa)" "$LOG"
+check "... and the refusal is logged with the uid" [ $? -eq 0 ]
 for kind in garbage oversized wrongtype badbody unknowncmd badargs; do
 	r=$("$TOOLS/ctlraw" "$CTL" $kind)
 	check "control: a $kind request gets an error reply ($r)" [ $? -eq 0 ]
@@ -149,6 +159,8 @@ inject() { # inject ROLE KIND: the child loses its channel and is restarted
 inject httpd forbidden
 inject engine garbage
 inject proxy oversized
+check "restarts back off exponentially (engine's second failure waits 2 s)" \
+	grep -q "engine (pid [0-9]*) .*restarting in 2 s" "$LOG"
 hp=$(child_pid httpd)
 "$TOOLS/chaninject" "$hp" denied-op
 wait_for 5 grep -q "not permitted for httpd" "$LOG"
