@@ -15,12 +15,10 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "ctl/ctl.h"
 #include "ipc/ipc.h"
 #include "ipc/ipc_msg.h"
 
-#define CTL_DEFAULT_SOCKET "/run/agrippad.sock"
-#define CTL_TIMEOUT_MS 30000
-#define CTL_MAX_FRAME (1024 * 1024)
 
 struct ctl_cmd {
 	const char *name;
@@ -33,6 +31,7 @@ static const struct ctl_cmd cmds[] = {
 	{ "reload", 0, 0, "reload" },
 	{ "stop", 0, 0, "stop" },
 	{ "log", 1, 1, "log verbose|brief" },
+	{ "sandbox", 1, 1000000, "sandbox run [-r] [-t seconds] [-w dir] [--] command [arg ...]" },
 };
 
 __attribute__((noreturn)) static void
@@ -45,27 +44,6 @@ usage(void)
 	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		fprintf(stderr, "\t%s\n", cmds[i].usage);
 	exit(2);
-}
-
-static int
-ctl_connect(const char *path)
-{
-	struct sockaddr_un sun;
-	int fd;
-
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	if (strlen(path) >= sizeof(sun.sun_path)) {
-		fprintf(stderr, "agrippactl: socket path too long\n");
-		exit(2);
-	}
-	memcpy(sun.sun_path, path, strlen(path) + 1);
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
-	    connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
-		fprintf(stderr, "agrippactl: %s: %s\n", path, strerror(errno));
-		exit(2);
-	}
-	return fd;
 }
 
 /* msgpack -> jansson, for -j and for formatting.  Caller owns the result. */
@@ -185,7 +163,7 @@ main(int argc, char *argv[])
 
 	log_init(1, 0, 0);
 	log_procinit("agrippactl");
-	while ((ch = getopt(argc, argv, "js:")) != -1) {
+	while ((ch = getopt(argc, argv, "+js:")) != -1) {
 		switch (ch) {
 		case 'j':
 			json = 1;
@@ -201,6 +179,8 @@ main(int argc, char *argv[])
 	argv += optind;
 	if (argc < 1)
 		usage();
+	if (strcmp(argv[0], "sandbox") == 0)
+		return ctl_sandbox_run(sock, argc, argv);
 	for (k = 0; k < sizeof(cmds) / sizeof(cmds[0]); k++)
 		if (strcmp(cmds[k].name, argv[0]) == 0)
 			cmd = &cmds[k];

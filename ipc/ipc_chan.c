@@ -91,16 +91,19 @@ wbuf_finished(const struct ipc_wbuf *w)
 	return be32_get((const uint8_t *)w->sb.data) == w->sb.size - 4;
 }
 
-/* HELLO and READY carry the protocol version; both ends must agree. */
+/* The hellos and readies carry the protocol version; both ends must agree. */
 static int
 ipc_proto_ok(const struct ipc_msg *m)
 {
 	struct ipc_hello h;
+	struct ipc_sbx_hello sh;
 	struct ipc_ready r;
 
 	if (m->type == IMSG_HELLO)
 		return ipc_dec_hello(m->body, &h) == 0 && h.proto == IPC_PROTO_VERSION;
-	if (m->type == IMSG_READY)
+	if (m->type == IMSG_SBX_HELLO)
+		return ipc_dec_sbx_hello(m->body, &sh) == 0 && sh.proto == IPC_PROTO_VERSION;
+	if (m->type == IMSG_READY || m->type == IMSG_SBX_READY)
 		return ipc_dec_ready(m->body, &r) == 0 && r.proto == IPC_PROTO_VERSION;
 	return 1;
 }

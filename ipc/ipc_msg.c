@@ -228,6 +228,212 @@ ipc_dec_ctl_reply(const msgpack_object *body, struct ipc_ctl_reply *out)
 	return 0;
 }
 
+int
+ipc_dec_ctl_sandbox(const msgpack_object *body, char *id, size_t idsz)
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_cstr(&c, id, idsz) == -1 || ipc_end(&c) == -1)
+		return -1;
+	return id[0] != '\0' ? 0 : -1;
+}
+
+int
+ipc_dec_sbx_hello(const msgpack_object *body, struct ipc_sbx_hello *out)
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_u32(&c, &out->proto) == -1 || ipc_get_u32(&c, &out->verbose) == -1 ||
+	    ipc_get_u32(&c, &out->access) == -1 || ipc_get_u64(&c, &out->file_max) == -1 ||
+	    ipc_get_u64(&c, &out->output_max) == -1 ||
+	    ipc_get_u32(&c, &out->timeout_max_ms) == -1 ||
+	    ipc_get_u64(&c, &out->artifact_max) == -1 ||
+	    ipc_get_cstr(&c, out->id, sizeof(out->id)) == -1 || ipc_end(&c) == -1)
+		return -1;
+	if (out->verbose > 3 || out->access > 1 || out->file_max == 0 || out->output_max == 0 ||
+	    out->timeout_max_ms == 0 || out->artifact_max == 0 || out->id[0] == '\0')
+		return -1;
+	return 0;
+}
+
+int
+ipc_dec_sbx_read(const msgpack_object *body, struct ipc_sbx_read *out)
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_cstr(&c, out->path, sizeof(out->path)) == -1 ||
+	    ipc_get_u64(&c, &out->offset) == -1 || ipc_get_u64(&c, &out->limit) == -1 ||
+	    ipc_end(&c) == -1)
+		return -1;
+	return 0;
+}
+
+int
+ipc_dec_sbx_write(const msgpack_object *body, struct ipc_sbx_write *out)
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_cstr(&c, out->path, sizeof(out->path)) == -1 ||
+	    ipc_get_bin(&c, &out->data, &out->len, IPC_SBX_DATA_MAX) == -1 ||
+	    ipc_get_bool(&c, &out->mkdirs) == -1 || ipc_end(&c) == -1)
+		return -1;
+	return 0;
+}
+
+int
+ipc_dec_sbx_edit(const msgpack_object *body, struct ipc_sbx_edit *out)
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_cstr(&c, out->path, sizeof(out->path)) == -1 ||
+	    ipc_get_str(&c, &out->old, &out->oldlen, IPC_SBX_DATA_MAX) == -1 ||
+	    ipc_get_str(&c, &out->new, &out->newlen, IPC_SBX_DATA_MAX) == -1 ||
+	    ipc_get_u32(&c, &out->count) == -1 || ipc_end(&c) == -1)
+		return -1;
+	return 0;
+}
+
+int
+ipc_dec_sbx_list(const msgpack_object *body, struct ipc_sbx_list *out)
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_cstr(&c, out->path, sizeof(out->path)) == -1 ||
+	    ipc_get_u32(&c, &out->max) == -1 || ipc_end(&c) == -1)
+		return -1;
+	return 0;
+}
+
+int
+ipc_dec_sbx_glob(const msgpack_object *body, struct ipc_sbx_glob *out)
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_cstr(&c, out->pattern, sizeof(out->pattern)) == -1 ||
+	    ipc_get_cstr(&c, out->base, sizeof(out->base)) == -1 ||
+	    ipc_get_u32(&c, &out->max) == -1 || ipc_end(&c) == -1)
+		return -1;
+	return out->pattern[0] != '\0' ? 0 : -1;
+}
+
+int
+ipc_dec_sbx_grep(const msgpack_object *body, struct ipc_sbx_grep *out)
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_cstr(&c, out->regex, sizeof(out->regex)) == -1 ||
+	    ipc_get_cstr(&c, out->path, sizeof(out->path)) == -1 ||
+	    ipc_get_cstr(&c, out->include, sizeof(out->include)) == -1 ||
+	    ipc_get_bool(&c, &out->icase) == -1 || ipc_get_u32(&c, &out->max) == -1 ||
+	    ipc_end(&c) == -1)
+		return -1;
+	return out->regex[0] != '\0' ? 0 : -1;
+}
+
+int
+ipc_dec_sbx_stat(const msgpack_object *body, char *path, size_t pathsz)
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_cstr(&c, path, pathsz) == -1 || ipc_end(&c) == -1)
+		return -1;
+	return 0;
+}
+
+int
+ipc_dec_sbx_exec(const msgpack_object *body, struct ipc_sbx_exec *out)
+{
+	struct ipc_cur c, a;
+	const char *s;
+	size_t len;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_bool(&c, &out->shell) == -1 ||
+	    ipc_get_array(&c, &out->argv, IPC_SBX_MAXARGV) == -1 ||
+	    ipc_get_cstr(&c, out->cwd, sizeof(out->cwd)) == -1 ||
+	    ipc_get_u32(&c, &out->timeout_ms) == -1 || ipc_end(&c) == -1)
+		return -1;
+	out->argc = out->argv.n;
+	if (out->argc == 0 || (out->shell && out->argc != 1))
+		return -1;
+	a = out->argv;
+	while (a.i < a.n) {
+		if (ipc_get_str(&a, &s, &len, IPC_SBX_ARG_MAX) == -1 || memchr(s, '\0', len))
+			return -1;
+		if (a.i == 1 && len == 0) /* an empty program name */
+			return -1;
+	}
+	return 0;
+}
+
+int
+ipc_dec_sbx_artifact(const msgpack_object *body, struct ipc_sbx_artifact *out)
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_cstr(&c, out->key, sizeof(out->key)) == -1 ||
+	    ipc_get_cstr(&c, out->kind, sizeof(out->kind)) == -1 ||
+	    ipc_get_cstr(&c, out->name, sizeof(out->name)) == -1 ||
+	    ipc_get_u64(&c, &out->cap) == -1 || ipc_end(&c) == -1)
+		return -1;
+	if (out->key[0] == '\0' || out->kind[0] == '\0' || out->name[0] == '\0' || out->cap == 0)
+		return -1;
+	return 0;
+}
+
+int
+ipc_dec_sbx_output(const msgpack_object *body, struct ipc_sbx_output *out)
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_u32(&c, &out->stream) == -1 ||
+	    ipc_get_bin(&c, &out->data, &out->len, IPC_CHUNK_SIZE) == -1 || ipc_end(&c) == -1)
+		return -1;
+	return out->stream <= 2 ? 0 : -1;
+}
+
+int
+ipc_dec_sbx_exit(const msgpack_object *body, struct ipc_sbx_exit *out)
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_u32(&c, &out->code) == -1 ||
+	    ipc_get_str(&c, &out->error, &out->errlen, IPC_ERRMSG_MAX) == -1 ||
+	    ipc_get_i64(&c, &out->status) == -1 || ipc_get_u32(&c, &out->signal) == -1 ||
+	    ipc_get_bool(&c, &out->timed_out) == -1 || ipc_get_bool(&c, &out->truncated) == -1 ||
+	    ipc_get_u64(&c, &out->duration_ms) == -1 ||
+	    ipc_get_u64(&c, &out->output_bytes) == -1 || ipc_end(&c) == -1)
+		return -1;
+	if (out->status < -1 || out->status > 255 || out->signal > 64)
+		return -1;
+	return 0;
+}
+
+int
+ipc_dec_sbx_result(const msgpack_object *body, struct ipc_sbx_result *out)
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_u32(&c, &out->code) == -1 ||
+	    ipc_get_str(&c, &out->error, &out->errlen, IPC_ERRMSG_MAX) == -1 ||
+	    ipc_get_any(&c, &out->data) == -1 || ipc_end(&c) == -1)
+		return -1;
+	return 0;
+}
+
 /* ---- validators: one per IPC_MSG_LIST symbol -------------------------- */
 
 static int
@@ -309,6 +515,135 @@ val_IMSG_CTL_REPLY(const msgpack_object *body)
 	struct ipc_ctl_reply r;
 
 	return ipc_dec_ctl_reply(body, &r);
+}
+
+static int
+val_IMSG_CTL_SANDBOX(const msgpack_object *body)
+{
+	char id[IPC_SBX_ID_MAX + 1];
+
+	return ipc_dec_ctl_sandbox(body, id, sizeof(id));
+}
+
+static int
+val_IMSG_SBX_HELLO(const msgpack_object *body)
+{
+	struct ipc_sbx_hello h;
+
+	return ipc_dec_sbx_hello(body, &h);
+}
+
+static int
+val_IMSG_SBX_READY(const msgpack_object *body)
+{
+	struct ipc_ready r;
+
+	return ipc_dec_ready(body, &r);
+}
+
+static int
+val_IMSG_SBX_READ(const msgpack_object *body)
+{
+	struct ipc_sbx_read r;
+
+	return ipc_dec_sbx_read(body, &r);
+}
+
+static int
+val_IMSG_SBX_WRITE(const msgpack_object *body)
+{
+	struct ipc_sbx_write r;
+
+	return ipc_dec_sbx_write(body, &r);
+}
+
+static int
+val_IMSG_SBX_EDIT(const msgpack_object *body)
+{
+	struct ipc_sbx_edit r;
+
+	return ipc_dec_sbx_edit(body, &r);
+}
+
+static int
+val_IMSG_SBX_LIST(const msgpack_object *body)
+{
+	struct ipc_sbx_list r;
+
+	return ipc_dec_sbx_list(body, &r);
+}
+
+static int
+val_IMSG_SBX_GLOB(const msgpack_object *body)
+{
+	struct ipc_sbx_glob r;
+
+	return ipc_dec_sbx_glob(body, &r);
+}
+
+static int
+val_IMSG_SBX_GREP(const msgpack_object *body)
+{
+	struct ipc_sbx_grep r;
+
+	return ipc_dec_sbx_grep(body, &r);
+}
+
+static int
+val_IMSG_SBX_STAT(const msgpack_object *body)
+{
+	char path[IPC_SBX_PATH_MAX + 1];
+
+	return ipc_dec_sbx_stat(body, path, sizeof(path));
+}
+
+static int
+val_IMSG_SBX_EXEC(const msgpack_object *body)
+{
+	struct ipc_sbx_exec r;
+
+	return ipc_dec_sbx_exec(body, &r);
+}
+
+static int
+val_IMSG_SBX_KILL(const msgpack_object *body)
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	return ipc_end(&c);
+}
+
+static int
+val_IMSG_SBX_ARTIFACT(const msgpack_object *body)
+{
+	struct ipc_sbx_artifact r;
+
+	return ipc_dec_sbx_artifact(body, &r);
+}
+
+static int
+val_IMSG_SBX_OUTPUT(const msgpack_object *body)
+{
+	struct ipc_sbx_output r;
+
+	return ipc_dec_sbx_output(body, &r);
+}
+
+static int
+val_IMSG_SBX_EXIT(const msgpack_object *body)
+{
+	struct ipc_sbx_exit r;
+
+	return ipc_dec_sbx_exit(body, &r);
+}
+
+static int
+val_IMSG_SBX_RESULT(const msgpack_object *body)
+{
+	struct ipc_sbx_result r;
+
+	return ipc_dec_sbx_result(body, &r);
 }
 
 /* ---- catalog ---------------------------------------------------------- */

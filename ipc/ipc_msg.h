@@ -23,6 +23,9 @@
 	    ROLE_BIT(ROLE_RUNNER))
 #define SUP ROLE_BIT(ROLE_SUPERVISOR)
 #define ANY_ROLE ((1u << ROLE__COUNT) - 1)
+#define SBX ROLE_BIT(ROLE_SANDBOX)
+/* Who may drive a sandbox: its run's runner, or an operator's agrippactl. */
+#define SBX_DRIVERS (ROLE_BIT(ROLE_RUNNER) | ROLE_BIT(ROLE_CTL))
 
 #define IPC_F_FD 0x1 /* the frame carries exactly one descriptor */
 
@@ -38,6 +41,14 @@
 #define IPC_CTL_ARG_MAX 4096
 #define IPC_ADDR_MAX 256
 #define IPC_INSTANCE_MAX 64
+#define IPC_SBX_ID_MAX 32
+#define IPC_SBX_PATH_MAX 4096     /* a workspace-relative path */
+#define IPC_SBX_DATA_MAX (8u * 1024 * 1024) /* write data, edit strings */
+#define IPC_SBX_MAXARGV 256
+#define IPC_SBX_ARG_MAX (128 * 1024)
+#define IPC_SBX_PATTERN_MAX 4096  /* glob and grep patterns */
+#define IPC_SBX_NAME_MAX 128      /* artifact keys and file names */
+#define IPC_SBX_KIND_MAX 32
 
 /*
  *  X(symbol, number, senders, receivers, flags)
@@ -59,6 +70,43 @@
  *               str(<=IPC_CTL_ARG_MAX)]
  *  CTL_REPLY   [code u32, message str(<=IPC_ERRMSG_MAX*4), data any]
  *              code 0 = ok, otherwise an error and message says why.
+ *  CTL_SANDBOX [id str(<=IPC_SBX_ID_MAX)]  + the driver's end of a new
+ *              sandbox's channel (agrippactl sandbox run).
+ *
+ *  The sandbox channel.  The supervisor writes SBX_HELLO on it, then hands
+ *  the other end to the sandbox's driver (a runner, or agrippactl) and never
+ *  reads it.  Every request carries an id; exactly one terminal reply
+ *  (SBX_RESULT, or SBX_EXIT for SBX_EXEC) echoes it, after any SBX_OUTPUT
+ *  frames of that id.  Codes are errno values, 0 for success.
+ *  SBX_HELLO   [proto u32, verbose u32, access u32 (0 readWrite, 1 readOnly),
+ *               file_max u64, output_max u64, timeout_max_ms u32, artifact_max u64,
+ *               id str(<=IPC_SBX_ID_MAX)]
+ *  SBX_READY   [proto u32, pid u32]          to the driver: serving.
+ *  SBX_READ    [path str, offset u64, limit u64]
+ *              -> data [bytes bin, size u64]
+ *  SBX_WRITE   [path str, data bin(<=IPC_SBX_DATA_MAX), mkdirs bool] -> data nil
+ *  SBX_EDIT    [path str, old str(<=DATA_MAX), new str(<=DATA_MAX), count u32]
+ *              -> data [replaced u32]
+ *  SBX_LIST    [path str, max u32]  -> data [truncated bool, [[name, type, size]...]]
+ *  SBX_GLOB    [pattern str, base str, max u32]
+ *              -> data [truncated bool, [[path, type, size]...]]
+ *  SBX_GREP    [regex str, path str, include str(<=IPC_SBX_NAME_MAX), icase bool,
+ *               max u32] -> data [truncated bool, [[file, line u32, text]...]]
+ *  SBX_STAT    [path str] -> data [type str, size u64, mode u32, mtime i64, nlink u32]
+ *  SBX_EXEC    [shell bool, argv array(1..IPC_SBX_MAXARGV) of str(<=IPC_SBX_ARG_MAX),
+ *               cwd str, timeout_ms u32]  (shell: argv is one string for /bin/sh -c;
+ *               timeout 0: the sandbox's maximum, sandbox.exec_timeout)
+ *              -> SBX_OUTPUT frames (stream 1 stdout, 2 stderr), then SBX_EXIT
+ *  SBX_KILL    []   id names a running SBX_EXEC; no reply of its own.
+ *  SBX_ARTIFACT [key str(<=IPC_SBX_NAME_MAX), kind str(<=IPC_SBX_KIND_MAX),
+ *               name str(<=IPC_SBX_NAME_MAX), cap u64]
+ *              -> SBX_OUTPUT frames (stream 0), then data [size u64, sha256 bin(32)]
+ *  SBX_OUTPUT  [stream u32 (0..2), data bin(<=IPC_CHUNK_SIZE)]
+ *  SBX_EXIT    [code u32, error str(<=IPC_ERRMSG_MAX), status i64 (exit status, -1 when
+ *               signalled or not started), signal u32, timed_out bool, truncated bool,
+ *               duration_ms u64, output_bytes u64]
+ *  SBX_RESULT  [code u32, error str(<=IPC_ERRMSG_MAX), data any]
+ *  (paths are str(<=IPC_SBX_PATH_MAX))
  */
 #define IPC_MSG_LIST(X)                                                                     \
 	X(IMSG_HELLO, 1, SUP, CHILDREN_ALL, 0)                                              \
@@ -70,7 +118,23 @@
 	X(IMSG_LISTEN_FD, 7, SUP, ROLE_BIT(ROLE_HTTPD), IPC_F_FD)                            \
 	X(IMSG_CHUNK, 8, ANY_ROLE, ANY_ROLE, 0)                                             \
 	X(IMSG_CTL_REQUEST, 9, ROLE_BIT(ROLE_CTL), SUP, 0)                                  \
-	X(IMSG_CTL_REPLY, 10, SUP, ROLE_BIT(ROLE_CTL), 0)
+	X(IMSG_CTL_REPLY, 10, SUP, ROLE_BIT(ROLE_CTL), 0)                                   \
+	X(IMSG_CTL_SANDBOX, 11, SUP, ROLE_BIT(ROLE_CTL), IPC_F_FD)                          \
+	X(IMSG_SBX_HELLO, 12, SUP, SBX, 0)                                                  \
+	X(IMSG_SBX_READY, 13, SBX, SBX_DRIVERS, 0)                                          \
+	X(IMSG_SBX_READ, 14, SBX_DRIVERS, SBX, 0)                                           \
+	X(IMSG_SBX_WRITE, 15, SBX_DRIVERS, SBX, 0)                                          \
+	X(IMSG_SBX_EDIT, 16, SBX_DRIVERS, SBX, 0)                                           \
+	X(IMSG_SBX_LIST, 17, SBX_DRIVERS, SBX, 0)                                           \
+	X(IMSG_SBX_GLOB, 18, SBX_DRIVERS, SBX, 0)                                           \
+	X(IMSG_SBX_GREP, 19, SBX_DRIVERS, SBX, 0)                                           \
+	X(IMSG_SBX_STAT, 20, SBX_DRIVERS, SBX, 0)                                           \
+	X(IMSG_SBX_EXEC, 21, SBX_DRIVERS, SBX, 0)                                           \
+	X(IMSG_SBX_KILL, 22, SBX_DRIVERS, SBX, 0)                                           \
+	X(IMSG_SBX_ARTIFACT, 23, SBX_DRIVERS, SBX, 0)                                       \
+	X(IMSG_SBX_OUTPUT, 24, SBX, SBX_DRIVERS, 0)                                         \
+	X(IMSG_SBX_EXIT, 25, SBX, SBX_DRIVERS, 0)                                           \
+	X(IMSG_SBX_RESULT, 26, SBX, SBX_DRIVERS, 0)
 
 enum ipc_msg_type {
 #define IPC_X_ENUM(sym, num, snd, rcv, fl) sym = num,
@@ -171,5 +235,106 @@ struct ipc_ctl_reply {
 	const msgpack_object *data;
 };
 int ipc_dec_ctl_reply(const msgpack_object *body, struct ipc_ctl_reply *out);
+
+int ipc_dec_ctl_sandbox(const msgpack_object *body, char *id, size_t idsz);
+
+struct ipc_sbx_hello {
+	uint32_t proto, verbose, access;
+	uint64_t file_max, output_max, artifact_max;
+	uint32_t timeout_max_ms;
+	char id[IPC_SBX_ID_MAX + 1];
+};
+int ipc_dec_sbx_hello(const msgpack_object *body, struct ipc_sbx_hello *out);
+
+/* Sandbox requests: strings copied NUL-terminated where they are names or
+ * paths; data, old/new, argv point into the message. */
+struct ipc_sbx_read {
+	char path[IPC_SBX_PATH_MAX + 1];
+	uint64_t offset, limit;
+};
+int ipc_dec_sbx_read(const msgpack_object *body, struct ipc_sbx_read *out);
+
+struct ipc_sbx_write {
+	char path[IPC_SBX_PATH_MAX + 1];
+	const uint8_t *data;
+	size_t len;
+	int mkdirs;
+};
+int ipc_dec_sbx_write(const msgpack_object *body, struct ipc_sbx_write *out);
+
+struct ipc_sbx_edit {
+	char path[IPC_SBX_PATH_MAX + 1];
+	const char *old, *new;
+	size_t oldlen, newlen;
+	uint32_t count;
+};
+int ipc_dec_sbx_edit(const msgpack_object *body, struct ipc_sbx_edit *out);
+
+struct ipc_sbx_list {
+	char path[IPC_SBX_PATH_MAX + 1];
+	uint32_t max;
+};
+int ipc_dec_sbx_list(const msgpack_object *body, struct ipc_sbx_list *out);
+
+struct ipc_sbx_glob {
+	char pattern[IPC_SBX_PATTERN_MAX + 1];
+	char base[IPC_SBX_PATH_MAX + 1];
+	uint32_t max;
+};
+int ipc_dec_sbx_glob(const msgpack_object *body, struct ipc_sbx_glob *out);
+
+struct ipc_sbx_grep {
+	char regex[IPC_SBX_PATTERN_MAX + 1];
+	char path[IPC_SBX_PATH_MAX + 1];
+	char include[IPC_SBX_NAME_MAX + 1];
+	int icase;
+	uint32_t max;
+};
+int ipc_dec_sbx_grep(const msgpack_object *body, struct ipc_sbx_grep *out);
+
+int ipc_dec_sbx_stat(const msgpack_object *body, char *path, size_t pathsz);
+
+struct ipc_sbx_exec {
+	int shell;
+	struct ipc_cur argv; /* argc strings, none with a NUL byte */
+	uint32_t argc;
+	char cwd[IPC_SBX_PATH_MAX + 1];
+	uint32_t timeout_ms;
+};
+int ipc_dec_sbx_exec(const msgpack_object *body, struct ipc_sbx_exec *out);
+
+struct ipc_sbx_artifact {
+	char key[IPC_SBX_NAME_MAX + 1];
+	char kind[IPC_SBX_KIND_MAX + 1];
+	char name[IPC_SBX_NAME_MAX + 1];
+	uint64_t cap;
+};
+int ipc_dec_sbx_artifact(const msgpack_object *body, struct ipc_sbx_artifact *out);
+
+struct ipc_sbx_output {
+	uint32_t stream;
+	const uint8_t *data;
+	size_t len;
+};
+int ipc_dec_sbx_output(const msgpack_object *body, struct ipc_sbx_output *out);
+
+struct ipc_sbx_exit {
+	uint32_t code;
+	const char *error;
+	size_t errlen;
+	int64_t status;
+	uint32_t signal;
+	int timed_out, truncated;
+	uint64_t duration_ms, output_bytes;
+};
+int ipc_dec_sbx_exit(const msgpack_object *body, struct ipc_sbx_exit *out);
+
+struct ipc_sbx_result {
+	uint32_t code;
+	const char *error;
+	size_t errlen;
+	const msgpack_object *data;
+};
+int ipc_dec_sbx_result(const msgpack_object *body, struct ipc_sbx_result *out);
 
 #endif

@@ -39,6 +39,14 @@ __lsan_is_turned_off(void)
 #endif
 
 void
+privsep_lsan_off(void)
+{
+#ifdef AGRIPPA_SANITIZE
+	drop_chrooted = 1;
+#endif
+}
+
+void
 privsep_nodump(void)
 {
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1)

@@ -45,6 +45,17 @@ void privsep_rlimits(enum ipc_role role);
  */
 void privsep_seccomp(enum ipc_role role, int debug);
 
+/*
+ * The sandbox's policy (privsep/seccomp_sandbox.c): allow by default, fail
+ * with an errno every call on its deny list, kill on a foreign
+ * architecture.  Needs no_new_privs set first.  fatal() on failure.
+ */
+void privsep_seccomp_sandbox(void);
+
+/* Sanitizer builds: skip LeakSanitizer's exit-time check in this process
+ * (it needs ptrace, which the sandbox denies).  A no-op otherwise. */
+void privsep_lsan_off(void);
+
 /* Nonzero when the effective, permitted, inheritable and ambient capability
  * sets are all empty (for self-checks). */
 int privsep_caps_empty(void);

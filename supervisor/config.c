@@ -332,7 +332,8 @@ conf_digits(const char *s, size_t n, uint64_t max, uint64_t *v)
 	return 0;
 }
 
-/* A number with an optional K (1024) or M (1048576) suffix when allowed. */
+/* A number with an optional K (1024), M (1048576) or G (2^30) suffix when
+ * allowed. */
 static int
 conf_number(const char *s, size_t n, int suffixes, uint64_t *v)
 {
@@ -342,6 +343,8 @@ conf_number(const char *s, size_t n, int suffixes, uint64_t *v)
 		mult = 1024;
 	else if (suffixes && n > 0 && s[n - 1] == 'M')
 		mult = 1024 * 1024;
+	else if (suffixes && n > 0 && s[n - 1] == 'G')
+		mult = 1024 * 1024 * 1024;
 	if (mult != 1)
 		n--;
 	if (conf_digits(s, n, UINT64_MAX / mult, v) == -1)
@@ -374,7 +377,7 @@ conf_int(struct conf_parse *p, const char *label, yaml_event_t *ev, uint64_t min
 	    *out > max) {
 		conf_error(p, &ev->start_mark, "%s: expected an integer from %llu to %llu%s", label,
 		    (unsigned long long)min, (unsigned long long)max,
-		    suffixes ? " (K and M suffixes allowed)" : "");
+		    suffixes ? " (K, M and G suffixes allowed)" : "");
 		return -1;
 	}
 	return 0;
@@ -578,6 +581,7 @@ conf_set_listen(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev
 /* Mappings */
 
 static void conf_set_database(struct conf_parse *, const struct conf_key *, yaml_event_t *);
+static void conf_set_sandbox(struct conf_parse *, const struct conf_key *, yaml_event_t *);
 
 #define CONF_FIELD_SIZE(field) sizeof(((struct config *)0)->field)
 #define CONF_STRING(field, setter)                                                                 \
@@ -597,6 +601,7 @@ static const struct conf_key conf_top_keys[] = {
     CONF_STRING(postgres_bin, conf_set_path),
     {"database", "database", conf_set_database, 0, 0},
     {"ipc_max_frame", "ipc_max_frame", conf_set_frame, 0, 0},
+    {"sandbox", "sandbox", conf_set_sandbox, 0, 0},
 };
 
 enum { CONF_DB_URL, CONF_DB_POOL };
@@ -606,6 +611,63 @@ static const struct conf_key conf_db_keys[] = {
 };
 
 #define CONF_NKEYS(a) (sizeof(a) / sizeof((a)[0]))
+
+/*
+ * sandbox.*: every value is a number in a range, none may be 0 or
+ * "unlimited" (a cap that is not a cap is a configuration error).  The uid
+ * and gid must leave room for nothing else: 1..4294967294, and the daemon
+ * checks at start that no account owns them.
+ */
+static void conf_set_sbx_num(struct conf_parse *, const struct conf_key *, yaml_event_t *);
+#define CONF_SBX(field, lab)                                                                       \
+	{ #field, "sandbox." lab, conf_set_sbx_num, offsetof(struct config, sandbox.field), 0 }
+static const struct conf_key conf_sbx_keys[] = {
+    CONF_SBX(uid, "uid"),
+    CONF_SBX(gid, "gid"),
+    CONF_SBX(max, "max"),
+    CONF_SBX(memory, "memory"),
+    CONF_SBX(pids, "pids"),
+    CONF_SBX(cpu, "cpu"),
+    CONF_SBX(tmp_size, "tmp_size"),
+    CONF_SBX(file_size, "file_size"),
+    CONF_SBX(open_files, "open_files"),
+    CONF_SBX(exec_timeout, "exec_timeout"),
+    CONF_SBX(output_max, "output_max"),
+    CONF_SBX(file_max, "file_max"),
+    CONF_SBX(artifact_max, "artifact_max"),
+};
+/* Ranges, in the order of conf_sbx_keys: min, max, suffixes allowed. */
+static const struct {
+	uint64_t min, max;
+	int suffixes;
+} conf_sbx_ranges[] = {
+    {1, 4294967294ull, 0},                      /* uid */
+    {1, 4294967294ull, 0},                      /* gid */
+    {1, 1024, 0},                               /* max */
+    {16ull << 20, 1ull << 40, 1},               /* memory: 16M..1T */
+    {16, 65536, 0},                             /* pids */
+    {1, 100000, 0},                             /* cpu: percent of one CPU */
+    {1ull << 20, 64ull << 30, 1},               /* tmp_size: 1M..64G */
+    {1ull << 20, 1ull << 40, 1},                /* file_size: 1M..1T */
+    {64, 65536, 0},                             /* open_files */
+    {1, 86400, 0},                              /* exec_timeout: seconds */
+    {4096, 256ull << 20, 1},                    /* output_max: 4K..256M */
+    {4096, 64ull << 20, 1},                     /* file_max: 4K..64M */
+    {1, 1ull << 30, 1},                         /* artifact_max: 1..1G */
+};
+_Static_assert(CONF_NKEYS(conf_sbx_keys) == CONF_NKEYS(conf_sbx_ranges), "one range per key");
+
+static void
+conf_set_sbx_num(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+{
+	size_t i = (size_t)(k - conf_sbx_keys);
+	uint64_t v;
+
+	if (conf_int(p, k->label, ev, conf_sbx_ranges[i].min, conf_sbx_ranges[i].max,
+		conf_sbx_ranges[i].suffixes, &v) == 0)
+		memcpy((char *)p->c + k->off, &v, sizeof(v));
+}
+
 _Static_assert(CONF_NKEYS(conf_top_keys) <= 32, "seen is a 32-bit mask");
 
 /* Index of the key named by scalar ev in keys, or -1. */
@@ -730,6 +792,20 @@ conf_set_database(struct conf_parse *p, const struct conf_key *k, yaml_event_t *
 	c->db_embedded = (seen & (UINT32_C(1) << CONF_DB_URL)) == 0;
 }
 
+static void
+conf_set_sandbox(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+{
+	uint32_t seen = 0;
+
+	if (ev->type != YAML_MAPPING_START_EVENT) {
+		conf_error(p, &ev->start_mark, "%s: expected a mapping, found %s", k->label,
+		    ev->type == YAML_SCALAR_EVENT && conf_is_null(ev) ? "nothing" : conf_kind(ev));
+		conf_skip(p, ev);
+		return;
+	}
+	conf_mapping(p, conf_sbx_keys, CONF_NKEYS(conf_sbx_keys), "sandbox.", &seen);
+}
+
 /* The stream */
 
 /* The one document: its root must be a mapping. */
@@ -818,6 +894,19 @@ config_defaults(struct config *c)
 	c->db_embedded = 1;
 	c->db_pool = 4;
 	c->ipc_max_frame = 16 * 1024 * 1024;
+	c->sandbox.uid = 2000000000;
+	c->sandbox.gid = 2000000000;
+	c->sandbox.max = 32;
+	c->sandbox.memory = 2ull << 30;
+	c->sandbox.pids = 512;
+	c->sandbox.cpu = 100;
+	c->sandbox.tmp_size = 256ull << 20;
+	c->sandbox.file_size = 1ull << 30;
+	c->sandbox.open_files = 1024;
+	c->sandbox.exec_timeout = 600;
+	c->sandbox.output_max = 1ull << 20;
+	c->sandbox.file_max = 8ull << 20;
+	c->sandbox.artifact_max = 16ull << 20;
 }
 
 /* Run the walker over buf into tmp.  Returns the number of errors. */

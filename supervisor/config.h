@@ -6,6 +6,7 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define CONF_DEFAULT_PATH "/etc/agrippad.yaml"
 #define CONF_MAX_LISTEN 8
@@ -18,6 +19,22 @@ struct conf_listen {
 	char addr[CONF_ADDR_MAX]; /* as written, e.g. "127.0.0.1:8480", "[::1]:8480" */
 	char host[CONF_ADDR_MAX]; /* "127.0.0.1", "::1" */
 	unsigned port;            /* 1..65535 */
+};
+
+/* sandbox: limits of every per-run sandbox (agrippad.conf.5). */
+struct conf_sandbox {
+	uint64_t uid, gid;      /* uid/gid: the host ids the sandbox user maps to (root mode) */
+	uint64_t max;           /* max: sandboxes at once, 1..1024, default 32 */
+	uint64_t memory;        /* memory: cgroup memory limit, bytes, default 2G */
+	uint64_t pids;          /* pids: cgroup pids limit and RLIMIT_NPROC, default 512 */
+	uint64_t cpu;           /* cpu: percent of one CPU (cgroup quota), 1..100000, default 100 */
+	uint64_t tmp_size;      /* tmp_size: size of the private /tmp, default 256M */
+	uint64_t file_size;     /* file_size: RLIMIT_FSIZE, largest file a command writes, 1G */
+	uint64_t open_files;    /* open_files: RLIMIT_NOFILE, default 1024 */
+	uint64_t exec_timeout;  /* exec_timeout: longest command, seconds, default 600 */
+	uint64_t output_max;    /* output_max: command output kept (stdout+stderr), 1M */
+	uint64_t file_max;      /* file_max: largest file the file tools read whole or write, 8M */
+	uint64_t artifact_max;  /* artifact_max: largest artifact, default 16M */
 };
 
 struct config {
@@ -36,6 +53,7 @@ struct config {
 	char db_url[CONF_URL_MAX];     /* database.url: secret, may hold a password; never logged */
 	unsigned db_pool;              /* database.pool: 1..64, default 4 */
 	size_t ipc_max_frame;          /* ipc_max_frame: 65536..268435456 (or 64K..256M), default 16M */
+	struct conf_sandbox sandbox;
 };
 
 /*

@@ -19,6 +19,7 @@
 
 #include "common/log.h"
 #include "supervisor/db.h"
+#include "supervisor/sbx.h"
 #include "supervisor/supervisor.h"
 
 #define CTL_MAX_CLIENTS 32
@@ -27,6 +28,7 @@
 struct ctl_client {
 	struct ipc_chan *ch;
 	int used;
+	struct sbx *sbx; /* the sandbox this connection drives (sandbox run), or NULL */
 };
 
 static struct ctl_client clients[CTL_MAX_CLIENTS];
@@ -182,6 +184,64 @@ ctl_log(struct ctl_client *cl, uint64_t id, struct ipc_ctl_request *req)
 	return 0;
 }
 
+/* The sandbox of a "sandbox" request ended: tell its operator, who may
+ * still be reading the control connection. */
+static void
+ctl_sandbox_done(struct sbx *s, int status, void *arg)
+{
+	struct ctl_client *cl = arg;
+	char msg[96];
+
+	cl->sbx = NULL;
+	snprintf(msg, sizeof(msg), "sandbox %s ended", sbx_id(s));
+	ctl_reply(cl, 0, 0, msg);
+}
+
+/*
+ * sandbox rw|ro WORKSPACE: build a sandbox over WORKSPACE (an absolute
+ * directory, or "" for a fresh empty one) and pass the driver's end of its
+ * channel back.  The sandbox lives as long as this connection: when the
+ * client hangs up, it is killed.
+ */
+static int
+ctl_sandbox(struct ctl_client *cl, uint64_t id, struct ipc_ctl_request *req)
+{
+	char mode[4], ws[PATH_MAX], err[512];
+	struct sbx_req r = { .done = ctl_sandbox_done, .arg = cl };
+	struct ipc_wbuf w;
+	struct sbx *s;
+	int fd;
+
+	if (req->nargs != 2 || ipc_get_cstr(&req->args, mode, sizeof(mode)) == -1 ||
+	    ipc_get_cstr(&req->args, ws, sizeof(ws)) == -1 ||
+	    (strcmp(mode, "rw") != 0 && strcmp(mode, "ro") != 0))
+		return -1;
+	if (cl->sbx != NULL) {
+		ctl_reply(cl, id, 1, "this connection drives a sandbox already");
+		return 0;
+	}
+	if (sup.stopping) {
+		ctl_reply(cl, id, 1, "the daemon is stopping");
+		return 0;
+	}
+	r.readonly = strcmp(mode, "ro") == 0;
+	r.workspace = ws[0] != '\0' ? ws : NULL;
+	if ((s = sbx_create(&r, &fd, err, sizeof(err))) == NULL) {
+		ctl_reply(cl, id, 1, err);
+		return 0;
+	}
+	cl->sbx = s;
+	ipc_wbuf_begin(&w, IMSG_CTL_SANDBOX, id, 1);
+	ipc_put_str(&w, sbx_id(s));
+	if (ipc_wbuf_finish(&w, CTL_MAX_FRAME) == -1 || ipc_chan_send(cl->ch, &w, fd) == -1) {
+		sbx_abandon(s);
+		cl->sbx = NULL;
+	}
+	ipc_wbuf_free(&w);
+	close(fd);
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	ctl_fn fn;
@@ -191,11 +251,16 @@ static const struct {
 	{ "reload", ctl_reload, "reload" },
 	{ "stop", ctl_stop, "stop" },
 	{ "log", ctl_log, "log verbose|brief" },
+	{ "sandbox", ctl_sandbox, "sandbox rw|ro WORKSPACE" },
 };
 
 static void
 ctl_client_free(struct ctl_client *cl)
 {
+	if (cl->sbx != NULL) {
+		sbx_abandon(cl->sbx);
+		cl->sbx = NULL;
+	}
 	if (cl->ch != NULL)
 		ipc_chan_free(cl->ch);
 	cl->ch = NULL;

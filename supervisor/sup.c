@@ -26,6 +26,7 @@
 #include "privsep/privsep.h"
 #include "supervisor/db.h"
 #include "supervisor/key.h"
+#include "supervisor/sbx.h"
 #include "supervisor/supervisor.h"
 
 struct sup sup;
@@ -158,6 +159,7 @@ sup_drain_timeout(evutil_socket_t fd, short what, void *arg)
 {
 	log_warnx("children did not stop in %d s; killing them", SUP_DRAIN_TIMEOUT_SECS);
 	proc_kill_all(SIGKILL);
+	sbx_kill_all();
 }
 
 void
@@ -170,7 +172,8 @@ sup_stop(void)
 	sup.stopping = 1;
 	log_info("stopping");
 	proc_stop_all();
-	if (proc_all_exited()) {
+	sbx_kill_all();
+	if (proc_all_exited() && sbx_count() == 0) {
 		sup_finish();
 		return;
 	}
@@ -295,10 +298,10 @@ sup_signal(evutil_socket_t sig, short what, void *arg)
 		while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
 			if (sup.pg_embedded && pid == sup.pg.pid)
 				sup_pg_reaped(status);
-			else
+			else if (!sbx_reaped(pid, status))
 				proc_reaped(pid, status);
 		}
-		if (sup.stopping && proc_all_exited())
+		if (sup.stopping && proc_all_exited() && sbx_count() == 0)
 			sup_finish();
 		break;
 	}
@@ -413,6 +416,8 @@ supervisor_main(const char *conf_path, int foreground, int verbose, int check_on
 	sup_self_exe();
 	sup_users();
 	sup.pidfile_fd = pidfile_lock(sup.conf.pidfile);
+	if (sbx_init(err, sizeof(err)) == -1)
+		fatalx("%s", err);
 	sup_load_key();
 	chroot_dir_ensure(sup.conf.chroot);
 	if (listen_bind_all(&sup.conf, sup.listen_fds, &sup.nlisten_fds, err, sizeof(err)) == -1)

@@ -1,0 +1,17 @@
+/*
+ * agrippactl's shared pieces.
+ */
+#ifndef AGRIPPA_CTL_H
+#define AGRIPPA_CTL_H
+
+#define CTL_DEFAULT_SOCKET "/run/agrippad.sock"
+#define CTL_TIMEOUT_MS 30000
+#define CTL_MAX_FRAME (1024 * 1024)
+
+/* conn.c: connect to the control socket at path; exits 2 when it cannot. */
+int ctl_connect(const char *path);
+
+/* sandbox.c: "sandbox run ..." (argv[0] is "sandbox"); returns the exit status. */
+int ctl_sandbox_run(const char *sock, int argc, char **argv);
+
+#endif

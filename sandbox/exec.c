@@ -1,0 +1,377 @@
+/*
+ * exec: one command at a time, in its own session, with stdout and stderr
+ * streamed to the driver as SBX_OUTPUT frames up to sandbox.output_max
+ * bytes in total (the rest is read and dropped, and the exit reports
+ * truncated), then one SBX_EXIT.
+ *
+ * The tool server is pid 1 of the sandbox's pid namespace, so every
+ * process a command leaves behind (daemonised, in another session, an
+ * orphan) is a child of ours or of one of its descendants; kill(-1, ...)
+ * from pid 1 reaches all of them and none of them can escape it.  That is
+ * how a timeout or SBX_KILL ends the whole tree (SIGTERM, then SIGKILL
+ * SBX_KILL_GRACE_MS later, for commands that ignore SIGTERM), and how a
+ * finished command's leftovers are cleared before the next one.
+ */
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "sandbox/sandbox.h"
+
+#define EXEC_READ_MAX IPC_CHUNK_SIZE
+
+struct exec_state {
+	int busy;
+	uint64_t id;
+	pid_t pid;
+	int out[3];            /* [1] stdout, [2] stderr read ends; -1 once at EOF */
+	struct event *ev[3];
+	struct event *timer;   /* the timeout, then the SIGKILL grace */
+	int status, reaped;
+	int timed_out, killing, killed;
+	int truncated;
+	uint64_t bytes, sent;
+	struct timespec start;
+	int err;               /* the exec itself failed: errno */
+};
+
+static struct exec_state ex = { .out = { -1, -1, -1 } };
+
+/* The environment of every command: built, never inherited (DESIGN.md 4). */
+static char *const exec_env[] = {
+	"PATH=/usr/local/bin:/usr/bin:/bin",
+	"HOME=/workspace",
+	"LANG=C.UTF-8",
+	"TERM=dumb",
+	"USER=sandbox",
+	"LOGNAME=sandbox",
+	"SHELL=/bin/sh",
+	"TMPDIR=/tmp",
+	"AGRIPPA_SANDBOX=1",
+	NULL,
+};
+
+static uint64_t
+exec_elapsed_ms(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (uint64_t)(now.tv_sec - ex.start.tv_sec) * 1000 +
+	       (uint64_t)((now.tv_nsec - ex.start.tv_nsec) / 1000000);
+}
+
+static void
+exec_reply_exit(struct tools *t, uint64_t id, int code, const char *msg, int64_t status,
+    uint32_t sig, uint64_t ms)
+{
+	struct ipc_wbuf w;
+
+	ipc_wbuf_begin(&w, IMSG_SBX_EXIT, id, 8);
+	ipc_put_u64(&w, (uint64_t)code);
+	ipc_put_strn(&w, msg, strnlen(msg, IPC_ERRMSG_MAX));
+	ipc_put_i64(&w, status);
+	ipc_put_u64(&w, sig);
+	ipc_put_bool(&w, ex.busy && ex.timed_out);
+	ipc_put_bool(&w, ex.busy && ex.truncated);
+	ipc_put_u64(&w, ms);
+	ipc_put_u64(&w, ex.busy ? ex.bytes : 0);
+	tools_send(t, &w);
+}
+
+/* Everything but us, in the whole namespace. */
+static void
+exec_signal_all(int sig)
+{
+	if (kill(-1, sig) == -1 && errno != ESRCH)
+		log_warn("kill(-1, %d)", sig);
+}
+
+/* Done when the command was reaped and both pipes reached EOF. */
+static void
+exec_maybe_finish(struct tools *t)
+{
+	char msg[IPC_ERRMSG_MAX];
+	int64_t status = -1;
+	uint32_t sig = 0;
+	int i;
+
+	if (!ex.busy || !ex.reaped || ex.out[1] != -1 || ex.out[2] != -1)
+		return;
+	if (ex.timer != NULL) {
+		event_free(ex.timer);
+		ex.timer = NULL;
+	}
+	if (ex.err != 0) {
+		snprintf(msg, sizeof(msg), "cannot run the command: %s", strerror(ex.err));
+		exec_reply_exit(t, ex.id, ex.err, msg, -1, 0, exec_elapsed_ms());
+	} else {
+		if (WIFEXITED(ex.status))
+			status = WEXITSTATUS(ex.status);
+		else if (WIFSIGNALED(ex.status))
+			sig = (uint32_t)WTERMSIG(ex.status);
+		exec_reply_exit(t, ex.id, 0, ex.timed_out ? "timed out" : ex.killed ? "killed" : "",
+		    status, sig, exec_elapsed_ms());
+	}
+	for (i = 1; i <= 2; i++)
+		ex.ev[i] = NULL;
+	ex.busy = 0;
+}
+
+static void
+exec_close_stream(int s)
+{
+	if (ex.ev[s] != NULL) {
+		event_free(ex.ev[s]);
+		ex.ev[s] = NULL;
+	}
+	if (ex.out[s] != -1) {
+		close(ex.out[s]);
+		ex.out[s] = -1;
+	}
+}
+
+static void
+exec_on_output(evutil_socket_t fd, short what, void *arg)
+{
+	struct tools *t = arg;
+	int s = fd == ex.out[1] ? 1 : 2;
+	uint8_t buf[EXEC_READ_MAX];
+	struct ipc_wbuf w;
+	uint64_t room;
+	ssize_t n;
+
+	if ((n = read(fd, buf, sizeof(buf))) <= 0) {
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		exec_close_stream(s);
+		exec_maybe_finish(t);
+		return;
+	}
+	ex.bytes += (uint64_t)n;
+	room = t->hello.output_max - ex.sent;
+	if ((uint64_t)n > room)
+		ex.truncated = 1;
+	if (room == 0)
+		return;
+	ipc_wbuf_begin(&w, IMSG_SBX_OUTPUT, ex.id, 2);
+	ipc_put_u64(&w, (uint64_t)s);
+	ipc_put_bin(&w, buf, (size_t)((uint64_t)n < room ? (uint64_t)n : room));
+	tools_send(t, &w);
+	ex.sent += (uint64_t)n < room ? (uint64_t)n : room;
+}
+
+static void
+exec_on_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct timeval grace = { SBX_KILL_GRACE_MS / 1000, (SBX_KILL_GRACE_MS % 1000) * 1000 };
+
+	if (!ex.killing) {
+		/* Timed out: ask everything to stop, then insist. */
+		ex.timed_out = 1;
+		ex.killing = 1;
+		exec_signal_all(SIGTERM);
+		evtimer_add(ex.timer, &grace);
+		return;
+	}
+	exec_signal_all(SIGKILL);
+}
+
+void
+exec_kill(struct tools *t, uint64_t id)
+{
+	if (!ex.busy || ex.id != id)
+		return; /* finished already, or never ours: nothing to stop */
+	ex.killed = 1;
+	ex.killing = 1;
+	exec_signal_all(SIGKILL);
+}
+
+/* In the forked child: own session, fixed descriptors, exec.  Reports an
+ * exec failure through ep (close-on-exec, so success is EOF). */
+__attribute__((noreturn)) static void
+exec_child(int cwd, char **argv, int out, int err, int ep)
+{
+	sigset_t none;
+	int nul, e;
+
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGPIPE, SIG_DFL);
+	setsid();
+	if ((nul = open("/dev/null", O_RDONLY | O_CLOEXEC)) == -1 || dup2(nul, 0) == -1 ||
+	    dup2(out, 1) == -1 || dup2(err, 2) == -1 || fchdir(cwd) == -1)
+		goto fail;
+	if (dup3(ep, 3, O_CLOEXEC) == -1)
+		goto fail;
+	closefrom(4);
+	execvpe(argv[0], argv, exec_env);
+fail:
+	e = errno;
+	(void)!write(3, &e, sizeof(e));
+	_exit(127);
+}
+
+/* argv from the request: NUL-terminated copies (freed by the caller). */
+static char **
+exec_argv(const struct ipc_sbx_exec *req)
+{
+	struct ipc_cur a = req->argv;
+	const char *s;
+	size_t len, i = 0, n = req->shell ? 3 : req->argc;
+	char **argv = calloc(n + 1, sizeof(*argv));
+
+	if (argv == NULL)
+		fatal("calloc");
+	if (req->shell) {
+		argv[i++] = strdup("/bin/sh");
+		argv[i++] = strdup("-c");
+	}
+	while (a.i < a.n && ipc_get_str(&a, &s, &len, IPC_SBX_ARG_MAX) == 0)
+		argv[i++] = strndup(s, len);
+	for (i = 0; i < n; i++)
+		if (argv[i] == NULL)
+			fatal("strdup");
+	return argv;
+}
+
+static void
+exec_argv_free(char **argv)
+{
+	size_t i;
+
+	for (i = 0; argv[i] != NULL; i++)
+		free(argv[i]);
+	free(argv);
+}
+
+/* Read the child's exec errno, if any: EOF means the exec succeeded. */
+static int
+exec_wait_start(int ep)
+{
+	int e = 0;
+	ssize_t n;
+
+	while ((n = read(ep, &e, sizeof(e))) == -1 && errno == EINTR)
+		;
+	return n == (ssize_t)sizeof(e) ? e : 0;
+}
+
+static int
+exec_spawn(struct tools *t, const struct ipc_sbx_exec *req, int cwd)
+{
+	int out[2] = { -1, -1 }, err[2] = { -1, -1 }, ep[2] = { -1, -1 }, e;
+	char **argv = exec_argv(req);
+	pid_t pid;
+
+	if (pipe2(out, O_CLOEXEC) == -1 || pipe2(err, O_CLOEXEC) == -1 ||
+	    pipe2(ep, O_CLOEXEC) == -1) {
+		e = errno;
+		goto fail;
+	}
+	if ((pid = fork()) == -1) {
+		e = errno;
+		goto fail;
+	}
+	if (pid == 0)
+		exec_child(cwd, argv, out[1], err[1], ep[1]);
+	close(out[1]);
+	close(err[1]);
+	close(ep[1]);
+	exec_argv_free(argv);
+	ex.pid = pid;
+	ex.out[1] = out[0];
+	ex.out[2] = err[0];
+	ex.err = exec_wait_start(ep[0]);
+	close(ep[0]);
+	return 0;
+fail:
+	for (int i = 0; i < 2; i++) {
+		if (out[i] != -1)
+			close(out[i]);
+		if (err[i] != -1)
+			close(err[i]);
+		if (ep[i] != -1)
+			close(ep[i]);
+	}
+	exec_argv_free(argv);
+	return e;
+}
+
+void
+exec_start(struct tools *t, uint64_t id, const struct ipc_sbx_exec *req)
+{
+	uint32_t ms = req->timeout_ms != 0 ? req->timeout_ms : t->hello.timeout_max_ms;
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+	char msg[IPC_ERRMSG_MAX];
+	int cwd, rc, s;
+
+	if (ex.busy) {
+		exec_reply_exit(t, id, EBUSY, "another command is running", -1, 0, 0);
+		return;
+	}
+	if (t->ws.readonly) {
+		exec_reply_exit(t, id, EROFS, "read-only workspace: commands are not run", -1, 0, 0);
+		return;
+	}
+	if (ms > t->hello.timeout_max_ms) {
+		snprintf(msg, sizeof(msg), "timeout %u ms is above sandbox.exec_timeout (%u ms)",
+		    req->timeout_ms, t->hello.timeout_max_ms);
+		exec_reply_exit(t, id, EINVAL, msg, -1, 0, 0);
+		return;
+	}
+	if ((rc = ws_open_dir(&t->ws, req->cwd, &cwd, msg, sizeof(msg))) != 0) {
+		exec_reply_exit(t, id, rc, msg, -1, 0, 0);
+		return;
+	}
+	/* Leftovers of an earlier command (background jobs) go first. */
+	exec_signal_all(SIGKILL);
+	memset(&ex, 0, sizeof(ex));
+	ex.out[0] = ex.out[1] = ex.out[2] = -1;
+	clock_gettime(CLOCK_MONOTONIC, &ex.start);
+	ex.id = id;
+	if ((rc = exec_spawn(t, req, cwd)) != 0) {
+		close(cwd);
+		snprintf(msg, sizeof(msg), "cannot start the command: %s", strerror(rc));
+		exec_reply_exit(t, id, rc, msg, -1, 0, 0);
+		return;
+	}
+	close(cwd);
+	ex.busy = 1;
+	for (s = 1; s <= 2; s++) {
+		ex.ev[s] = event_new(t->base, ex.out[s], EV_READ | EV_PERSIST, exec_on_output, t);
+		if (ex.ev[s] == NULL || event_add(ex.ev[s], NULL) == -1)
+			fatalx("exec: event");
+	}
+	if ((ex.timer = evtimer_new(t->base, exec_on_timer, t)) == NULL ||
+	    evtimer_add(ex.timer, &tv) == -1)
+		fatalx("exec: timer");
+	exec_reap(t); /* a command that failed to exec may be gone already */
+}
+
+void
+exec_reap(struct tools *t)
+{
+	pid_t pid;
+	int status;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		if (!ex.busy || pid != ex.pid || ex.reaped)
+			continue;
+		ex.status = status;
+		ex.reaped = 1;
+		/* The command is done: whatever it left behind goes now, which
+		 * also closes the pipes a background job still held. */
+		exec_signal_all(SIGKILL);
+	}
+	exec_maybe_finish(t);
+}

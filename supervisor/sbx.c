@@ -1,0 +1,954 @@
+/*
+ * Per-run sandboxes, built by the supervisor (DESIGN.md section 4).
+ *
+ * clone() with new user, mount, pid, net, ipc and uts namespaces (and a new
+ * cgroup namespace once the child sits in its own cgroup); the uid/gid maps
+ * put the sandbox user (1000 inside) on an id that owns nothing on the host
+ * (sandbox.uid/gid; in development mode the only id an unprivileged user may
+ * map, its own).  The child builds a fresh tmpfs root: read-only /usr and
+ * the /bin, /sbin, /lib* entries of the host (as the same symlinks on a
+ * merged-/usr system), a generated /etc, the workspace at /workspace, a
+ * size-capped /tmp, a new /proc, a minimal /dev; pivot_root detaches the old
+ * root.  It drops every capability, takes the sandbox user, sets rlimits and
+ * no_new_privs and execs "agrippad -P sandbox", whose first act after
+ * reading its configuration is the seccomp filter.
+ *
+ * The supervisor never reads the sandbox's channel: it writes SBX_HELLO and
+ * hands the other end to the sandbox's driver.  It keeps a pidfd of the
+ * sandbox's pid 1; killing that kills the whole pid namespace, and the child
+ * also dies with the supervisor (PR_SET_PDEATHSIG).
+ */
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/fsuid.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <linux/openat2.h>
+#include <poll.h>
+#include <pwd.h>
+#include <sched.h>
+#include <signal.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "supervisor/sbx.h"
+#include "supervisor/supervisor.h"
+
+#define SBX_MAX_ALL 1024         /* sandbox.max's upper bound */
+#define SBX_BUILD_TIMEOUT_MS 10000
+#define SBX_INNER_ID 1000        /* the sandbox user's uid and gid inside */
+#define SBX_NEWROOT "/tmp"       /* mount point of the new root, in the child's namespace */
+
+struct sbx {
+	char id[IPC_SBX_ID_MAX + 1];
+	pid_t pid;
+	int pidfd;
+	char fresh[PATH_MAX]; /* a workspace made for this sandbox, removed at the end */
+	struct sbx_cgroup cg;
+	sbx_done_cb done;
+	void *arg;
+};
+
+static struct sbx *sbxs[SBX_MAX_ALL];
+
+/* What the child needs, prepared before clone (the child only makes syscalls). */
+struct sbx_child {
+	int chan;     /* the sandbox's end of its channel */
+	int go;       /* read end: one byte once the maps are written */
+	int errw;     /* write end: a failure reason, or EOF at exec */
+	int bin;      /* O_PATH descriptor of our own executable */
+	int ws;       /* O_PATH descriptor of the workspace */
+	int art;      /* O_PATH descriptor of .agrippa/artifacts (readOnly), or -1 */
+	char ws_path[PATH_MAX];
+	dev_t ws_dev;
+	ino_t ws_ino;
+	dev_t art_dev;
+	ino_t art_ino;
+	int readonly;
+	int devmode;
+	const struct conf_sandbox *lim;
+};
+
+/* ---- the child, between clone and execve --------------------------------- */
+
+/* Report why building failed and exit.  Only async-signal-safe calls. */
+__attribute__((noreturn)) static void
+sbx_fail(const struct sbx_child *c, const char *what, int err)
+{
+	char buf[256];
+	size_t n = 0;
+	const char *s = strerror(err);
+
+	while (*what && n < sizeof(buf) - 64)
+		buf[n++] = *what++;
+	buf[n++] = ':';
+	buf[n++] = ' ';
+	while (*s && n < sizeof(buf) - 1)
+		buf[n++] = *s++;
+	(void)!write(c->errw, buf, n);
+	_exit(125);
+}
+
+static void
+sbx_mkdir(const struct sbx_child *c, const char *path, mode_t mode)
+{
+	if (mkdir(path, mode) == -1 && errno != EEXIST)
+		sbx_fail(c, path, errno);
+}
+
+static void
+sbx_file(const struct sbx_child *c, const char *path, const char *content, mode_t mode)
+{
+	size_t len = strlen(content);
+	int fd;
+
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)) == -1)
+		sbx_fail(c, path, errno);
+	if (write(fd, content, len) != (ssize_t)len)
+		sbx_fail(c, path, errno);
+	close(fd);
+}
+
+/*
+ * Bind src on dst and remount it with extra flags.  A bind remount must
+ * keep the flags the kernel locked on mounts inherited from the host (atime,
+ * nosuid, ...), so the current ones are read back and kept.
+ */
+static void
+sbx_bind(const struct sbx_child *c, const char *src, const char *dst, unsigned long extra)
+{
+	struct statvfs sv;
+	unsigned long keep = 0;
+
+	if (mount(src, dst, NULL, MS_BIND | MS_REC, NULL) == -1)
+		sbx_fail(c, dst, errno);
+	if (statvfs(dst, &sv) == -1)
+		sbx_fail(c, dst, errno);
+	keep |= (sv.f_flag & ST_NOSUID) ? MS_NOSUID : 0;
+	keep |= (sv.f_flag & ST_NODEV) ? MS_NODEV : 0;
+	keep |= (sv.f_flag & ST_NOEXEC) ? MS_NOEXEC : 0;
+	keep |= (sv.f_flag & ST_NOATIME) ? MS_NOATIME : 0;
+	keep |= (sv.f_flag & ST_NODIRATIME) ? MS_NODIRATIME : 0;
+	keep |= (sv.f_flag & ST_RELATIME) ? MS_RELATIME : 0;
+	keep |= (sv.f_flag & ST_RDONLY) ? MS_RDONLY : 0;
+	if (mount(NULL, dst, NULL, MS_REMOUNT | MS_BIND | keep | extra, NULL) == -1)
+		sbx_fail(c, dst, errno);
+}
+
+/* /usr, and /bin, /sbin, /lib* as on the host: a symlink stays a symlink
+ * (merged /usr), a directory is bound read-only. */
+static void
+sbx_mount_system(const struct sbx_child *c)
+{
+	static const char *const dirs[] = { "usr", "bin", "sbin", "lib", "lib32", "lib64",
+		"libx32" };
+	char src[64], dst[64], link[256];
+	struct stat st;
+	ssize_t n;
+	size_t i;
+
+	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(src, sizeof(src), "/%s", dirs[i]);
+		snprintf(dst, sizeof(dst), SBX_NEWROOT "/%s", dirs[i]);
+		if (lstat(src, &st) == -1)
+			continue;
+		if (S_ISLNK(st.st_mode)) {
+			if ((n = readlink(src, link, sizeof(link) - 1)) <= 0)
+				sbx_fail(c, src, errno);
+			link[n] = '\0';
+			if (symlink(link, dst) == -1)
+				sbx_fail(c, dst, errno);
+		} else if (S_ISDIR(st.st_mode)) {
+			sbx_mkdir(c, dst, 0755);
+			sbx_bind(c, src, dst, MS_RDONLY | MS_NOSUID | MS_NODEV);
+		}
+	}
+}
+
+/* A minimal /etc: the sandbox user, a host name, no resolver.  The loader
+ * cache and Debian's alternatives (cc, awk, editor...) come read-only. */
+static void
+sbx_mount_etc(const struct sbx_child *c)
+{
+	char link[256];
+	ssize_t n;
+
+	sbx_mkdir(c, SBX_NEWROOT "/etc", 0755);
+	sbx_file(c, SBX_NEWROOT "/etc/passwd",
+	    "root:x:0:0:root:/nonexistent:/usr/sbin/nologin\n"
+	    "sandbox:x:1000:1000:sandbox:/workspace:/bin/sh\n"
+	    "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n", 0644);
+	sbx_file(c, SBX_NEWROOT "/etc/group",
+	    "root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n", 0644);
+	sbx_file(c, SBX_NEWROOT "/etc/hostname", "sandbox\n", 0644);
+	sbx_file(c, SBX_NEWROOT "/etc/hosts", "127.0.0.1\tlocalhost sandbox\n::1\tlocalhost\n",
+	    0644);
+	sbx_file(c, SBX_NEWROOT "/etc/nsswitch.conf",
+	    "passwd: files\ngroup: files\nhosts: files\n", 0644);
+	if (access("/etc/ld.so.cache", F_OK) == 0) {
+		sbx_file(c, SBX_NEWROOT "/etc/ld.so.cache", "", 0644);
+		sbx_bind(c, "/etc/ld.so.cache", SBX_NEWROOT "/etc/ld.so.cache",
+		    MS_RDONLY | MS_NOSUID | MS_NODEV);
+	}
+	if (access("/etc/alternatives", F_OK) == 0) {
+		sbx_mkdir(c, SBX_NEWROOT "/etc/alternatives", 0755);
+		sbx_bind(c, "/etc/alternatives", SBX_NEWROOT "/etc/alternatives",
+		    MS_RDONLY | MS_NOSUID | MS_NODEV);
+	}
+	if ((n = readlink("/etc/localtime", link, sizeof(link) - 1)) > 0) {
+		link[n] = '\0';
+		if (symlink(link, SBX_NEWROOT "/etc/localtime") == -1)
+			sbx_fail(c, "/etc/localtime", errno);
+	}
+}
+
+/*
+ * A bind source must be a mount of the child's own namespace, so the
+ * descriptors the supervisor opened (in its namespace) are reopened here by
+ * path, with no symlink allowed anywhere on it, and must be the very same
+ * directories (device and inode) the supervisor checked.
+ */
+static int
+sbx_reopen(const struct sbx_child *c, int dirfd, const char *path, dev_t dev, ino_t ino)
+{
+	struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+	struct stat st;
+	int fd;
+
+	if (dirfd != AT_FDCWD)
+		how.resolve |= RESOLVE_BENEATH;
+	if ((fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how))) == -1)
+		sbx_fail(c, "reopen the workspace", errno);
+	if (fstat(fd, &st) == -1 || st.st_dev != dev || st.st_ino != ino)
+		sbx_fail(c, "the workspace changed while the sandbox was built", ESTALE);
+	return fd;
+}
+
+static void
+sbx_fdpath(char *buf, size_t sz, int fd)
+{
+	snprintf(buf, sz, "/proc/self/fd/%d", fd);
+}
+
+/* The workspace (through the descriptor the supervisor opened, never a
+ * path), read-only except .agrippa/artifacts for access: readOnly. */
+static void
+sbx_mount_workspace(const struct sbx_child *c)
+{
+	char src[64];
+	unsigned long fl = MS_NOSUID | MS_NODEV;
+
+	sbx_mkdir(c, SBX_NEWROOT "/workspace", 0755);
+	sbx_fdpath(src, sizeof(src), c->ws);
+	sbx_bind(c, src, SBX_NEWROOT "/workspace", fl | (c->readonly ? MS_RDONLY : 0));
+	if (c->art >= 0) {
+		sbx_fdpath(src, sizeof(src), c->art);
+		sbx_bind(c, src, SBX_NEWROOT "/workspace/" ".agrippa/artifacts", fl);
+	}
+}
+
+static void
+sbx_tmpfs(const struct sbx_child *c, const char *dst, const char *opts, unsigned long fl)
+{
+	sbx_mkdir(c, dst, 0755);
+	if (mount("tmpfs", dst, "tmpfs", fl, opts) == -1)
+		sbx_fail(c, dst, errno);
+}
+
+/* /dev: the harmless character devices bound from the host, a private
+ * devpts instance, /dev/shm, and the usual symlinks. */
+static void
+sbx_mount_dev(const struct sbx_child *c, const char *shmopts)
+{
+	static const char *const devs[] = { "null", "zero", "full", "random", "urandom", "tty" };
+	char src[32], dst[64];
+	size_t i;
+	int fd;
+
+	sbx_tmpfs(c, SBX_NEWROOT "/dev", "mode=0755,size=64k,nr_inodes=64", MS_NOSUID | MS_NOEXEC);
+	for (i = 0; i < sizeof(devs) / sizeof(devs[0]); i++) {
+		snprintf(src, sizeof(src), "/dev/%s", devs[i]);
+		snprintf(dst, sizeof(dst), SBX_NEWROOT "/dev/%s", devs[i]);
+		if ((fd = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666)) == -1)
+			sbx_fail(c, dst, errno);
+		close(fd);
+		if (mount(src, dst, NULL, MS_BIND, NULL) == -1)
+			sbx_fail(c, dst, errno);
+	}
+	sbx_mkdir(c, SBX_NEWROOT "/dev/pts", 0755);
+	if (mount("devpts", SBX_NEWROOT "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+		"newinstance,ptmxmode=0666,mode=0620") == -1)
+		sbx_fail(c, "/dev/pts", errno);
+	if (symlink("pts/ptmx", SBX_NEWROOT "/dev/ptmx") == -1 ||
+	    symlink("/proc/self/fd", SBX_NEWROOT "/dev/fd") == -1 ||
+	    symlink("/proc/self/fd/0", SBX_NEWROOT "/dev/stdin") == -1 ||
+	    symlink("/proc/self/fd/1", SBX_NEWROOT "/dev/stdout") == -1 ||
+	    symlink("/proc/self/fd/2", SBX_NEWROOT "/dev/stderr") == -1)
+		sbx_fail(c, "/dev symlinks", errno);
+	sbx_tmpfs(c, SBX_NEWROOT "/dev/shm", shmopts, MS_NOSUID | MS_NODEV);
+	if (mount(NULL, SBX_NEWROOT "/dev", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID |
+		MS_NOEXEC, NULL) == -1)
+		sbx_fail(c, "/dev read-only", errno);
+}
+
+static void
+sbx_pivot(const struct sbx_child *c)
+{
+	if (chdir(SBX_NEWROOT) == -1)
+		sbx_fail(c, "chdir new root", errno);
+	/* pivot_root(".", "."): the old root ends up stacked on the new one
+	 * and is detached at once; nothing of the host stays reachable. */
+	if (syscall(SYS_pivot_root, ".", ".") == -1)
+		sbx_fail(c, "pivot_root", errno);
+	if (umount2(".", MNT_DETACH) == -1)
+		sbx_fail(c, "detach the old root", errno);
+	if (chdir("/") == -1)
+		sbx_fail(c, "chdir /", errno);
+	if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV,
+		NULL) == -1)
+		sbx_fail(c, "root read-only", errno);
+}
+
+static void
+sbx_limits(const struct sbx_child *c)
+{
+	struct {
+		int res;
+		rlim_t v;
+	} l[] = {
+		{ RLIMIT_NPROC, (rlim_t)c->lim->pids },
+		{ RLIMIT_NOFILE, (rlim_t)c->lim->open_files },
+		{ RLIMIT_FSIZE, (rlim_t)c->lim->file_size },
+		{ RLIMIT_CORE, 0 },
+	};
+	struct rlimit rl;
+	size_t i;
+
+	for (i = 0; i < sizeof(l) / sizeof(l[0]); i++) {
+		rl.rlim_cur = rl.rlim_max = l[i].v;
+		if (setrlimit(l[i].res, &rl) == -1)
+			sbx_fail(c, "setrlimit", errno);
+	}
+}
+
+/* Every capability gone: bounding set (while CAP_SETPCAP remains), ambient,
+ * then the sandbox user's ids, then the three sets. */
+static void
+sbx_drop(const struct sbx_child *c)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2];
+	unsigned long cap;
+	uid_t r, e, s;
+
+	for (cap = 0; prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; cap++)
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == -1)
+			sbx_fail(c, "drop the bounding set", errno);
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) == -1)
+		sbx_fail(c, "clear ambient capabilities", errno);
+	/* setgroups is denied in an unprivileged user namespace; there the
+	 * supplementary groups are unmapped already. */
+	if (!c->devmode && setgroups(0, NULL) == -1)
+		sbx_fail(c, "setgroups", errno);
+	if (setresgid(SBX_INNER_ID, SBX_INNER_ID, SBX_INNER_ID) == -1)
+		sbx_fail(c, "setresgid", errno);
+	if (setresuid(SBX_INNER_ID, SBX_INNER_ID, SBX_INNER_ID) == -1)
+		sbx_fail(c, "setresuid", errno);
+	memset(data, 0, sizeof(data));
+	if (syscall(SYS_capset, &hdr, data) == -1)
+		sbx_fail(c, "capset", errno);
+	if (getresuid(&r, &e, &s) == -1 || r != SBX_INNER_ID || e != SBX_INNER_ID ||
+	    s != SBX_INNER_ID || setuid(0) == 0)
+		sbx_fail(c, "the sandbox user could not be verified", EPERM);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
+		sbx_fail(c, "no_new_privs", errno);
+}
+
+/* fd 0/1 /dev/null, 2 kept (the daemon's stderr or /dev/null), 3 the
+ * channel; the executable and the error pipe above, close-on-exec. */
+static void
+sbx_fds(struct sbx_child *c)
+{
+	int nul, chan, bin, errw;
+
+	if ((chan = fcntl(c->chan, F_DUPFD_CLOEXEC, 10)) == -1 ||
+	    (bin = fcntl(c->bin, F_DUPFD_CLOEXEC, 10)) == -1 ||
+	    (errw = fcntl(c->errw, F_DUPFD_CLOEXEC, 10)) == -1)
+		sbx_fail(c, "descriptors", errno);
+	c->errw = errw;
+	if ((nul = open("/dev/null", O_RDWR | O_CLOEXEC)) == -1 || dup2(nul, 0) == -1 ||
+	    dup2(nul, 1) == -1 || dup2(chan, 3) == -1 || dup3(bin, 4, O_CLOEXEC) == -1 ||
+	    dup3(errw, 5, O_CLOEXEC) == -1)
+		sbx_fail(c, "descriptors", errno);
+	c->errw = 5;
+	c->bin = 4;
+	closefrom(6);
+}
+
+__attribute__((noreturn)) static void
+sbx_child_main(struct sbx_child *c)
+{
+	char tmpopts[128], shmopts[128], go;
+	char *argv[] = { "agrippad", "-P", "sandbox", NULL, NULL };
+	char *envp[12];
+	int envc = 0;
+
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == -1)
+		sbx_fail(c, "pdeathsig", errno);
+	if (read(c->go, &go, 1) != 1) /* the supervisor gave up */
+		_exit(125);
+	if (unshare(CLONE_NEWCGROUP) == -1)
+		sbx_fail(c, "cgroup namespace", errno);
+	/* Root mode: we are still host root, an id the namespace does not map,
+	 * and the kernel refuses to create files under an unmapped id.  Create
+	 * them as the sandbox user; the sources of the binds are descriptors or
+	 * world-readable, so nothing needs root's access to files. */
+	c->ws = sbx_reopen(c, AT_FDCWD, c->ws_path, c->ws_dev, c->ws_ino);
+	if (c->art >= 0)
+		c->art = sbx_reopen(c, c->ws, ".agrippa/artifacts", c->art_dev, c->art_ino);
+	setfsgid(SBX_INNER_ID);
+	setfsuid(SBX_INNER_ID);
+	if ((uid_t)setfsuid((uid_t)-1) != SBX_INNER_ID)
+		sbx_fail(c, "setfsuid", EPERM);
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == -1)
+		sbx_fail(c, "private mounts", errno);
+	if (mount("tmpfs", SBX_NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV,
+		"mode=0755,size=1m,nr_inodes=1024") == -1)
+		sbx_fail(c, "root tmpfs", errno);
+	sbx_mount_system(c);
+	sbx_mount_etc(c);
+	sbx_mount_workspace(c);
+	snprintf(tmpopts, sizeof(tmpopts), "mode=1777,size=%llu,nr_inodes=65536",
+	    (unsigned long long)c->lim->tmp_size);
+	snprintf(shmopts, sizeof(shmopts), "mode=1777,size=%llu,nr_inodes=4096",
+	    (unsigned long long)c->lim->tmp_size);
+	sbx_tmpfs(c, SBX_NEWROOT "/tmp", tmpopts, MS_NOSUID | MS_NODEV);
+	sbx_mkdir(c, SBX_NEWROOT "/proc", 0555);
+	if (mount("proc", SBX_NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) ==
+	    -1)
+		sbx_fail(c, "/proc", errno);
+	sbx_mount_dev(c, shmopts);
+	sbx_fds(c);
+	sbx_pivot(c);
+	if (sethostname("sandbox", 7) == -1)
+		sbx_fail(c, "sethostname", errno);
+	sbx_limits(c);
+	sbx_drop(c);
+	if (chdir("/workspace") == -1)
+		sbx_fail(c, "chdir /workspace", errno);
+	envp[envc++] = "PATH=/usr/local/bin:/usr/bin:/bin";
+	envp[envc++] = "HOME=/workspace";
+	envp[envc++] = "LANG=C.UTF-8";
+	envp[envc++] = "AGRIPPA_SANDBOX=1";
+#ifdef AGRIPPA_SANITIZE
+	for (char **e = environ; *e != NULL && envc < 10; e++)
+		if (strncmp(*e, "ASAN_OPTIONS=", 13) == 0 || strncmp(*e, "UBSAN_OPTIONS=", 14) == 0)
+			envp[envc++] = *e;
+#endif
+	envp[envc] = NULL;
+	if (sup.foreground)
+		argv[3] = "-d";
+	syscall(SYS_execveat, c->bin, "", argv, envp, AT_EMPTY_PATH);
+	sbx_fail(c, "execute agrippad -P sandbox", errno);
+}
+
+/* ---- the supervisor's side ----------------------------------------------- */
+
+static int
+sbx_write_file(pid_t pid, const char *file, const char *s)
+{
+	char path[64];
+	ssize_t n;
+	int fd, saved;
+
+	snprintf(path, sizeof(path), "/proc/%ld/%s", (long)pid, file);
+	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1)
+		return -1;
+	n = write(fd, s, strlen(s));
+	saved = errno;
+	close(fd);
+	errno = saved;
+	return n == (ssize_t)strlen(s) ? 0 : -1;
+}
+
+/* Map the sandbox user (1000 inside) on its host ids. */
+static int
+sbx_maps(pid_t pid, char *err, size_t errsz)
+{
+	char map[64];
+	unsigned long uid = sup.devmode ? (unsigned long)getuid() : sup.conf.sandbox.uid;
+	unsigned long gid = sup.devmode ? (unsigned long)getgid() : sup.conf.sandbox.gid;
+
+	if (sup.devmode && sbx_write_file(pid, "setgroups", "deny") == -1)
+		goto fail;
+	snprintf(map, sizeof(map), "%d %lu 1\n", SBX_INNER_ID, uid);
+	if (sbx_write_file(pid, "uid_map", map) == -1)
+		goto fail;
+	snprintf(map, sizeof(map), "%d %lu 1\n", SBX_INNER_ID, gid);
+	if (sbx_write_file(pid, "gid_map", map) == -1)
+		goto fail;
+	return 0;
+fail:
+	snprintf(err, errsz, "user namespace maps: %s", strerror(errno));
+	return -1;
+}
+
+/* a is b or lies under it. */
+static int
+path_within(const char *a, const char *b)
+{
+	size_t n = strlen(b);
+
+	if (strcmp(b, "/") == 0)
+		return 1;
+	return strncmp(a, b, n) == 0 && (a[n] == '\0' || a[n] == '/');
+}
+
+/*
+ * An operator's workspace: an existing directory that neither holds nor
+ * lies in anything of the daemon's (state, key, config, sockets, pidfile).
+ * Resolves symlinks into real.
+ */
+static int
+sbx_check_workspace(const char *path, char *real, size_t realsz, char *err, size_t errsz)
+{
+	const char *mine[] = { sup.conf.state_dir, sup.conf.master_key, sup.conf_path,
+		sup.conf.control_socket, sup.conf.pidfile, sup.self_exe };
+	char buf[PATH_MAX];
+	struct stat st;
+	size_t i;
+
+	if (path[0] != '/') {
+		snprintf(err, errsz, "workspace must be an absolute path");
+		return -1;
+	}
+	if (realpath(path, buf) == NULL || stat(buf, &st) == -1) {
+		snprintf(err, errsz, "workspace %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(err, errsz, "workspace %s: not a directory", path);
+		return -1;
+	}
+	for (i = 0; i < sizeof(mine) / sizeof(mine[0]); i++) {
+		if (path_within(mine[i], buf) || (i == 0 && path_within(buf, mine[i]))) {
+			snprintf(err, errsz, "workspace %s: overlaps the daemon's own files (%s)",
+			    path, mine[i]);
+			return -1;
+		}
+	}
+	if (fmt_ok(real, realsz, "%s", buf) == -1) {
+		snprintf(err, errsz, "workspace path too long");
+		return -1;
+	}
+	return 0;
+}
+
+/* Opens (making it when missing) dir/name beneath dir with no symlink on
+ * the way; a directory made here is given to the sandbox user. */
+static int
+sbx_subdir(int dir, const char *name, char *err, size_t errsz)
+{
+	struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+	int fd, made = 0;
+
+	if (mkdirat(dir, name, 0755) == 0)
+		made = 1;
+	else if (errno != EEXIST)
+		goto fail;
+	if ((fd = (int)syscall(SYS_openat2, dir, name, &how, sizeof(how))) == -1)
+		goto fail;
+	if (made && !sup.devmode &&
+	    fchownat(fd, "", (uid_t)sup.conf.sandbox.uid, (gid_t)sup.conf.sandbox.gid,
+		AT_EMPTY_PATH) == -1) {
+		close(fd);
+		goto fail;
+	}
+	return fd;
+fail:
+	snprintf(err, errsz, "workspace: %s: %s", name, strerror(errno));
+	return -1;
+}
+
+/* For access: readOnly, the one writable place: .agrippa/artifacts. */
+static int
+sbx_artifacts_dir(int ws, char *err, size_t errsz)
+{
+	int dot, art;
+
+	if ((dot = sbx_subdir(ws, ".agrippa", err, errsz)) == -1)
+		return -1;
+	art = sbx_subdir(dot, "artifacts", err, errsz);
+	close(dot);
+	return art;
+}
+
+/* Remove a tree without following any symlink in it. */
+static void
+sbx_rmtree_at(int dir, const char *name, int depth)
+{
+	struct dirent *de;
+	DIR *d;
+	int fd;
+
+	if (unlinkat(dir, name, 0) == 0 || (errno != EISDIR && errno != EPERM) || depth > 256)
+		return;
+	if ((fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1)
+		return;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL)
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+			sbx_rmtree_at(dirfd(d), de->d_name, depth + 1);
+	closedir(d);
+	if (unlinkat(dir, name, AT_REMOVEDIR) == -1)
+		log_warn("sandbox: cannot remove %s", name);
+}
+
+static void
+sbx_rmtree(const char *path)
+{
+	sbx_rmtree_at(AT_FDCWD, path, 0);
+}
+
+/* A fresh, empty workspace under the state directory, owned by the sandbox user. */
+static int
+sbx_fresh(struct sbx *s, char *err, size_t errsz)
+{
+	char dir[PATH_MAX];
+
+	if (fmt_ok(dir, sizeof(dir), "%s/sandboxes", sup.conf.state_dir) == -1 ||
+	    fmt_ok(s->fresh, sizeof(s->fresh), "%s/%s", dir, s->id) == -1) {
+		snprintf(err, errsz, "state directory path too long");
+		return -1;
+	}
+	if ((mkdir(dir, 0700) == -1 && errno != EEXIST) || mkdir(s->fresh, 0700) == -1 ||
+	    (!sup.devmode && chown(s->fresh, (uid_t)sup.conf.sandbox.uid,
+				 (gid_t)sup.conf.sandbox.gid) == -1)) {
+		snprintf(err, errsz, "fresh workspace: %s", strerror(errno));
+		if (access(s->fresh, F_OK) == 0)
+			rmdir(s->fresh);
+		s->fresh[0] = '\0';
+		return -1;
+	}
+	return 0;
+}
+
+static void
+sbx_send_hello(struct sbx *s, int fd, int readonly)
+{
+	struct ipc_wbuf w;
+
+	ipc_wbuf_begin(&w, IMSG_SBX_HELLO, 0, 8);
+	ipc_put_u64(&w, IPC_PROTO_VERSION);
+	ipc_put_u64(&w, (uint64_t)sup.verbose);
+	ipc_put_u64(&w, readonly ? 1 : 0);
+	ipc_put_u64(&w, sup.conf.sandbox.file_max);
+	ipc_put_u64(&w, sup.conf.sandbox.output_max);
+	ipc_put_u64(&w, sup.conf.sandbox.exec_timeout * 1000);
+	ipc_put_u64(&w, sup.conf.sandbox.artifact_max);
+	ipc_put_str(&w, s->id);
+	if (ipc_wbuf_finish(&w, sup.conf.ipc_max_frame) == -1 ||
+	    ipc_write_frame(fd, &w, -1) == -1)
+		fatalx("sandbox: cannot write its hello"); /* a socketpair of our own */
+	ipc_wbuf_free(&w);
+}
+
+/* Wait for the child to exec (EOF on the error pipe) or say why it failed. */
+static int
+sbx_wait_exec(int errr, char *err, size_t errsz)
+{
+	struct pollfd pfd = { errr, POLLIN, 0 };
+	char buf[256];
+	ssize_t n;
+
+	if (poll(&pfd, 1, SBX_BUILD_TIMEOUT_MS) != 1) {
+		snprintf(err, errsz, "sandbox not built within %d ms", SBX_BUILD_TIMEOUT_MS);
+		return -1;
+	}
+	if ((n = read(errr, buf, sizeof(buf) - 1)) == 0)
+		return 0;
+	if (n < 0)
+		snprintf(err, errsz, "sandbox: %s", strerror(errno));
+	else
+		snprintf(err, errsz, "sandbox: %.*s", (int)n, buf);
+	return -1;
+}
+
+static int
+sbx_slot(void)
+{
+	int i, n = 0;
+
+	for (i = 0; i < SBX_MAX_ALL; i++)
+		n += sbxs[i] != NULL;
+	if ((uint64_t)n >= sup.conf.sandbox.max)
+		return -1;
+	for (i = 0; i < SBX_MAX_ALL; i++)
+		if (sbxs[i] == NULL)
+			return i;
+	return -1;
+}
+
+static void
+sbx_close_all(const int *fds, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (fds[i] != -1)
+			close(fds[i]);
+}
+
+/* Clone and start the child; parent side of the hand-shake.  Returns 0 or -1. */
+static int
+sbx_spawn(struct sbx *s, struct sbx_child *c, char *err, size_t errsz)
+{
+	int sv[2] = { -1, -1 }, go[2] = { -1, -1 }, ep[2] = { -1, -1 }, pidfd = -1, rv = -1;
+	long pid;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1 ||
+	    pipe2(go, O_CLOEXEC) == -1 || pipe2(ep, O_CLOEXEC) == -1) {
+		snprintf(err, errsz, "sandbox: %s", strerror(errno));
+		goto out;
+	}
+	c->chan = sv[1];
+	c->go = go[0];
+	c->errw = ep[1];
+	pid = syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
+	    CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD | SIGCHLD, NULL, &pidfd, NULL, 0);
+	if (pid == 0)
+		sbx_child_main(c);
+	if (pid == -1) {
+		snprintf(err, errsz, "sandbox: clone: %s", strerror(errno));
+		goto out;
+	}
+	s->pid = (pid_t)pid;
+	s->pidfd = pidfd;
+	close(go[0]);
+	close(ep[1]);
+	go[0] = ep[1] = -1;
+	if (sbx_maps(s->pid, err, errsz) == -1 || cgroup_attach(&s->cg, s->pid, err, errsz) == -1 ||
+	    write(go[1], "g", 1) != 1 || sbx_wait_exec(ep[0], err, errsz) == -1) {
+		syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+		waitpid(s->pid, NULL, 0);
+		close(pidfd);
+		s->pid = 0;
+		s->pidfd = -1;
+		goto out;
+	}
+	sbx_send_hello(s, sv[0], c->readonly);
+	rv = sv[0];
+	sv[0] = -1;
+out:
+	sbx_close_all((int[]){ sv[0], sv[1], go[0], go[1], ep[0], ep[1] }, 6);
+	return rv;
+}
+
+/* What the child checks when it reopens the workspace and artifacts dir. */
+static int
+sbx_identify(struct sbx_child *c, const char *path, char *err, size_t errsz)
+{
+	struct stat st;
+
+	if (fmt_ok(c->ws_path, sizeof(c->ws_path), "%s", path) == -1 || fstat(c->ws, &st) == -1) {
+		snprintf(err, errsz, "workspace: %s", strerror(errno ? errno : ENAMETOOLONG));
+		return -1;
+	}
+	c->ws_dev = st.st_dev;
+	c->ws_ino = st.st_ino;
+	if (c->art >= 0) {
+		if (fstat(c->art, &st) == -1) {
+			snprintf(err, errsz, "workspace: %s", strerror(errno));
+			return -1;
+		}
+		c->art_dev = st.st_dev;
+		c->art_ino = st.st_ino;
+	}
+	return 0;
+}
+
+struct sbx *
+sbx_create(const struct sbx_req *req, int *driver_fd, char *err, size_t errsz)
+{
+	struct sbx_child c = { .ws = -1, .art = -1, .bin = -1, .readonly = req->readonly,
+		.devmode = sup.devmode, .lim = &sup.conf.sandbox };
+	char real[PATH_MAX];
+	unsigned char rnd[8];
+	struct sbx *s;
+	int slot, fd = -1;
+
+	if ((slot = sbx_slot()) == -1) {
+		snprintf(err, errsz, "too many sandboxes (sandbox.max is %llu)",
+		    (unsigned long long)sup.conf.sandbox.max);
+		return NULL;
+	}
+	if ((s = calloc(1, sizeof(*s))) == NULL) {
+		snprintf(err, errsz, "out of memory");
+		return NULL;
+	}
+	s->pidfd = -1;
+	randombytes_buf(rnd, sizeof(rnd));
+	snprintf(s->id, sizeof(s->id), "sbx-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1],
+	    rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+	if (req->workspace != NULL ? sbx_check_workspace(req->workspace, real, sizeof(real), err,
+					 errsz)
+				   : sbx_fresh(s, err, errsz))
+		goto fail;
+	if ((c.ws = open(req->workspace ? real : s->fresh,
+		 O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
+		snprintf(err, errsz, "workspace: %s", strerror(errno));
+		goto fail;
+	}
+	if (req->readonly && (c.art = sbx_artifacts_dir(c.ws, err, errsz)) == -1)
+		goto fail;
+	if (sbx_identify(&c, req->workspace ? real : s->fresh, err, errsz) == -1)
+		goto fail;
+	if ((c.bin = open(sup.self_exe, O_PATH | O_CLOEXEC)) == -1) {
+		snprintf(err, errsz, "%s: %s", sup.self_exe, strerror(errno));
+		goto fail;
+	}
+	if (cgroup_create(s->id, &sup.conf.sandbox, &s->cg, err, errsz) == -1)
+		goto fail;
+	if ((fd = sbx_spawn(s, &c, err, errsz)) == -1)
+		goto fail;
+	close(c.ws);
+	close(c.bin);
+	if (c.art >= 0)
+		close(c.art);
+	s->done = req->done;
+	s->arg = req->arg;
+	sbxs[slot] = s;
+	*driver_fd = fd;
+	log_info("sandbox %s started (pid %ld, %s, %s)", s->id, (long)s->pid,
+	    req->workspace ? real : "fresh workspace", req->readonly ? "read-only" : "read-write");
+	return s;
+fail:
+	if (c.ws >= 0)
+		close(c.ws);
+	if (c.bin >= 0)
+		close(c.bin);
+	if (c.art >= 0)
+		close(c.art);
+	cgroup_destroy(&s->cg);
+	if (s->fresh[0] != '\0')
+		sbx_rmtree(s->fresh);
+	free(s);
+	return NULL;
+}
+
+const char *
+sbx_id(const struct sbx *s)
+{
+	return s->id;
+}
+
+pid_t
+sbx_pid(const struct sbx *s)
+{
+	return s->pid;
+}
+
+void
+sbx_kill(struct sbx *s)
+{
+	if (s->pidfd >= 0)
+		syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL, 0);
+}
+
+void
+sbx_abandon(struct sbx *s)
+{
+	s->done = NULL;
+	s->arg = NULL;
+	sbx_kill(s);
+}
+
+void
+sbx_kill_all(void)
+{
+	int i;
+
+	for (i = 0; i < SBX_MAX_ALL; i++)
+		if (sbxs[i] != NULL)
+			sbx_kill(sbxs[i]);
+}
+
+int
+sbx_count(void)
+{
+	int i, n = 0;
+
+	for (i = 0; i < SBX_MAX_ALL; i++)
+		n += sbxs[i] != NULL;
+	return n;
+}
+
+int
+sbx_reaped(pid_t pid, int status)
+{
+	struct sbx *s;
+	int i;
+
+	for (i = 0; i < SBX_MAX_ALL; i++) {
+		if ((s = sbxs[i]) == NULL || s->pid != pid)
+			continue;
+		sbxs[i] = NULL;
+		close(s->pidfd);
+		/* The kernel reaped the whole pid namespace before its pid 1. */
+		cgroup_destroy(&s->cg);
+		if (s->fresh[0] != '\0')
+			sbx_rmtree(s->fresh);
+		log_info("sandbox %s ended (%s %d)", s->id,
+		    WIFEXITED(status) ? "status" : "signal",
+		    WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+		if (s->done != NULL)
+			s->done(s, status, s->arg);
+		free(s);
+		return 1;
+	}
+	return 0;
+}
+
+int
+sbx_init(char *err, size_t errsz)
+{
+	struct passwd *pw;
+	struct group *gr;
+
+	if (!sup.devmode) {
+		if ((pw = getpwuid((uid_t)sup.conf.sandbox.uid)) != NULL) {
+			snprintf(err, errsz, "sandbox.uid %llu belongs to user %s: the sandbox "
+			    "user must map to an id that owns nothing",
+			    (unsigned long long)sup.conf.sandbox.uid, pw->pw_name);
+			return -1;
+		}
+		if ((gr = getgrgid((gid_t)sup.conf.sandbox.gid)) != NULL) {
+			snprintf(err, errsz, "sandbox.gid %llu belongs to group %s: the sandbox "
+			    "user must map to an id that owns nothing",
+			    (unsigned long long)sup.conf.sandbox.gid, gr->gr_name);
+			return -1;
+		}
+	}
+	cgroup_init();
+	return 0;
+}

@@ -1,0 +1,64 @@
+/*
+ * Building and tearing down per-run sandboxes (DESIGN.md section 4), in the
+ * supervisor.  The supervisor builds a sandbox and hands the other end of
+ * its channel to whoever drives it; it never reads what the sandbox sends.
+ */
+#ifndef AGRIPPA_SUPERVISOR_SBX_H
+#define AGRIPPA_SUPERVISOR_SBX_H
+
+#include <limits.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "ipc/ipc_msg.h"
+#include "supervisor/config.h"
+
+/* cgroup.c */
+enum { CG_MEMORY, CG_PIDS, CG_CPU, CG_NCTL };
+struct sbx_cgroup {
+	char dir[CG_NCTL][PATH_MAX]; /* v2: dir[0] only; "" when not created */
+};
+/* Detect cgroup v2 or v1 and prepare delegation; logs one line either way. */
+void cgroup_init(void);
+int cgroup_available(void);
+/* Make the cgroup(s) named name with lim's limits.  Returns 0 (nothing made
+ * when no cgroup is available) or -1 with err set (nothing left behind). */
+int cgroup_create(const char *name, const struct conf_sandbox *lim, struct sbx_cgroup *out,
+    char *err, size_t errsz);
+int cgroup_attach(const struct sbx_cgroup *c, pid_t pid, char *err, size_t errsz);
+void cgroup_destroy(struct sbx_cgroup *c);
+
+/* sbx.c */
+struct sbx;
+/* Called once when the sandbox has ended and everything of it is gone. */
+typedef void (*sbx_done_cb)(struct sbx *s, int status, void *arg);
+
+struct sbx_req {
+	const char *workspace; /* absolute directory, or NULL for a fresh empty one */
+	int readonly;          /* access: readOnly */
+	sbx_done_cb done;
+	void *arg;
+};
+
+/* Ready the sandbox machinery: cgroups, the sandbox uid check. */
+int sbx_init(char *err, size_t errsz);
+
+/*
+ * Build a sandbox.  On success returns it and sets *driver_fd to the
+ * driver's end of its channel (SBX_HELLO already queued on it; the caller
+ * passes it on and closes its copy).  On failure returns NULL with err set
+ * and nothing left behind.
+ */
+struct sbx *sbx_create(const struct sbx_req *req, int *driver_fd, char *err, size_t errsz);
+const char *sbx_id(const struct sbx *s);
+pid_t sbx_pid(const struct sbx *s);
+/* Kill every process of the sandbox; done() runs once it is reaped. */
+void sbx_kill(struct sbx *s);
+/* Forget the done callback (its owner is going away); the sandbox is killed. */
+void sbx_abandon(struct sbx *s);
+/* SIGCHLD: returns 1 when pid was a sandbox (then cleaned up), 0 otherwise. */
+int sbx_reaped(pid_t pid, int status);
+void sbx_kill_all(void);
+int sbx_count(void);
+
+#endif
