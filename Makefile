@@ -92,7 +92,13 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libagrippa.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-tests: all $(UNIT_BIN) $(TOOL_BIN)
+# Probes that run inside sandboxes: static, no sanitizers, no libagrippa.
+PROBE_BIN := $(BUILD)/tests/probe/try_syscall
+$(BUILD)/tests/probe/try_syscall: tests/tools/try_syscall.c
+	@mkdir -p $(@D)
+	$(CC) $(BASEFLAGS) -O1 -DPROBE_STATIC -static -o $@ $<
+
+tests: all $(UNIT_BIN) $(TOOL_BIN) $(PROBE_BIN)
 
 # The test build is a separate sanitizer tree; every test runs against it.
 check:

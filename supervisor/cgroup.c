@@ -198,9 +198,15 @@ cg_v1_setup(void)
 	return any ? 0 : -1;
 }
 
+/*
+ * devmode: an unprivileged daemon rarely has a cgroup delegated to it, so
+ * the missing limits are expected there and said at info level; as root
+ * they are a warning.
+ */
 void
-cgroup_init(void)
+cgroup_init(int devmode)
 {
+	void (*say)(const char *, ...) = devmode ? log_info : log_warnx;
 	struct statfs sf;
 
 	memset(&cg, 0, sizeof(cg));
@@ -212,7 +218,7 @@ cgroup_init(void)
 	}
 	if (cg.mode == CG_NONE) {
 		memset(&cg, 0, sizeof(cg));
-		log_warnx("sandbox: no usable cgroup (v2 with delegation, or v1 memory/pids/cpu "
+		say("sandbox: no usable cgroup (v2 with delegation, or v1 memory/pids/cpu "
 		    "hierarchies we can write): sandboxes run without memory, pids and cpu "
 		    "limits beyond their rlimits");
 		return;
@@ -221,7 +227,7 @@ cgroup_init(void)
 	    cg.have[CG_MEMORY] ? " memory" : "", cg.have[CG_PIDS] ? " pids" : "",
 	    cg.have[CG_CPU] ? " cpu" : "");
 	if (!cg.have[CG_MEMORY] || !cg.have[CG_PIDS] || !cg.have[CG_CPU])
-		log_warnx("sandbox: cgroup controllers missing:%s%s%s (rlimits only for those)",
+		say("sandbox: cgroup controllers missing:%s%s%s (rlimits only for those)",
 		    cg.have[CG_MEMORY] ? "" : " memory", cg.have[CG_PIDS] ? "" : " pids",
 		    cg.have[CG_CPU] ? "" : " cpu");
 }

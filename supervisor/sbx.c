@@ -949,6 +949,6 @@ sbx_init(char *err, size_t errsz)
 			return -1;
 		}
 	}
-	cgroup_init();
+	cgroup_init(sup.devmode);
 	return 0;
 }

@@ -19,7 +19,7 @@ struct sbx_cgroup {
 	char dir[CG_NCTL][PATH_MAX]; /* v2: dir[0] only; "" when not created */
 };
 /* Detect cgroup v2 or v1 and prepare delegation; logs one line either way. */
-void cgroup_init(void);
+void cgroup_init(int devmode);
 int cgroup_available(void);
 /* Make the cgroup(s) named name with lim's limits.  Returns 0 (nothing made
  * when no cgroup is available) or -1 with err set (nothing left behind). */

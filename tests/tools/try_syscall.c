@@ -15,6 +15,11 @@
  * systemd), and not to be root with the initial uid map.  --seccomp mode
  * runs anywhere, but only the probes marked harmless; the others (mount,
  * writing a file, ...) still need the sandbox.
+ *
+ * Built twice: against libagrippa with the sanitizers (tests/tools/ of a build,
+ * --seccomp mode), and with -DPROBE_STATIC as a static program without the
+ * sanitizers or --seccomp (tests/probe/ of a build), which the security tests copy
+ * into a sandbox's workspace: it needs nothing from the sandbox's /usr.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -37,7 +42,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#ifndef PROBE_STATIC
 #include "privsep/privsep.h"
+#else
+enum ipc_role { ROLE_ENGINE };
+#endif
 
 #define nitems(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -394,10 +403,12 @@ in_sandbox(void)
 
 /* ---- running the probes ---------------------------------------------- */
 
+#ifndef PROBE_STATIC
 static const struct {
 	const char *name;
 	enum ipc_role role;
 } roles[] = {{"engine", ROLE_ENGINE}, {"httpd", ROLE_HTTPD}, {"proxy", ROLE_PROXY}};
+#endif
 
 /* Runs one probe in a child (under role's filter if filtered); prints its line. */
 static void
@@ -412,8 +423,10 @@ run_probe(const struct probe *p, int filtered, enum ipc_role role)
 		exit(1);
 	}
 	if (pid == 0) {
+#ifndef PROBE_STATIC
 		if (filtered)
 			privsep_seccomp(role, 0);
+#endif
 		errno = 0;
 		if (p->fn() >= 0)
 			printf("%s: ok\n", p->name);
@@ -446,6 +459,7 @@ usage(void)
 static int
 parse_role(const char *name, enum ipc_role *role)
 {
+#ifndef PROBE_STATIC
 	size_t i;
 
 	for (i = 0; i < nitems(roles); i++)
@@ -453,6 +467,7 @@ parse_role(const char *name, enum ipc_role *role)
 			*role = roles[i].role;
 			return 0;
 		}
+#endif
 	return -1;
 }
 

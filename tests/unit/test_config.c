@@ -179,6 +179,65 @@ test_database_forms(void **state)
 	assert_int_equal(cfg.db_embedded, 1);
 }
 
+/* sandbox: every limit set, G suffix, no zero or unlimited value, ids
+ * bounded, and the section must be a mapping. */
+static void
+test_sandbox_section(void **state)
+{
+	assert_int_equal(parse("sandbox: { memory: 512M, pids: 64, cpu: 50, tmp_size: 1G, "
+			       "file_size: 2G, open_files: 256, exec_timeout: 30, "
+			       "output_max: 64K, file_max: 1M, artifact_max: 1, max: 4, "
+			       "uid: 3000000000, gid: 3000000001 }\n"),
+	    0);
+	assert_int_equal(cfg.sandbox.memory, 512ull << 20);
+	assert_int_equal(cfg.sandbox.pids, 64);
+	assert_int_equal(cfg.sandbox.cpu, 50);
+	assert_int_equal(cfg.sandbox.tmp_size, 1ull << 30);
+	assert_int_equal(cfg.sandbox.file_size, 2ull << 30);
+	assert_int_equal(cfg.sandbox.open_files, 256);
+	assert_int_equal(cfg.sandbox.exec_timeout, 30);
+	assert_int_equal(cfg.sandbox.output_max, 65536);
+	assert_int_equal(cfg.sandbox.file_max, 1 << 20);
+	assert_int_equal(cfg.sandbox.artifact_max, 1);
+	assert_int_equal(cfg.sandbox.max, 4);
+	assert_int_equal(cfg.sandbox.uid, 3000000000u);
+	assert_int_equal(cfg.sandbox.gid, 3000000001u);
+	/* Keys left out keep their defaults. */
+	assert_int_equal(parse("sandbox: { pids: 100 }\n"), 0);
+	assert_int_equal(cfg.sandbox.memory, 2ull << 30);
+	assert_int_equal(cfg.sandbox.artifact_max, 16ull << 20);
+
+	expect_only("sandbox: { artifact_max: 0 }\n",
+	    "1:26: sandbox.artifact_max: expected an integer from 1 to 1073741824 "
+	    "(K, M and G suffixes allowed)");
+	expect_only("sandbox: { memory: 1M }\n",
+	    "1:20: sandbox.memory: expected an integer from 16777216 to 1099511627776 "
+	    "(K, M and G suffixes allowed)");
+	expect_only("sandbox: { pids: 4K }\n",
+	    "1:18: sandbox.pids: expected an integer from 16 to 65536");
+	expect_only("sandbox: { exec_timeout: 0 }\n",
+	    "1:26: sandbox.exec_timeout: expected an integer from 1 to 86400");
+	expect_only("sandbox: { uid: 0 }\n",
+	    "1:17: sandbox.uid: expected an integer from 1 to 4294967294");
+	expect_only("sandbox: { uid: 4294967295 }\n",
+	    "1:17: sandbox.uid: expected an integer from 1 to 4294967294");
+	expect_only("sandbox: { output_max: unlimited }\n",
+	    "1:24: sandbox.output_max: expected an integer from 4096 to 268435456 "
+	    "(K, M and G suffixes allowed)");
+	expect_only("sandbox: { file_max: -1 }\n",
+	    "1:22: sandbox.file_max: expected an integer from 4096 to 67108864 "
+	    "(K, M and G suffixes allowed)");
+	expect_only("sandbox: { swap: 1 }\n", "1:12: unknown key 'sandbox.swap'");
+	expect_only("sandbox: { pids: 64, pids: 65 }\n", "1:22: duplicate key 'sandbox.pids'");
+	expect_only("sandbox: 5\n", "1:10: sandbox: expected a mapping, found a scalar");
+	expect_only("sandbox:\n", "1:9: sandbox: expected a mapping, found nothing");
+	/* A failed parse leaves the previous values. */
+	assert_int_equal(parse("sandbox: { pids: 77 }\n"), 0);
+	assert_int_equal(parse("sandbox: { pids: 77, cpu: 0 }\n"), -1);
+	assert_int_equal(cfg.sandbox.pids, 77);
+	assert_int_equal(cfg.sandbox.cpu, 100);
+}
+
 static void
 test_numbers(void **state)
 {
@@ -193,19 +252,19 @@ test_numbers(void **state)
 
 	expect_only("ipc_max_frame: 65535\n",
 	    "1:16: ipc_max_frame: expected an integer from 65536 to 268435456 "
-	    "(K and M suffixes allowed)");
+	    "(K, M and G suffixes allowed)");
 	expect_only("ipc_max_frame: 268435457\n", "1:16: ipc_max_frame: expected an integer "
-						  "from 65536 to 268435456 (K and M suffixes allowed)");
+						  "from 65536 to 268435456 (K, M and G suffixes allowed)");
 	expect_error("ipc_max_frame: 16m\n", "1:16: ipc_max_frame: expected an integer from 65536 "
-					     "to 268435456 (K and M suffixes allowed)");
+					     "to 268435456 (K, M and G suffixes allowed)");
 	expect_error("ipc_max_frame: 99999999999999999999999M\n",
 	    "1:16: ipc_max_frame: expected an integer from 65536 to 268435456 "
-	    "(K and M suffixes allowed)");
+	    "(K, M and G suffixes allowed)");
 	expect_error("ipc_max_frame: 18014398509481984M\n", /* 2^54 M wraps 2^64 */
 	    "1:16: ipc_max_frame: expected an integer from 65536 to 268435456 "
-	    "(K and M suffixes allowed)");
+	    "(K, M and G suffixes allowed)");
 	expect_error("ipc_max_frame: -16M\n", "1:16: ipc_max_frame: expected an integer from "
-					      "65536 to 268435456 (K and M suffixes allowed)");
+					      "65536 to 268435456 (K, M and G suffixes allowed)");
 	expect_only("ipc_max_frame: \"16M\"\n",
 	    "1:16: ipc_max_frame: expected an integer, found a quoted string");
 	expect_only("database: { pool: 0 }\n",
@@ -691,6 +750,7 @@ main(void)
 	    cmocka_unit_test(test_every_key),
 	    cmocka_unit_test(test_database_forms),
 	    cmocka_unit_test(test_numbers),
+	    cmocka_unit_test(test_sandbox_section),
 	    cmocka_unit_test(test_unknown_and_duplicate_keys),
 	    cmocka_unit_test(test_wrong_types),
 	    cmocka_unit_test(test_empty_values),
