@@ -52,10 +52,10 @@
 
 #include "common/util.h"
 
-#define WS_MOUNT "/workspace"       /* the root as the sandbox's processes see it */
-#define WS_DEPTH_MAX 64             /* walk depth below the base */
-#define WS_EAGAIN_TRIES 8           /* openat2 returns EAGAIN on concurrent renames */
-#define WS_BINARY_PROBE 8192        /* a NUL in this many first bytes: binary */
+#define WS_MOUNT "/workspace" /* the root as the sandbox's processes see it */
+#define WS_DEPTH_MAX 64       /* walk depth below the base */
+#define WS_EAGAIN_TRIES 8     /* openat2 returns EAGAIN on concurrent renames */
+#define WS_BINARY_PROBE 8192  /* a NUL in this many first bytes: binary */
 #define WS_BENEATH (RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)
 #define WS_RO_REASON "read-only workspace: only " WS_ARTIFACT_DIR "/ is writable"
 
@@ -88,7 +88,7 @@ struct ws_names {
 struct ws_walk {
 	/* Called for each entry; sets *descend to enter a directory. 0 or errno. */
 	int (*visit)(struct ws_walk *w, int dfd, const char *name, const struct stat *st,
-	    int *descend);
+	             int *descend);
 	void *arg;
 	char path[WS_PATH_MAX + 1]; /* the entry, relative to the root */
 	size_t plen;
@@ -299,18 +299,19 @@ ws_rel_make(const char *path, int allow_empty, struct ws_rel *r, char *err, size
 {
 	const char *s = path;
 	size_t o = 0, n;
+	int slash = 0;
 
 	if (path == NULL)
 		return ws_failf(err, errsz, EINVAL, "missing path");
 	if (strnlen(path, WS_PATH_MAX + 1) > WS_PATH_MAX)
-		return ws_failf(err, errsz, ENAMETOOLONG, "%.64s...: path longer than %d bytes",
-		    path, WS_PATH_MAX);
+		return ws_failf(err, errsz, ENAMETOOLONG, "%.64s...: path too long (over %d bytes)",
+		                path, WS_PATH_MAX);
 	if (*path == '\0' && !allow_empty)
 		return ws_fail(err, errsz, EINVAL, path, "empty path");
 	if (*s == '/') {
 		if (!ws_is_mount_path(s))
 			return ws_fail(err, errsz, EXDEV, path,
-			    "absolute path outside " WS_MOUNT ": escapes the workspace");
+			               "absolute path outside " WS_MOUNT ": escapes the workspace");
 		s += sizeof(WS_MOUNT) - 1;
 	}
 	r->dir = 1;
@@ -318,14 +319,16 @@ ws_rel_make(const char *path, int allow_empty, struct ws_rel *r, char *err, size
 		s += strspn(s, "/");
 		if ((n = strcspn(s, "/")) == 0)
 			break;
-		r->dir = s[n] == '/' || (n == 1 && s[0] == '.') ||
-		    (n == 2 && s[0] == '.' && s[1] == '.');
+		slash = s[n] == '/' || (n == 1 && s[0] == '.');
+		r->dir = slash || (n == 2 && s[0] == '.' && s[1] == '.');
 		if (n != 1 || s[0] != '.')
 			ws_rel_push(r, &o, s, n);
 		s += n;
 	}
 	if (o == 0)
 		r->p[o++] = '.';
+	else if (slash)
+		r->p[o++] = '/'; /* "a.txt/" must stay ENOTDIR; the "/" dropped above makes room */
 	r->p[o] = '\0';
 	return 0;
 }
@@ -338,7 +341,7 @@ ws_rel_artifact_rest(const char *p)
 
 	if (strncmp(p, WS_ARTIFACT_DIR, n) != 0)
 		return NULL;
-	if (p[n] == '\0')
+	if (p[n] == '\0' || strcmp(p + n, "/") == 0)
 		return ".";
 	return p[n] == '/' ? p + n + 1 : NULL;
 }
@@ -361,7 +364,7 @@ ws_at_root(const struct ws *ws, const struct ws_rel *r, struct ws_at *at)
  */
 static int
 ws_at_writable(const struct ws *ws, const char *path, const struct ws_rel *r, struct ws_at *at,
-    char *err, size_t errsz)
+               char *err, size_t errsz)
 {
 	int e;
 
@@ -372,12 +375,12 @@ ws_at_writable(const struct ws *ws, const char *path, const struct ws_rel *r, st
 		return ws_fail(err, errsz, EROFS, path, WS_RO_REASON);
 	at->ro = 1;
 	at->resolve |= RESOLVE_NO_SYMLINKS;
-	at->dfd = ws_openat2(ws->root, WS_ARTIFACT_DIR, O_PATH | O_DIRECTORY | O_CLOEXEC, 0,
-	    at->resolve);
+	at->dfd =
+	    ws_openat2(ws->root, WS_ARTIFACT_DIR, O_PATH | O_DIRECTORY | O_CLOEXEC, 0, at->resolve);
 	if (at->dfd < 0) {
 		e = errno;
 		return ws_failf(err, errsz, e, "%s: %s: %s", path, WS_ARTIFACT_DIR,
-		    ws_resolve_reason(e, at->resolve));
+		                ws_resolve_reason(e, at->resolve));
 	}
 	at->owned = 1;
 	return 0;
@@ -403,7 +406,7 @@ ws_check_reg(const char *path, const struct stat *st, int opts, char *err, size_
 		return ws_fail(err, errsz, EINVAL, path, ws_notreg_reason(st->st_mode));
 	if ((opts & WS_O_SINGLE) && st->st_nlink != 1)
 		return ws_fail(err, errsz, EMLINK, path,
-		    "has other hard links (refused; the file was not modified)");
+		               "has other hard links (refused; the file was not modified)");
 	return 0;
 }
 
@@ -461,8 +464,8 @@ ws_create(const struct ws_at *at, int acc)
  * set, naming path.
  */
 static int
-ws_open_reg(const char *path, const struct ws_at *at, int acc, int opts, int *fdp,
-    struct stat *st, char *err, size_t errsz)
+ws_open_reg(const char *path, const struct ws_at *at, int acc, int opts, int *fdp, struct stat *st,
+            char *err, size_t errsz)
 {
 	int fd, rc;
 
@@ -565,8 +568,7 @@ ws_replace(const char *path, int fd, const void *data, size_t len, char *err, si
  * frees; one spare byte) and *len.  Returns 0 or errno with err set.
  */
 static int
-ws_slurp(const char *path, int fd, off_t size, char **buf, size_t *len, char *err,
-    size_t errsz)
+ws_slurp(const char *path, int fd, off_t size, char **buf, size_t *len, char *err, size_t errsz)
 {
 	size_t want = (size_t)size;
 	int e;
@@ -655,9 +657,13 @@ ws_read_span(off_t size, uint64_t offset, uint64_t limit, size_t file_max)
 	return left > SIZE_MAX - 1 ? SIZE_MAX - 1 : (size_t)left;
 }
 
+/*
+ * On error out holds nothing to free (callers may skip ws_buf_free then);
+ * on success the caller frees it.
+ */
 int
-ws_read(const struct ws *ws, const char *path, uint64_t offset, uint64_t limit,
-    struct ws_buf *out, uint64_t *size, char *err, size_t errsz)
+ws_read(const struct ws *ws, const char *path, uint64_t offset, uint64_t limit, struct ws_buf *out,
+        uint64_t *size, char *err, size_t errsz)
 {
 	struct ws_rel r;
 	struct ws_at at;
@@ -675,10 +681,11 @@ ws_read(const struct ws *ws, const char *path, uint64_t offset, uint64_t limit,
 		return rc;
 	*size = (uint64_t)st.st_size;
 	want = ws_read_span(st.st_size, offset, limit, ws->file_max);
-	if ((rc = ws_buf_reserve(out, want)) != 0)
+	if ((rc = ws_buf_reserve(out, want)) != 0 ||
+	    (rc = ws_pread_all(fd, out->data, want, offset, &out->len)) != 0) {
+		ws_buf_free(out);
 		rc = ws_fail(err, errsz, rc, path, strerror(rc));
-	else if ((rc = ws_pread_all(fd, out->data, want, offset, &out->len)) != 0)
-		rc = ws_fail(err, errsz, rc, path, strerror(rc));
+	}
 	close(fd);
 	return rc;
 }
@@ -705,8 +712,7 @@ ws_mkdir_one(const struct ws_at *at, const char *buf, const char *comp, int cur)
 
 /* Create the directories of buf[0..plen) one component at a time, each beneath at. */
 static int
-ws_mkpath(const char *path, const struct ws_at *at, char *buf, size_t plen, char *err,
-    size_t errsz)
+ws_mkpath(const char *path, const struct ws_at *at, char *buf, size_t plen, char *err, size_t errsz)
 {
 	size_t i = 0, n;
 	int cur = -1, fd;
@@ -754,7 +760,7 @@ ws_mkparents(const char *path, const struct ws_at *at, char *err, size_t errsz)
 
 static int
 ws_write_at(const char *path, const struct ws_at *at, int isdir, const void *data, size_t len,
-    int mkdirs, char *err, size_t errsz)
+            int mkdirs, char *err, size_t errsz)
 {
 	struct stat st;
 	int fd, rc;
@@ -772,8 +778,8 @@ ws_write_at(const char *path, const struct ws_at *at, int isdir, const void *dat
 }
 
 int
-ws_write(const struct ws *ws, const char *path, const void *data, size_t len, int mkdirs,
-    char *err, size_t errsz)
+ws_write(const struct ws *ws, const char *path, const void *data, size_t len, int mkdirs, char *err,
+         size_t errsz)
 {
 	struct ws_rel r;
 	struct ws_at at;
@@ -784,13 +790,13 @@ ws_write(const struct ws *ws, const char *path, const void *data, size_t len, in
 		return rc;
 	if (len > ws->file_max)
 		return ws_failf(err, errsz, EFBIG, "%s: %zu bytes is over the %zu-byte file limit",
-		    path, len, ws->file_max);
+		                path, len, ws->file_max);
 	if (len > 0 && data == NULL)
 		return ws_fail(err, errsz, EINVAL, path, "no data");
 	if ((rc = ws_at_writable(ws, path, &r, &at, err, errsz)) != 0)
 		return rc;
 	rc = ws_write_at(path, &at, r.dir || strcmp(at.rel, ".") == 0, data, len, mkdirs, err,
-	    errsz);
+	                 errsz);
 	ws_at_close(&at);
 	return rc;
 }
@@ -823,13 +829,15 @@ ws_edit_check(const char *path, size_t found, uint32_t count, char *err, size_t 
 	if (found == 0)
 		return ws_fail(err, errsz, ENODATA, path, "old text not found");
 	if (count == 0 && found != 1)
-		return ws_failf(err, errsz, EINVAL,
+		return ws_failf(
+		    err, errsz, EINVAL,
 		    "%s: old text occurs %zu times, must be unique (or give the count to "
 		    "replace all)",
 		    path, found);
 	if (count != 0 && found != count)
 		return ws_failf(err, errsz, EINVAL,
-		    "%s: old text occurs %zu times, expected %" PRIu32, path, found, count);
+		                "%s: old text occurs %zu times, expected %" PRIu32, path, found,
+		                count);
 	return 0;
 }
 
@@ -839,8 +847,8 @@ ws_edit_check(const char *path, size_t found, uint32_t count, char *err, size_t 
  */
 static int
 ws_edit_build(const char *path, const char *buf, size_t len, size_t found,
-    const struct ws_edit_spec *s, size_t file_max, char **out, size_t *outlen, char *err,
-    size_t errsz)
+              const struct ws_edit_spec *s, size_t file_max, char **out, size_t *outlen, char *err,
+              size_t errsz)
 {
 	const char *p = buf, *q;
 	size_t grow, n, o = 0;
@@ -848,8 +856,8 @@ ws_edit_build(const char *path, const char *buf, size_t len, size_t found,
 	if (__builtin_mul_overflow(found, s->newlen, &grow) ||
 	    __builtin_add_overflow(len - found * s->oldlen, grow, &n) || n > file_max)
 		return ws_failf(err, errsz, EFBIG,
-		    "%s: the result would be over the %zu-byte file limit (unchanged)", path,
-		    file_max);
+		                "%s: the result would be over the %zu-byte file limit (unchanged)",
+		                path, file_max);
 	if ((*out = malloc(n != 0 ? n : 1)) == NULL)
 		return ws_fail(err, errsz, ENOMEM, path, strerror(ENOMEM));
 	while ((q = memmem(p, (size_t)(buf + len - p), s->old, s->oldlen)) != NULL) {
@@ -868,7 +876,7 @@ ws_edit_build(const char *path, const char *buf, size_t len, size_t found,
 /* Edit the open regular file fd (size from st) in place. */
 static int
 ws_edit_fd(const struct ws *ws, const char *path, int fd, const struct stat *st,
-    const struct ws_edit_spec *s, uint32_t *replaced, char *err, size_t errsz)
+           const struct ws_edit_spec *s, uint32_t *replaced, char *err, size_t errsz)
 {
 	char *buf = NULL, *res = NULL;
 	size_t len, reslen = 0, found;
@@ -876,13 +884,13 @@ ws_edit_fd(const struct ws *ws, const char *path, int fd, const struct stat *st,
 
 	if ((uint64_t)st->st_size > ws->file_max)
 		return ws_failf(err, errsz, EFBIG, "%s: larger than the %zu-byte file limit", path,
-		    ws->file_max);
+		                ws->file_max);
 	if ((rc = ws_slurp(path, fd, st->st_size, &buf, &len, err, errsz)) != 0)
 		return rc;
 	found = ws_edit_count(buf, len, s);
 	if ((rc = ws_edit_check(path, found, s->count, err, errsz)) == 0 &&
 	    (rc = ws_edit_build(path, buf, len, found, s, ws->file_max, &res, &reslen, err,
-		 errsz)) == 0 &&
+	                        errsz)) == 0 &&
 	    (rc = ws_replace(path, fd, res, reslen, err, errsz)) == 0)
 		*replaced = (uint32_t)found;
 	free(res);
@@ -892,7 +900,7 @@ ws_edit_fd(const struct ws *ws, const char *path, int fd, const struct stat *st,
 
 static int
 ws_edit_at(const struct ws *ws, const char *path, const struct ws_at *at, int isdir,
-    const struct ws_edit_spec *s, uint32_t *replaced, char *err, size_t errsz)
+           const struct ws_edit_spec *s, uint32_t *replaced, char *err, size_t errsz)
 {
 	struct stat st;
 	int fd, rc;
@@ -908,7 +916,7 @@ ws_edit_at(const struct ws *ws, const char *path, const struct ws_at *at, int is
 
 int
 ws_edit(const struct ws *ws, const char *path, const char *old, size_t oldlen, const char *new,
-    size_t newlen, uint32_t count, uint32_t *replaced, char *err, size_t errsz)
+        size_t newlen, uint32_t count, uint32_t *replaced, char *err, size_t errsz)
 {
 	struct ws_edit_spec s = {old, new, oldlen, newlen, count};
 	struct ws_rel r;
@@ -928,8 +936,7 @@ ws_edit(const struct ws *ws, const char *path, const char *old, size_t oldlen, c
 		return ws_fail(err, errsz, EINVAL, path, "no new text");
 	if ((rc = ws_at_writable(ws, path, &r, &at, err, errsz)) != 0)
 		return rc;
-	rc = ws_edit_at(ws, path, &at, r.dir || strcmp(at.rel, ".") == 0, &s, replaced, err,
-	    errsz);
+	rc = ws_edit_at(ws, path, &at, r.dir || strcmp(at.rel, ".") == 0, &s, replaced, err, errsz);
 	ws_at_close(&at);
 	return rc;
 }
@@ -1064,9 +1071,10 @@ ws_list_fill(int dfd, const struct ws_names *nm, size_t max, struct ws_entries *
 	return 0;
 }
 
+/* out is overwritten (pass it empty); on error it is left empty, nothing to free. */
 int
 ws_list(const struct ws *ws, const char *path, size_t max, struct ws_entries *out, char *err,
-    size_t errsz)
+        size_t errsz)
 {
 	struct ws_names nm;
 	struct ws_rel r;
@@ -1079,7 +1087,7 @@ ws_list(const struct ws *ws, const char *path, size_t max, struct ws_entries *ou
 		return rc;
 	ws_at_root(ws, &r, &at);
 	dfd = ws_openat2(at.dfd, at.rel, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC, 0,
-	    at.resolve);
+	                 at.resolve);
 	if (dfd < 0)
 		return ws_at_fail(path, &at, errno, err, errsz);
 	if ((rc = ws_names_read(dfd, WS_WALK_MAX, &nm)) == 0) {
@@ -1188,6 +1196,8 @@ ws_walk_init(struct ws_walk *w, const struct ws_rel *r)
 	if (strcmp(r->p, ".") != 0) {
 		w->plen = strlen(r->p);
 		memcpy(w->path, r->p, w->plen + 1);
+		if (w->path[w->plen - 1] == '/')
+			w->path[--w->plen] = '\0';
 	}
 }
 
@@ -1248,10 +1258,10 @@ ws_pat_make(const char *pattern, struct ws_pat *p, char *err, size_t errsz)
 		return ws_failf(err, errsz, EINVAL, "empty glob pattern");
 	if ((len = strnlen(pattern, WS_PATH_MAX + 1)) > WS_PATH_MAX)
 		return ws_failf(err, errsz, ENAMETOOLONG, "glob pattern longer than %d bytes",
-		    WS_PATH_MAX);
+		                WS_PATH_MAX);
 	if (*pattern == '/')
 		return ws_failf(err, errsz, EINVAL, "%s: glob pattern must be relative to base",
-		    pattern);
+		                pattern);
 	p->buf = strdup(pattern);
 	p->comp = calloc(len / 2 + 1, sizeof(*p->comp));
 	p->star = calloc(len / 2 + 1, sizeof(*p->star));
@@ -1314,8 +1324,7 @@ ws_pat_open(const struct ws_pat *p, const uint8_t *s)
 }
 
 static int
-ws_glob_visit(struct ws_walk *w, int dfd, const char *name, const struct stat *st,
-    int *descend)
+ws_glob_visit(struct ws_walk *w, int dfd, const char *name, const struct stat *st, int *descend)
 {
 	struct ws_globber *g = w->arg;
 	size_t row = g->pat.m + 1;
@@ -1344,7 +1353,7 @@ ws_glob_visit(struct ws_walk *w, int dfd, const char *name, const struct stat *s
  */
 static int
 ws_walk_base(const struct ws *ws, const char *path, const struct ws_rel *r, int *dfd,
-    struct stat *st, char *err, size_t errsz)
+             struct stat *st, char *err, size_t errsz)
 {
 	struct ws_at at;
 	int e;
@@ -1363,8 +1372,7 @@ ws_walk_base(const struct ws *ws, const char *path, const struct ws_rel *r, int 
 }
 
 static int
-ws_glob_run(const struct ws *ws, struct ws_globber *g, const char *base, char *err,
-    size_t errsz)
+ws_glob_run(const struct ws *ws, struct ws_globber *g, const char *base, char *err, size_t errsz)
 {
 	struct ws_walk w;
 	struct ws_rel r;
@@ -1394,9 +1402,10 @@ ws_cmp_entry(const void *a, const void *b)
 	return strcmp(((const struct ws_entry *)a)->name, ((const struct ws_entry *)b)->name);
 }
 
+/* out is overwritten (pass it empty); on error it is left empty, nothing to free. */
 int
 ws_glob(const struct ws *ws, const char *pattern, const char *base, size_t max,
-    struct ws_entries *out, char *err, size_t errsz)
+        struct ws_entries *out, char *err, size_t errsz)
 {
 	struct ws_globber g = {.max = max, .out = out};
 	int rc;
@@ -1464,8 +1473,7 @@ ws_grep_cut(const char *line, size_t len)
 }
 
 static int
-ws_grep_add(struct ws_matches *m, const char *file, uint32_t line, const char *text,
-    size_t len)
+ws_grep_add(struct ws_matches *m, const char *file, uint32_t line, const char *text, size_t len)
 {
 	struct ws_match *v = ws_grow(m->v, m->n, &m->alloc, sizeof(*m->v));
 
@@ -1526,6 +1534,7 @@ ws_grep_fd(struct ws_grepper *g, int fd, const char *file)
 	if ((buf = malloc((size_t)st.st_size + 1)) == NULL)
 		return ENOMEM;
 	rc = ws_pread_all(fd, buf, (size_t)st.st_size, 0, &len);
+	buf[len] = '\0'; /* REG_STARTEND needs none, but ASan's regexec runs strlen */
 	if (rc == 0 && memchr(buf, '\0', len < WS_BINARY_PROBE ? len : WS_BINARY_PROBE) == NULL)
 		rc = ws_grep_scan(g, buf, len, file);
 	else
@@ -1535,8 +1544,7 @@ ws_grep_fd(struct ws_grepper *g, int fd, const char *file)
 }
 
 static int
-ws_grep_visit(struct ws_walk *w, int dfd, const char *name, const struct stat *st,
-    int *descend)
+ws_grep_visit(struct ws_walk *w, int dfd, const char *name, const struct stat *st, int *descend)
 {
 	struct ws_grepper *g = w->arg;
 	int fd, rc;
@@ -1547,8 +1555,7 @@ ws_grep_visit(struct ws_walk *w, int dfd, const char *name, const struct stat *s
 	}
 	if (!S_ISREG(st->st_mode) || (uint64_t)st->st_size > g->file_max)
 		return 0;
-	if (g->include != NULL && *g->include != '\0' &&
-	    fnmatch(g->include, name, FNM_PERIOD) != 0)
+	if (g->include != NULL && *g->include != '\0' && fnmatch(g->include, name, FNM_PERIOD) != 0)
 		return 0;
 	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
@@ -1561,8 +1568,8 @@ ws_grep_visit(struct ws_walk *w, int dfd, const char *name, const struct stat *s
 
 /* Grep one file named by the caller (the include filter does not apply). */
 static int
-ws_grep_file(const struct ws *ws, struct ws_grepper *g, const char *path,
-    const struct ws_rel *r, char *err, size_t errsz)
+ws_grep_file(const struct ws *ws, struct ws_grepper *g, const char *path, const struct ws_rel *r,
+             char *err, size_t errsz)
 {
 	struct ws_at at;
 	struct stat st;
@@ -1578,8 +1585,8 @@ ws_grep_file(const struct ws *ws, struct ws_grepper *g, const char *path,
 }
 
 static int
-ws_grep_dir(struct ws_grepper *g, const char *path, const struct ws_rel *r, int dfd,
-    char *err, size_t errsz)
+ws_grep_dir(struct ws_grepper *g, const char *path, const struct ws_rel *r, int dfd, char *err,
+            size_t errsz)
 {
 	struct ws_walk w;
 	int rc;
@@ -1595,8 +1602,7 @@ ws_grep_dir(struct ws_grepper *g, const char *path, const struct ws_rel *r, int 
 }
 
 static int
-ws_grep_path(const struct ws *ws, struct ws_grepper *g, const char *path, char *err,
-    size_t errsz)
+ws_grep_path(const struct ws *ws, struct ws_grepper *g, const char *path, char *err, size_t errsz)
 {
 	struct ws_rel r;
 	struct stat st;
@@ -1616,11 +1622,13 @@ ws_grep_path(const struct ws *ws, struct ws_grepper *g, const char *path, char *
 	return rc;
 }
 
+/* out is overwritten (pass it empty); on error it is left empty, nothing to free. */
 int
 ws_grep(const struct ws *ws, const char *re, const char *path, const char *include, int icase,
-    size_t max, struct ws_matches *out, char *err, size_t errsz)
+        size_t max, struct ws_matches *out, char *err, size_t errsz)
 {
-	struct ws_grepper g = {.include = include, .max = max, .file_max = ws->file_max, .out = out};
+	struct ws_grepper g = {
+	    .include = include, .max = max, .file_max = ws->file_max, .out = out};
 	char msg[256];
 	int rc;
 
@@ -1695,7 +1703,8 @@ ws_open_dir(const struct ws *ws, const char *path, int *fd, char *err, size_t er
 static int
 ws_artifact_name_ok(const char *name)
 {
-	static const char ok[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-";
+	static const char ok[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-";
 	size_t n;
 
 	if (name == NULL)
@@ -1710,24 +1719,24 @@ ws_artifact_name_ok(const char *name)
 
 /* Size checks on the open artifact: ENODATA empty, EFBIG over cap. */
 static int
-ws_artifact_size(const char *name, const struct stat *st, uint64_t cap, char *err,
-    size_t errsz)
+ws_artifact_size(const char *name, const struct stat *st, uint64_t cap, char *err, size_t errsz)
 {
 	if (st->st_size <= 0)
 		return ws_fail(err, errsz, ENODATA, name, "artifact is empty");
 	if ((uint64_t)st->st_size > cap)
 		return ws_failf(err, errsz, EFBIG,
-		    "%s: artifact of %jd bytes is over the %" PRIu64 "-byte cap", name,
-		    (intmax_t)st->st_size, cap);
+		                "%s: artifact of %jd bytes is over the %" PRIu64 "-byte cap", name,
+		                (intmax_t)st->st_size, cap);
 	return 0;
 }
 
 int
 ws_artifact_open(const struct ws *ws, const char *name, uint64_t cap, int *fd, uint64_t *size,
-    char *err, size_t errsz)
+                 char *err, size_t errsz)
 {
 	char rel[sizeof(WS_ARTIFACT_DIR) + 1 + WS_ARTIFACT_NAME_MAX + 1];
-	struct ws_at at = {.dfd = ws->root, .rel = rel, .resolve = WS_BENEATH | RESOLVE_NO_SYMLINKS};
+	struct ws_at at = {
+	    .dfd = ws->root, .rel = rel, .resolve = WS_BENEATH | RESOLVE_NO_SYMLINKS};
 	struct stat st;
 	int f, rc;
 
@@ -1735,10 +1744,10 @@ ws_artifact_open(const struct ws *ws, const char *name, uint64_t cap, int *fd, u
 	*fd = -1;
 	*size = 0;
 	if (!ws_artifact_name_ok(name) || fmt_ok(rel, sizeof(rel), "%s/%s", WS_ARTIFACT_DIR, name))
-		return ws_failf(err, errsz, EINVAL,
+		return ws_failf(
+		    err, errsz, EINVAL,
 		    "%.*s: bad artifact name (1 to %d of [A-Za-z0-9._-], not \".\" or \"..\")",
-		    WS_ARTIFACT_NAME_MAX + 8, name != NULL ? name : "(null)",
-		    WS_ARTIFACT_NAME_MAX);
+		    WS_ARTIFACT_NAME_MAX + 8, name != NULL ? name : "(null)", WS_ARTIFACT_NAME_MAX);
 	rc = ws_open_reg(name, &at, O_RDONLY, 0, &f, &st, err, errsz);
 	if (rc == EISDIR)
 		return EINVAL; /* not a regular file; the reason says it is a directory */
