@@ -1492,21 +1492,28 @@ ws_grep_add(struct ws_matches *m, const char *file, uint32_t line, const char *t
 	return 0;
 }
 
-/* Match each line of buf[0..len) (REG_STARTEND: no copies, NULs harmless). */
+/*
+ * Match each line of buf[0..len) (buf[len] is a NUL).  Each line is
+ * NUL-terminated in place for regexec and restored: glibc's REG_STARTEND
+ * was seen reading past the end of the string it was given, so it is not
+ * used.  A NUL inside a line ends what is matched of it.
+ */
 static int
-ws_grep_scan(struct ws_grepper *g, const char *buf, size_t len, const char *file)
+ws_grep_scan(struct ws_grepper *g, char *buf, size_t len, const char *file)
 {
-	const char *p = buf, *end = buf + len, *nl, *le;
+	char *p = buf, *end = buf + len, *nl, *le;
 	uint32_t line = 0;
-	regmatch_t m[1];
+	int hit;
 
 	while (p < end && line < UINT32_MAX) {
 		nl = memchr(p, '\n', (size_t)(end - p));
 		le = nl != NULL ? nl : end;
 		line++;
-		m[0].rm_so = 0;
-		m[0].rm_eo = (regoff_t)(le - p);
-		if (regexec(&g->re, p, 1, m, REG_STARTEND) == 0) {
+		*le = '\0';
+		hit = regexec(&g->re, p, 0, NULL, 0) == 0;
+		if (nl != NULL)
+			*nl = '\n';
+		if (hit) {
 			if (g->out->n >= g->max) {
 				g->out->truncated = 1;
 				g->stop = 1;
@@ -1534,7 +1541,7 @@ ws_grep_fd(struct ws_grepper *g, int fd, const char *file)
 	if ((buf = malloc((size_t)st.st_size + 1)) == NULL)
 		return ENOMEM;
 	rc = ws_pread_all(fd, buf, (size_t)st.st_size, 0, &len);
-	buf[len] = '\0'; /* REG_STARTEND needs none, but ASan's regexec runs strlen */
+	buf[len] = '\0';
 	if (rc == 0 && memchr(buf, '\0', len < WS_BINARY_PROBE ? len : WS_BINARY_PROBE) == NULL)
 		rc = ws_grep_scan(g, buf, len, file);
 	else
