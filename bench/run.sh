@@ -34,4 +34,11 @@ echo "  embedded postgres (all its processes): $pgtotal kB"
 echo
 echo "named op round trip (N=${BENCH_N:-10000}):"
 "$ROOT/$BUILD/bench/dbop" "$PORT" "$T/state/pgrun" "$T/state/db.password" "${BENCH_N:-10000}"
+echo
+echo "sandbox (N=${BENCH_N:-1000}):"
+mkdir -p "$T/benchws"
+chmod 0755 "$T/benchws"
+command -v bwrap >/dev/null 2>&1 ||
+	echo "  hint: bwrap is not installed (apt-get install bubblewrap); no comparison"
+"$ROOT/$BUILD/bench/sandbox" "$CTL" "$T/benchws" "${BENCH_N:-1000}"
 stop_daemon

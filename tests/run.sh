@@ -1,6 +1,7 @@
 #!/bin/sh
 # Run every test against the tree in $1 (build-san for `make check`): the
-# cmocka unit tests, then the integration tests against the real daemon.
+# cmocka unit tests, then the integration and security tests against the
+# real daemon.
 # Ends with one line "check: N passed, M failed".
 set -u
 BUILD=${1:-build-san}
@@ -53,7 +54,7 @@ for t in "$BUILD"/tests/test_*; do
 	[ -x "$t" ] || continue
 	run "$(basename "$t")" "$t"
 done
-for t in tests/integration/test_*.sh; do
+for t in tests/integration/test_*.sh tests/security/test_*.sh; do
 	run "$(basename "$t" .sh)" sh "$t"
 done
 

@@ -13,6 +13,7 @@
  * where E is the errno value the sandbox answered.  Exit status 0 when the
  * sandbox answered everything, 1 on a protocol surprise, 2 on usage.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -90,8 +91,16 @@ print_value(const msgpack_object *o)
 	case MSGPACK_OBJECT_STR:
 		printf("\"%.*s\"", (int)o->via.str.size, o->via.str.ptr);
 		break;
-	case MSGPACK_OBJECT_BIN:
-		printf("<%.*s>", (int)o->via.bin.size, o->via.bin.ptr);
+	case MSGPACK_OBJECT_BIN: /* text as <text>, anything else (a digest) as hex */
+		for (i = 0; i < o->via.bin.size; i++)
+			if (!isprint((unsigned char)o->via.bin.ptr[i]) && o->via.bin.ptr[i] != '\n')
+				break;
+		if (i == o->via.bin.size) {
+			printf("<%.*s>", (int)o->via.bin.size, o->via.bin.ptr);
+			break;
+		}
+		for (i = 0; i < o->via.bin.size; i++)
+			printf("%02x", (unsigned char)o->via.bin.ptr[i]);
 		break;
 	case MSGPACK_OBJECT_ARRAY:
 		printf("[");
