@@ -236,8 +236,14 @@ exec_argv(const struct ipc_sbx_exec *req)
 		argv[i++] = strdup("/bin/sh");
 		argv[i++] = strdup("-c");
 	}
-	while (a.i < a.n && ipc_get_str(&a, &s, &len, IPC_SBX_ARG_MAX) == 0)
-		argv[i++] = strndup(s, len);
+	/* Not strndup: a msgpack string has no NUL after it to stop at. */
+	while (a.i < a.n && ipc_get_str(&a, &s, &len, IPC_SBX_ARG_MAX) == 0) {
+		if ((argv[i] = malloc(len + 1)) != NULL) {
+			memcpy(argv[i], s, len);
+			argv[i][len] = '\0';
+		}
+		i++;
+	}
 	for (i = 0; i < n; i++)
 		if (argv[i] == NULL)
 			fatal("strdup");

@@ -411,6 +411,19 @@ sbx_child_main(struct sbx_child *c)
 
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == -1)
 		sbx_fail(c, "pdeathsig", errno);
+	/*
+	 * Development mode: an unprivileged supervisor may write our uid_map
+	 * only while we are dumpable (else /proc/PID is root's).  Our memory
+	 * is a copy of the supervisor's, but every secret in it is a file the
+	 * daemon's user can read anyway; exec ends the copy, and the tool
+	 * server makes itself non-dumpable again first thing.
+	 */
+	if (c->devmode) {
+		if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) == -1)
+			sbx_fail(c, "dumpable", errno);
+		if (write(c->errw, "D", 1) != 1)
+			_exit(125);
+	}
 	if (read(c->go, &go, 1) != 1) /* the supervisor gave up */
 		_exit(125);
 	if (unshare(CLONE_NEWCGROUP) == -1)
@@ -694,6 +707,28 @@ sbx_wait_exec(int errr, char *err, size_t errsz)
 	return -1;
 }
 
+/* Development mode: the child's "D", sent once it made itself dumpable;
+ * anything else is its failure reason. */
+static int
+sbx_wait_dumpable(int errr, char *err, size_t errsz)
+{
+	struct pollfd pfd = { errr, POLLIN, 0 };
+	char buf[256];
+	ssize_t n;
+
+	if (poll(&pfd, 1, SBX_BUILD_TIMEOUT_MS) != 1) {
+		snprintf(err, errsz, "sandbox not built within %d ms", SBX_BUILD_TIMEOUT_MS);
+		return -1;
+	}
+	if ((n = read(errr, buf, 1)) == 1 && buf[0] == 'D')
+		return 0;
+	if (n == 1 && (n = read(errr, buf + 1, sizeof(buf) - 2)) >= 0)
+		snprintf(err, errsz, "sandbox: %.*s", (int)n + 1, buf);
+	else
+		snprintf(err, errsz, "sandbox: the child ended before it was set up");
+	return -1;
+}
+
 static int
 sbx_slot(void)
 {
@@ -747,7 +782,8 @@ sbx_spawn(struct sbx *s, struct sbx_child *c, char *err, size_t errsz)
 	close(go[0]);
 	close(ep[1]);
 	go[0] = ep[1] = -1;
-	if (sbx_maps(s->pid, err, errsz) == -1 || cgroup_attach(&s->cg, s->pid, err, errsz) == -1 ||
+	if ((c->devmode && sbx_wait_dumpable(ep[0], err, errsz) == -1) ||
+	    sbx_maps(s->pid, err, errsz) == -1 || cgroup_attach(&s->cg, s->pid, err, errsz) == -1 ||
 	    write(go[1], "g", 1) != 1 || sbx_wait_exec(ep[0], err, errsz) == -1) {
 		syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
 		waitpid(s->pid, NULL, 0);

@@ -243,6 +243,14 @@ sup_reload(char *errbuf, size_t errsz)
 		proc_restart(proc_by_role(ROLE_HTTPD));
 	}
 	sup.conf.ipc_max_frame = nc->ipc_max_frame;
+	/* New limits apply to sandboxes built from now on.  The sandbox ids
+	 * were checked against the accounts at start and own what sandboxes
+	 * wrote: they change only with a restart. */
+	if (nc->sandbox.uid != sup.conf.sandbox.uid || nc->sandbox.gid != sup.conf.sandbox.gid)
+		log_warnx("reload: sandbox.uid and sandbox.gid take effect only after a restart");
+	nc->sandbox.uid = sup.conf.sandbox.uid;
+	nc->sandbox.gid = sup.conf.sandbox.gid;
+	sup.conf.sandbox = nc->sandbox;
 	log_info("configuration reloaded");
 	rv = 0;
 out:
@@ -416,8 +424,6 @@ supervisor_main(const char *conf_path, int foreground, int verbose, int check_on
 	sup_self_exe();
 	sup_users();
 	sup.pidfile_fd = pidfile_lock(sup.conf.pidfile);
-	if (sbx_init(err, sizeof(err)) == -1)
-		fatalx("%s", err);
 	sup_load_key();
 	chroot_dir_ensure(sup.conf.chroot);
 	if (listen_bind_all(&sup.conf, sup.listen_fds, &sup.nlisten_fds, err, sizeof(err)) == -1)
@@ -426,6 +432,10 @@ supervisor_main(const char *conf_path, int foreground, int verbose, int check_on
 		fatalx("%s", err);
 	if (!foreground)
 		sup_detach();
+	/* After detaching: its notices go to the log, its errors still reach
+	 * the terminal, and a v2 cgroup move applies to the daemon itself. */
+	if (sbx_init(err, sizeof(err)) == -1)
+		fatalx("%s", err);
 	pidfile_write(sup.pidfile_fd);
 	sup.started = time(NULL);
 	ci = sup_database();

@@ -30,6 +30,17 @@ for role in engine httpd proxy; do
 done
 st=$(as_dev "$AGRIPPACTL" -s "$CTL" status)
 check "dev: the daemon's own user may use the control socket" sh -c "echo '$st' | grep -q 'development mode'"
+as_dev "$AGRIPPACTL" -s "$CTL" sandbox run -- sh -c 'id -u; cat /proc/self/uid_map;
+	grep -E "^(CapEff|CapBnd|NoNewPrivs|Seccomp):" /proc/self/status; touch /workspace/x && echo WROTE;
+	touch /x 2>/dev/null || echo ROOT-RO' >"$T/dev-sbx.out" 2>&1
+check "dev: a sandbox runs, as uid 1000 mapped to the starting user" \
+	sh -c "head -1 '$T/dev-sbx.out' | grep -qx 1000 && grep -Eq '^ *1000 +$DUID +1\$' '$T/dev-sbx.out'"
+check "dev: ... with no capabilities, no_new_privs and its seccomp filter" sh -c \
+	"[ \$(grep -Ec '^(CapEff|CapBnd):.*0000000000000000|^NoNewPrivs:.*1|^Seccomp:.*2' '$T/dev-sbx.out') = 4 ]"
+check "dev: ... a writable fresh workspace and a read-only root" \
+	sh -c "grep -qx WROTE '$T/dev-sbx.out' && grep -qx ROOT-RO '$T/dev-sbx.out'"
+check "dev: ... and no cgroup limits is said once, not as a warning" \
+	sh -c "[ \$(grep -c 'no usable cgroup' '$LOG') -le 1 ]"
 stop_daemon
 check "dev: SIGTERM exits 0" [ "$DAEMON_STATUS" -eq 0 ]
 check "dev: nothing is left" [ -z "$(our_processes)" ]

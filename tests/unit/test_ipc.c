@@ -1069,6 +1069,154 @@ t_v_ctl_reply(void **state)
 	free(msg);
 }
 
+/* ---- the sandbox channel ---------------------------------------------- */
+
+static void
+t_v_sbx_hello(void **state)
+{
+	assert_int_equal(valid(IMSG_SBX_HELLO, 8, "uuuUUuUs", IPC_PROTO_VERSION, 1u, 1u,
+			     (uint64_t)4096, (uint64_t)4096, 1000u, (uint64_t)1, "sbx-1"),
+	    0);
+	/* access beyond readOnly, a zero cap, verbose > 3, an empty id */
+	assert_int_equal(valid(IMSG_SBX_HELLO, 8, "uuuUUuUs", IPC_PROTO_VERSION, 1u, 2u,
+			     (uint64_t)4096, (uint64_t)4096, 1000u, (uint64_t)1, "sbx-1"),
+	    -1);
+	assert_int_equal(valid(IMSG_SBX_HELLO, 8, "uuuUUuUs", IPC_PROTO_VERSION, 1u, 0u,
+			     (uint64_t)0, (uint64_t)4096, 1000u, (uint64_t)1, "sbx-1"),
+	    -1);
+	assert_int_equal(valid(IMSG_SBX_HELLO, 8, "uuuUUuUs", IPC_PROTO_VERSION, 4u, 0u,
+			     (uint64_t)1, (uint64_t)4096, 1000u, (uint64_t)1, "sbx-1"),
+	    -1);
+	assert_int_equal(valid(IMSG_SBX_HELLO, 8, "uuuUUuUs", IPC_PROTO_VERSION, 0u, 0u,
+			     (uint64_t)1, (uint64_t)4096, 1000u, (uint64_t)1, ""),
+	    -1);
+	assert_int_equal(valid(IMSG_SBX_HELLO, 8, "uuuUUuUs", IPC_PROTO_VERSION, 0u, 0u,
+			     (uint64_t)1, (uint64_t)4096, 0u, (uint64_t)1, "x"),
+	    -1);
+}
+
+static void
+t_v_sbx_requests(void **state)
+{
+	char *path = strfill(IPC_SBX_PATH_MAX + 1, 'p');
+	char *name = strfill(IPC_SBX_NAME_MAX + 1, 'n');
+
+	assert_int_equal(valid(IMSG_SBX_READ, 3, "sUU", "a.c", (uint64_t)0, (uint64_t)4096), 0);
+	assert_int_equal(valid(IMSG_SBX_READ, 3, "sUU", path, (uint64_t)0, (uint64_t)1), -1);
+	path[IPC_SBX_PATH_MAX] = '\0';
+	assert_int_equal(valid(IMSG_SBX_READ, 3, "sUU", path, (uint64_t)0, (uint64_t)1), 0);
+	assert_int_equal(valid(IMSG_SBX_READ, 3, "SUU", "a\0b", (size_t)3, (uint64_t)0,
+			     (uint64_t)1),
+	    -1); /* a NUL inside a path */
+	assert_int_equal(valid(IMSG_SBX_READ, 2, "sU", "a.c", (uint64_t)0), -1);
+	assert_int_equal(valid(IMSG_SBX_WRITE, 3, "sBb", "a.c", "x", (size_t)1, 1), 0);
+	assert_int_equal(valid(IMSG_SBX_WRITE, 3, "ssb", "a.c", "x", 1), -1); /* data is bin */
+	assert_int_equal(valid(IMSG_SBX_EDIT, 4, "sssu", "a.c", "old", "new", 0u), 0);
+	assert_int_equal(valid(IMSG_SBX_EDIT, 4, "sssi", "a.c", "old", "new", -1), -1);
+	assert_int_equal(valid(IMSG_SBX_LIST, 2, "su", ".", 10u), 0);
+	assert_int_equal(valid(IMSG_SBX_GLOB, 3, "ssu", "**/*.c", "", 0u), 0);
+	assert_int_equal(valid(IMSG_SBX_GLOB, 3, "ssu", "", "", 0u), -1); /* empty pattern */
+	assert_int_equal(valid(IMSG_SBX_GREP, 5, "sssbu", "ma.n", "", "*.c", 1, 0u), 0);
+	assert_int_equal(valid(IMSG_SBX_GREP, 5, "sssbu", "", "", "", 0, 0u), -1);
+	assert_int_equal(valid(IMSG_SBX_STAT, 1, "s", "a.c"), 0);
+	assert_int_equal(valid(IMSG_SBX_STAT, 1, "n"), -1);
+	assert_int_equal(valid(IMSG_SBX_KILL, 0, ""), 0);
+	assert_int_equal(valid(IMSG_SBX_KILL, 1, "n"), -1);
+	assert_int_equal(valid(IMSG_SBX_ARTIFACT, 4, "sssU", "k", "markdown", "r.md", (uint64_t)1), 0);
+	assert_int_equal(valid(IMSG_SBX_ARTIFACT, 4, "sssU", "k", "markdown", "r.md", (uint64_t)0), -1);
+	assert_int_equal(valid(IMSG_SBX_ARTIFACT, 4, "sssU", "k", "markdown", name, (uint64_t)1), -1);
+	assert_int_equal(valid(IMSG_SBX_ARTIFACT, 4, "sssU", "", "markdown", "r.md", (uint64_t)1), -1);
+	free(path);
+	free(name);
+}
+
+static void
+t_v_sbx_exec(void **state)
+{
+	struct ipc_wbuf w;
+	struct ipc_msg m;
+	size_t i;
+
+	assert_int_equal(valid(IMSG_SBX_EXEC, 4, "basssu", 0, 2u, "make", "check", "", 1000u), 0);
+	assert_int_equal(valid(IMSG_SBX_EXEC, 4, "bassu", 1, 1u, "make check", "src", 0u), 0);
+	/* a shell command is exactly one string */
+	assert_int_equal(valid(IMSG_SBX_EXEC, 4, "basssu", 1, 2u, "a", "b", "", 0u), -1);
+	/* no program, an empty program name, a NUL in an argument */
+	assert_int_equal(valid(IMSG_SBX_EXEC, 4, "basu", 0, 0u, "", 0u), -1);
+	assert_int_equal(valid(IMSG_SBX_EXEC, 4, "bassu", 0, 1u, "", "", 0u), -1);
+	assert_int_equal(valid(IMSG_SBX_EXEC, 4, "baSsu", 0, 1u, "a\0b", (size_t)3, "", 0u), -1);
+	/* more than IPC_SBX_MAXARGV arguments */
+	ipc_wbuf_begin(&w, IMSG_SBX_EXEC, 1, 4);
+	ipc_put_bool(&w, 0);
+	ipc_put_array(&w, IPC_SBX_MAXARGV + 1);
+	for (i = 0; i < IPC_SBX_MAXARGV + 1; i++)
+		ipc_put_str(&w, "x");
+	ipc_put_str(&w, "");
+	ipc_put_u64(&w, 0);
+	wdecode(&w, &m);
+	assert_int_equal(ipc_msg_lookup(IMSG_SBX_EXEC)->validate(m.body), -1);
+	ipc_msg_free(&m);
+}
+
+static void
+t_v_sbx_replies(void **state)
+{
+	static uint8_t data[IPC_CHUNK_SIZE + 1];
+
+	assert_int_equal(valid(IMSG_SBX_OUTPUT, 2, "uB", 1u, data, sizeof(data) - 1), 0);
+	assert_int_equal(valid(IMSG_SBX_OUTPUT, 2, "uB", 1u, data, sizeof(data)), -1);
+	assert_int_equal(valid(IMSG_SBX_OUTPUT, 2, "uB", 3u, data, (size_t)1), -1);
+	assert_int_equal(valid(IMSG_SBX_EXIT, 8, "usiubbUU", 0u, "", 0, 0u, 0, 0, (uint64_t)1,
+			     (uint64_t)0),
+	    0);
+	assert_int_equal(valid(IMSG_SBX_EXIT, 8, "usiubbUU", 0u, "", -1, 9u, 1, 1, (uint64_t)1,
+			     (uint64_t)0),
+	    0);
+	/* an exit status or a signal number no process can have */
+	assert_int_equal(valid(IMSG_SBX_EXIT, 8, "usiubbUU", 0u, "", 256, 0u, 0, 0, (uint64_t)1,
+			     (uint64_t)0),
+	    -1);
+	assert_int_equal(valid(IMSG_SBX_EXIT, 8, "usiubbUU", 0u, "", -2, 0u, 0, 0, (uint64_t)1,
+			     (uint64_t)0),
+	    -1);
+	assert_int_equal(valid(IMSG_SBX_EXIT, 8, "usiubbUU", 0u, "", -1, 65u, 0, 0, (uint64_t)1,
+			     (uint64_t)0),
+	    -1);
+	assert_int_equal(valid(IMSG_SBX_RESULT, 3, "usn", 2u, "no such file"), 0);
+	assert_int_equal(valid(IMSG_SBX_RESULT, 3, "usau", 0u, "", 1u, 5u), 0);
+	assert_int_equal(valid(IMSG_SBX_RESULT, 2, "us", 0u, ""), -1);
+	assert_int_equal(valid(IMSG_CTL_SANDBOX, 1, "s", "sbx-1"), 0);
+	assert_int_equal(valid(IMSG_CTL_SANDBOX, 1, "s", ""), -1);
+}
+
+/* Who may say what on a sandbox channel: the sandbox never takes requests
+ * from itself or the supervisor's hello from its driver. */
+static void
+t_check_sbx_roles(void **state)
+{
+	struct ipc_msg m;
+
+	build(&m, IMSG_SBX_STAT, 1, "s", "a");
+	assert_int_equal(ipc_msg_check(&m, ROLE_RUNNER, ROLE_SANDBOX, 0, &last_err), 0);
+	assert_int_equal(ipc_msg_check(&m, ROLE_CTL, ROLE_SANDBOX, 0, &last_err), 0);
+	assert_int_equal(ipc_msg_check(&m, ROLE_SANDBOX, ROLE_RUNNER, 0, &last_err), -1);
+	assert_int_equal(ipc_msg_check(&m, ROLE_ENGINE, ROLE_SANDBOX, 0, &last_err), -1);
+	ipc_msg_free(&m);
+	build(&m, IMSG_SBX_HELLO, 8, "uuuUUuUs", IPC_PROTO_VERSION, 1u, 1u, (uint64_t)4096,
+	    (uint64_t)4096, 1000u, (uint64_t)1, "sbx-1");
+	assert_int_equal(ipc_msg_check(&m, ROLE_SUPERVISOR, ROLE_SANDBOX, 0, &last_err), 0);
+	assert_int_equal(ipc_msg_check(&m, ROLE_RUNNER, ROLE_SANDBOX, 0, &last_err), -1);
+	ipc_msg_free(&m);
+	build(&m, IMSG_SBX_RESULT, 3, "usn", 0u, "");
+	assert_int_equal(ipc_msg_check(&m, ROLE_SANDBOX, ROLE_RUNNER, 0, &last_err), 0);
+	assert_int_equal(ipc_msg_check(&m, ROLE_SANDBOX, ROLE_SUPERVISOR, 0, &last_err), -1);
+	ipc_msg_free(&m);
+	build(&m, IMSG_CTL_SANDBOX, 1, "s", "sbx-1");
+	assert_int_equal(ipc_msg_check(&m, ROLE_SUPERVISOR, ROLE_CTL, 0, &last_err), -1); /* no fd */
+	assert_int_equal(ipc_msg_check(&m, ROLE_SUPERVISOR, ROLE_CTL, 1, &last_err), 0);
+	ipc_msg_free(&m);
+}
+
 /* ---- catalog ------------------------------------------------------------ */
 
 static void
@@ -2341,6 +2489,11 @@ main(void)
 		cmocka_unit_test(t_v_chunk),
 		cmocka_unit_test(t_v_ctl_request),
 		cmocka_unit_test(t_v_ctl_reply),
+		cmocka_unit_test(t_v_sbx_hello),
+		cmocka_unit_test(t_v_sbx_requests),
+		cmocka_unit_test(t_v_sbx_exec),
+		cmocka_unit_test(t_v_sbx_replies),
+		cmocka_unit_test(t_check_sbx_roles),
 		cmocka_unit_test(t_catalog_complete),
 		cmocka_unit_test(t_check_ok),
 		cmocka_unit_test(t_check_unknown_type),
