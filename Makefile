@@ -43,7 +43,7 @@ ALL_LDFLAGS = $(LDOPT) $(LDFLAGS)
 # Every .c under these folders except the two mains goes into libagrippa.a,
 # so unit tests link the same objects the daemon runs.
 LIB_DIRS  := common ipc privsep supervisor engine httpd proxy sandbox
-MAIN_SRC  := supervisor/agrippad.c ctl/agrippactl.c
+MAIN_SRC  := supervisor/agrippad.c ctl/agrippactl.c sandbox/main.c
 LIB_SRC   := $(filter-out $(MAIN_SRC),$(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
 CTL_SRC   := $(filter-out ctl/agrippactl.c,$(wildcard ctl/*.c))
 SQL_FILES := $(sort $(wildcard sql/migrations/*.sql)) $(sort $(wildcard sql/ops/*.sql))
@@ -58,7 +58,7 @@ BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 .PHONY: all check tests deps fuzz demo install clean bench users
-all: $(BUILD)/agrippad $(BUILD)/agrippactl
+all: $(BUILD)/agrippad $(BUILD)/agrippactl $(BUILD)/agrippa-sandbox
 
 $(BUILD)/sqlgen.c: scripts/sqlgen.sh $(SQL_FILES)
 	@mkdir -p $(@D)
@@ -79,6 +79,11 @@ $(BUILD)/agrippad: $(BUILD)/supervisor/agrippad.o $(BUILD)/libagrippa.a
 
 $(BUILD)/agrippactl: $(BUILD)/ctl/agrippactl.o $(BUILD)/libagrippa.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+# The tool server links only what it uses (see sandbox/main.c).
+SBX_LIBS := $(shell pkg-config --libs libevent libsodium msgpack libseccomp libcap 2>/dev/null)
+$(BUILD)/agrippa-sandbox: $(BUILD)/sandbox/main.o $(BUILD)/libagrippa.a
+	$(CC) $(ALL_LDFLAGS) -Wl,--as-needed -o $@ $^ $(SBX_LIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libagrippa.a
 	@mkdir -p $(@D)
@@ -125,7 +130,8 @@ demo:
 
 install: all
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man5
-	install -m 0755 $(BUILD)/agrippad $(BUILD)/agrippactl $(DESTDIR)$(SBINDIR)/
+	install -m 0755 $(BUILD)/agrippad $(BUILD)/agrippactl $(BUILD)/agrippa-sandbox \
+	    $(DESTDIR)$(SBINDIR)/
 	install -m 0644 docs/agrippad.8 docs/agrippactl.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 docs/agrippad.conf.5 $(DESTDIR)$(MANDIR)/man5/
 	install -d $(DESTDIR)$(PREFIX)/share/agrippa/rc.d

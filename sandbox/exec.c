@@ -18,6 +18,7 @@
 #include <event2/event.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +42,6 @@ struct exec_state {
 	int truncated;
 	uint64_t bytes, sent;
 	struct timespec start;
-	int err;               /* the exec itself failed: errno */
 };
 
 static struct exec_state ex = { .out = { -1, -1, -1 } };
@@ -100,10 +100,8 @@ exec_signal_all(int sig)
 static void
 exec_maybe_finish(struct tools *t)
 {
-	char msg[IPC_ERRMSG_MAX];
 	int64_t status = -1;
 	uint32_t sig = 0;
-	int i;
 
 	if (!ex.busy || !ex.reaped || ex.out[1] != -1 || ex.out[2] != -1)
 		return;
@@ -111,19 +109,12 @@ exec_maybe_finish(struct tools *t)
 		event_free(ex.timer);
 		ex.timer = NULL;
 	}
-	if (ex.err != 0) {
-		snprintf(msg, sizeof(msg), "cannot run the command: %s", strerror(ex.err));
-		exec_reply_exit(t, ex.id, ex.err, msg, -1, 0, exec_elapsed_ms());
-	} else {
-		if (WIFEXITED(ex.status))
-			status = WEXITSTATUS(ex.status);
-		else if (WIFSIGNALED(ex.status))
-			sig = (uint32_t)WTERMSIG(ex.status);
-		exec_reply_exit(t, ex.id, 0, ex.timed_out ? "timed out" : ex.killed ? "killed" : "",
-		    status, sig, exec_elapsed_ms());
-	}
-	for (i = 1; i <= 2; i++)
-		ex.ev[i] = NULL;
+	if (WIFEXITED(ex.status))
+		status = WEXITSTATUS(ex.status);
+	else if (WIFSIGNALED(ex.status))
+		sig = (uint32_t)WTERMSIG(ex.status);
+	exec_reply_exit(t, ex.id, 0, ex.timed_out ? "timed out" : ex.killed ? "killed" : "", status,
+	    sig, exec_elapsed_ms());
 	ex.busy = 0;
 }
 
@@ -196,29 +187,13 @@ exec_kill(struct tools *t, uint64_t id)
 	exec_signal_all(SIGKILL);
 }
 
-/* In the forked child: own session, fixed descriptors, exec.  Reports an
- * exec failure through ep (close-on-exec, so success is EOF). */
-__attribute__((noreturn)) static void
-exec_child(int cwd, char **argv, int out, int err, int ep)
+static void
+exec_close_pair(const int *p)
 {
-	sigset_t none;
-	int nul, e;
-
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	signal(SIGPIPE, SIG_DFL);
-	setsid();
-	if ((nul = open("/dev/null", O_RDONLY | O_CLOEXEC)) == -1 || dup2(nul, 0) == -1 ||
-	    dup2(out, 1) == -1 || dup2(err, 2) == -1 || fchdir(cwd) == -1)
-		goto fail;
-	if (dup3(ep, 3, O_CLOEXEC) == -1)
-		goto fail;
-	closefrom(4);
-	execvpe(argv[0], argv, exec_env);
-fail:
-	e = errno;
-	(void)!write(3, &e, sizeof(e));
-	_exit(127);
+	if (p[0] != -1)
+		close(p[0]);
+	if (p[1] != -1)
+		close(p[1]);
 }
 
 /* argv from the request: NUL-terminated copies (freed by the caller). */
@@ -260,57 +235,57 @@ exec_argv_free(char **argv)
 	free(argv);
 }
 
-/* Read the child's exec errno, if any: EOF means the exec succeeded. */
-static int
-exec_wait_start(int ep)
-{
-	int e = 0;
-	ssize_t n;
-
-	while ((n = read(ep, &e, sizeof(e))) == -1 && errno == EINTR)
-		;
-	return n == (ssize_t)sizeof(e) ? e : 0;
-}
-
+/*
+ * posix_spawn (vfork-like: no copy of our address space, and exec errors
+ * come back as its result): a new session, default signal dispositions and
+ * an empty mask, stdin /dev/null, stdout/stderr the pipes, cwd, and no
+ * other descriptor.  Returns 0 or an errno value.
+ */
 static int
 exec_spawn(struct tools *t, const struct ipc_sbx_exec *req, int cwd)
 {
-	int out[2] = { -1, -1 }, err[2] = { -1, -1 }, ep[2] = { -1, -1 }, e;
+	int out[2] = { -1, -1 }, err[2] = { -1, -1 }, e;
 	char **argv = exec_argv(req);
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	sigset_t none, all;
 	pid_t pid;
 
-	if (pipe2(out, O_CLOEXEC) == -1 || pipe2(err, O_CLOEXEC) == -1 ||
-	    pipe2(ep, O_CLOEXEC) == -1) {
+	if (pipe2(out, O_CLOEXEC) == -1 || pipe2(err, O_CLOEXEC) == -1) {
 		e = errno;
-		goto fail;
+		exec_close_pair(out);
+		exec_close_pair(err);
+		exec_argv_free(argv);
+		return e;
 	}
-	if ((pid = fork()) == -1) {
-		e = errno;
-		goto fail;
-	}
-	if (pid == 0)
-		exec_child(cwd, argv, out[1], err[1], ep[1]);
+	sigemptyset(&none);
+	sigfillset(&all);
+	posix_spawnattr_init(&at);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
+	    POSIX_SPAWN_SETSIGDEF);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setsigdefault(&at, &all);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+	posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+	posix_spawn_file_actions_addfchdir_np(&fa, cwd);
+	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+	e = posix_spawnp(&pid, argv[0], &fa, &at, argv, exec_env);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	exec_argv_free(argv);
 	close(out[1]);
 	close(err[1]);
-	close(ep[1]);
-	exec_argv_free(argv);
+	if (e != 0) {
+		close(out[0]);
+		close(err[0]);
+		return e;
+	}
 	ex.pid = pid;
 	ex.out[1] = out[0];
 	ex.out[2] = err[0];
-	ex.err = exec_wait_start(ep[0]);
-	close(ep[0]);
 	return 0;
-fail:
-	for (int i = 0; i < 2; i++) {
-		if (out[i] != -1)
-			close(out[i]);
-		if (err[i] != -1)
-			close(err[i]);
-		if (ep[i] != -1)
-			close(ep[i]);
-	}
-	exec_argv_free(argv);
-	return e;
 }
 
 void
@@ -361,7 +336,7 @@ exec_start(struct tools *t, uint64_t id, const struct ipc_sbx_exec *req)
 	if ((ex.timer = evtimer_new(t->base, exec_on_timer, t)) == NULL ||
 	    evtimer_add(ex.timer, &tv) == -1)
 		fatalx("exec: timer");
-	exec_reap(t); /* a command that failed to exec may be gone already */
+	exec_reap(t); /* a very short command may be gone already */
 }
 
 void

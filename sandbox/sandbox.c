@@ -1,5 +1,5 @@
 /*
- * The tool server: agrippad -P sandbox, pid 1 of a run's sandbox.
+ * The tool server: agrippa-sandbox, pid 1 of a run's sandbox.
  *
  * Start-up: SBX_HELLO from the supervisor (written before the channel was
  * handed to the driver), the workspace root opened, then the seccomp filter

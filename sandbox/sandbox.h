@@ -1,5 +1,5 @@
 /*
- * The sandbox process (agrippad -P sandbox): the tool server inside one
+ * The sandbox process (agrippa-sandbox): the tool server inside one
  * run's sandbox.  It is pid 1 of the sandbox's pid namespace, serves its
  * driver (the run's runner, or agrippactl) over fd 3, and ends when the
  * driver hangs up, which ends every process of the sandbox with it.

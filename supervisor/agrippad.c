@@ -12,7 +12,6 @@
 #include "engine/engine.h"
 #include "httpd/httpd.h"
 #include "proxy/proxy.h"
-#include "sandbox/sandbox.h"
 #include "supervisor/config.h"
 #include "supervisor/supervisor.h"
 
@@ -26,18 +25,14 @@ usage(void)
 __attribute__((noreturn)) static void
 child_main(const char *role, int foreground)
 {
-	/* Log before anything else can fail; HELLO sets the level later.  A
-	 * sandbox has no syslog socket: its stderr is the daemon's (-d) or
-	 * /dev/null, and its driver hears of its failures by the channel. */
-	log_init(foreground || strcmp(role, "sandbox") == 0, 0, LOG_DAEMON);
+	/* Log before anything else can fail; HELLO sets the level later. */
+	log_init(foreground, 0, LOG_DAEMON);
 	if (strcmp(role, "engine") == 0)
 		engine_main();
 	if (strcmp(role, "httpd") == 0)
 		httpd_main();
 	if (strcmp(role, "proxy") == 0)
 		proxy_main();
-	if (strcmp(role, "sandbox") == 0)
-		sandbox_main();
 	fatalx("unknown role %s", role);
 }
 

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/vfs.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
@@ -199,6 +200,33 @@ cg_v1_setup(void)
 }
 
 /*
+ * Remove the empty sandbox cgroups a daemon killed outright (SIGKILL, a
+ * crash) left behind.  rmdir only removes an empty cgroup, so those of
+ * another daemon's live sandboxes on the same host are left alone.
+ */
+static void
+cg_sweep(void)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	int i, n = 0;
+	DIR *d;
+
+	for (i = 0; i < CG_NCTL; i++) {
+		if (cg.base[i][0] == '\0' || (d = opendir(cg.base[i])) == NULL)
+			continue;
+		while ((de = readdir(d)) != NULL)
+			if (strncmp(de->d_name, "sbx-", 4) == 0 &&
+			    fmt_ok(path, sizeof(path), "%s/%s", cg.base[i], de->d_name) == 0 &&
+			    rmdir(path) == 0)
+				n++;
+		closedir(d);
+	}
+	if (n > 0)
+		log_info("sandbox: removed %d stale cgroup(s)", n);
+}
+
+/*
  * devmode: an unprivileged daemon rarely has a cgroup delegated to it, so
  * the missing limits are expected there and said at info level; as root
  * they are a warning.
@@ -223,6 +251,7 @@ cgroup_init(int devmode)
 		    "limits beyond their rlimits");
 		return;
 	}
+	cg_sweep();
 	log_info("sandbox: cgroup %s limits:%s%s%s", cg.mode == CG_V2 ? "v2" : "v1",
 	    cg.have[CG_MEMORY] ? " memory" : "", cg.have[CG_PIDS] ? " pids" : "",
 	    cg.have[CG_CPU] ? " cpu" : "");
@@ -230,12 +259,6 @@ cgroup_init(int devmode)
 		say("sandbox: cgroup controllers missing:%s%s%s (rlimits only for those)",
 		    cg.have[CG_MEMORY] ? "" : " memory", cg.have[CG_PIDS] ? "" : " pids",
 		    cg.have[CG_CPU] ? "" : " cpu");
-}
-
-int
-cgroup_available(void)
-{
-	return cg.mode != CG_NONE;
 }
 
 /* The limit files of controller i, written in dir. */

@@ -10,7 +10,7 @@
  * merged-/usr system), a generated /etc, the workspace at /workspace, a
  * size-capped /tmp, a new /proc, a minimal /dev; pivot_root detaches the old
  * root.  It drops every capability, takes the sandbox user, sets rlimits and
- * no_new_privs and execs "agrippad -P sandbox", whose first act after
+ * no_new_privs and execs agrippa-sandbox (the tool server), whose first act after
  * reading its configuration is the seccomp filter.
  *
  * The supervisor never reads the sandbox's channel: it writes SBX_HELLO and
@@ -30,6 +30,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <event2/event.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/capability.h>
@@ -58,6 +59,9 @@ struct sbx {
 	char id[IPC_SBX_ID_MAX + 1];
 	pid_t pid;
 	int pidfd;
+	int drv;              /* the driver's end of the channel, until handed over */
+	int go;               /* write end: the launch, once the workspace is known */
+	int errr;             /* read end: the child's failure reason, EOF at exec */
 	char fresh[PATH_MAX]; /* a workspace made for this sandbox, removed at the end */
 	struct sbx_cgroup cg;
 	sbx_done_cb done;
@@ -67,22 +71,38 @@ struct sbx {
 static struct sbx *sbxs[SBX_MAX_ALL];
 
 /* What the child needs, prepared before clone (the child only makes syscalls). */
+/* What the child learns at launch, through its go pipe: the workspace, by
+ * path and by identity (the child reopens it in its own mount namespace). */
+struct sbx_launch {
+	int readonly;
+	int has_art; /* readOnly: .agrippa/artifacts is bound writable */
+	dev_t ws_dev, art_dev;
+	ino_t ws_ino, art_ino;
+	char ws_path[PATH_MAX];
+};
+
 struct sbx_child {
 	int chan;     /* the sandbox's end of its channel */
-	int go;       /* read end: one byte once the maps are written */
+	int go;       /* read end: the launch, once the maps are written */
 	int errw;     /* write end: a failure reason, or EOF at exec */
 	int bin;      /* O_PATH descriptor of our own executable */
-	int ws;       /* O_PATH descriptor of the workspace */
-	int art;      /* O_PATH descriptor of .agrippa/artifacts (readOnly), or -1 */
-	char ws_path[PATH_MAX];
-	dev_t ws_dev;
-	ino_t ws_ino;
-	dev_t art_dev;
-	ino_t art_ino;
-	int readonly;
+	int ws;       /* in the child: O_PATH descriptor of the workspace */
+	int art;      /* in the child: of .agrippa/artifacts (readOnly), or -1 */
+	int parent[3]; /* the supervisor's ends of the above, closed first */
 	int devmode;
 	const struct conf_sandbox *lim;
+	struct sbx_launch l;
 };
+
+static void
+sbx_close_all(const int *fds, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (fds[i] != -1)
+			close(fds[i]);
+}
 
 /* ---- the child, between clone and execve --------------------------------- */
 
@@ -256,7 +276,7 @@ sbx_mount_workspace(const struct sbx_child *c)
 
 	sbx_mkdir(c, SBX_NEWROOT "/workspace", 0755);
 	sbx_fdpath(src, sizeof(src), c->ws);
-	sbx_bind(c, src, SBX_NEWROOT "/workspace", fl | (c->readonly ? MS_RDONLY : 0));
+	sbx_bind(c, src, SBX_NEWROOT "/workspace", fl | (c->l.readonly ? MS_RDONLY : 0));
 	if (c->art >= 0) {
 		sbx_fdpath(src, sizeof(src), c->art);
 		sbx_bind(c, src, SBX_NEWROOT "/workspace/" ".agrippa/artifacts", fl);
@@ -401,14 +421,35 @@ sbx_fds(struct sbx_child *c)
 	closefrom(6);
 }
 
+/* The launch, written whole by the supervisor; -1 when it closed the pipe. */
+static int
+sbx_read_launch(struct sbx_child *c)
+{
+	char *p = (char *)&c->l;
+	size_t got = 0;
+	ssize_t n;
+
+	while (got < sizeof(c->l)) {
+		if ((n = read(c->go, p + got, sizeof(c->l) - got)) <= 0) {
+			if (n == -1 && errno == EINTR)
+				continue;
+			return -1;
+		}
+		got += (size_t)n;
+	}
+	c->l.ws_path[sizeof(c->l.ws_path) - 1] = '\0';
+	return 0;
+}
+
 __attribute__((noreturn)) static void
 sbx_child_main(struct sbx_child *c)
 {
-	char tmpopts[128], shmopts[128], go;
-	char *argv[] = { "agrippad", "-P", "sandbox", NULL, NULL };
+	char tmpopts[128], shmopts[128];
+	char *argv[] = { "agrippa-sandbox", NULL };
 	char *envp[12];
 	int envc = 0;
 
+	sbx_close_all(c->parent, 3);
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == -1)
 		sbx_fail(c, "pdeathsig", errno);
 	/*
@@ -424,7 +465,7 @@ sbx_child_main(struct sbx_child *c)
 		if (write(c->errw, "D", 1) != 1)
 			_exit(125);
 	}
-	if (read(c->go, &go, 1) != 1) /* the supervisor gave up */
+	if (sbx_read_launch(c) == -1) /* the supervisor gave up on us */
 		_exit(125);
 	if (unshare(CLONE_NEWCGROUP) == -1)
 		sbx_fail(c, "cgroup namespace", errno);
@@ -432,9 +473,10 @@ sbx_child_main(struct sbx_child *c)
 	 * and the kernel refuses to create files under an unmapped id.  Create
 	 * them as the sandbox user; the sources of the binds are descriptors or
 	 * world-readable, so nothing needs root's access to files. */
-	c->ws = sbx_reopen(c, AT_FDCWD, c->ws_path, c->ws_dev, c->ws_ino);
-	if (c->art >= 0)
-		c->art = sbx_reopen(c, c->ws, ".agrippa/artifacts", c->art_dev, c->art_ino);
+	c->ws = sbx_reopen(c, AT_FDCWD, c->l.ws_path, c->l.ws_dev, c->l.ws_ino);
+	c->art = -1;
+	if (c->l.has_art)
+		c->art = sbx_reopen(c, c->ws, ".agrippa/artifacts", c->l.art_dev, c->l.art_ino);
 	setfsgid(SBX_INNER_ID);
 	setfsuid(SBX_INNER_ID);
 	if ((uid_t)setfsuid((uid_t)-1) != SBX_INNER_ID)
@@ -475,10 +517,8 @@ sbx_child_main(struct sbx_child *c)
 			envp[envc++] = *e;
 #endif
 	envp[envc] = NULL;
-	if (sup.foreground)
-		argv[3] = "-d";
 	syscall(SYS_execveat, c->bin, "", argv, envp, AT_EMPTY_PATH);
-	sbx_fail(c, "execute agrippad -P sandbox", errno);
+	sbx_fail(c, "execute agrippa-sandbox", errno);
 }
 
 /* ---- the supervisor's side ----------------------------------------------- */
@@ -542,7 +582,7 @@ static int
 sbx_check_workspace(const char *path, char *real, size_t realsz, char *err, size_t errsz)
 {
 	const char *mine[] = { sup.conf.state_dir, sup.conf.master_key, sup.conf_path,
-		sup.conf.control_socket, sup.conf.pidfile, sup.self_exe };
+		sup.conf.control_socket, sup.conf.pidfile, sup.self_exe, sup.sandbox_exe };
 	char buf[PATH_MAX];
 	struct stat st;
 	size_t i;
@@ -744,152 +784,244 @@ sbx_slot(void)
 	return -1;
 }
 
-static void
-sbx_close_all(const int *fds, size_t n)
-{
-	size_t i;
 
-	for (i = 0; i < n; i++)
-		if (fds[i] != -1)
-			close(fds[i]);
+/* Kill and forget a sandbox that never reached its driver. */
+static void
+sbx_discard(struct sbx *s, int reaped)
+{
+	if (s->pidfd >= 0) {
+		if (!reaped) {
+			syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL, 0);
+			waitpid(s->pid, NULL, 0);
+		}
+		close(s->pidfd);
+	}
+	sbx_close_all((int[]){ s->drv, s->go, s->errr }, 3);
+	cgroup_destroy(&s->cg);
+	if (s->fresh[0] != '\0')
+		sbx_rmtree(s->fresh);
+	free(s);
 }
 
-/* Clone and start the child; parent side of the hand-shake.  Returns 0 or -1. */
-static int
-sbx_spawn(struct sbx *s, struct sbx_child *c, char *err, size_t errsz)
+/*
+ * Clone a sandbox's first process, map its ids and put it in its cgroups.
+ * It then waits for its launch.  Returns the sandbox or NULL with err set.
+ */
+static struct sbx *
+sbx_prepare(char *err, size_t errsz)
 {
-	int sv[2] = { -1, -1 }, go[2] = { -1, -1 }, ep[2] = { -1, -1 }, pidfd = -1, rv = -1;
+	struct sbx_child c = { .ws = -1, .art = -1, .devmode = sup.devmode,
+		.lim = &sup.conf.sandbox };
+	int sv[2] = { -1, -1 }, go[2] = { -1, -1 }, ep[2] = { -1, -1 }, pidfd = -1;
+	unsigned char rnd[8];
+	struct sbx *s;
 	long pid;
 
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1 ||
+	if ((s = calloc(1, sizeof(*s))) == NULL) {
+		snprintf(err, errsz, "out of memory");
+		return NULL;
+	}
+	s->pidfd = s->drv = s->go = s->errr = -1;
+	randombytes_buf(rnd, sizeof(rnd));
+	snprintf(s->id, sizeof(s->id), "sbx-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1],
+	    rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+	if (cgroup_create(s->id, &sup.conf.sandbox, &s->cg, err, errsz) == -1)
+		goto fail;
+	if ((c.bin = open(sup.sandbox_exe, O_PATH | O_CLOEXEC)) == -1 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1 ||
 	    pipe2(go, O_CLOEXEC) == -1 || pipe2(ep, O_CLOEXEC) == -1) {
 		snprintf(err, errsz, "sandbox: %s", strerror(errno));
-		goto out;
+		goto fail;
 	}
-	c->chan = sv[1];
-	c->go = go[0];
-	c->errw = ep[1];
+	c.chan = sv[1];
+	c.go = go[0];
+	c.errw = ep[1];
+	c.parent[0] = sv[0];
+	c.parent[1] = go[1];
+	c.parent[2] = ep[0];
 	pid = syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
 	    CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD | SIGCHLD, NULL, &pidfd, NULL, 0);
 	if (pid == 0)
-		sbx_child_main(c);
+		sbx_child_main(&c);
 	if (pid == -1) {
 		snprintf(err, errsz, "sandbox: clone: %s", strerror(errno));
-		goto out;
+		goto fail;
 	}
 	s->pid = (pid_t)pid;
 	s->pidfd = pidfd;
-	close(go[0]);
-	close(ep[1]);
-	go[0] = ep[1] = -1;
-	if ((c->devmode && sbx_wait_dumpable(ep[0], err, errsz) == -1) ||
-	    sbx_maps(s->pid, err, errsz) == -1 || cgroup_attach(&s->cg, s->pid, err, errsz) == -1 ||
-	    write(go[1], "g", 1) != 1 || sbx_wait_exec(ep[0], err, errsz) == -1) {
-		syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-		waitpid(s->pid, NULL, 0);
-		close(pidfd);
-		s->pid = 0;
-		s->pidfd = -1;
-		goto out;
+	s->drv = sv[0];
+	s->go = go[1];
+	s->errr = ep[0];
+	sbx_close_all((int[]){ c.bin, sv[1], go[0], ep[1] }, 4);
+	if ((c.devmode && sbx_wait_dumpable(s->errr, err, errsz) == -1) ||
+	    sbx_maps(s->pid, err, errsz) == -1 || cgroup_attach(&s->cg, s->pid, err, errsz) == -1) {
+		sbx_discard(s, 0);
+		return NULL;
 	}
-	sbx_send_hello(s, sv[0], c->readonly);
-	rv = sv[0];
-	sv[0] = -1;
-out:
-	sbx_close_all((int[]){ sv[0], sv[1], go[0], go[1], ep[0], ep[1] }, 6);
-	return rv;
+	return s;
+fail:
+	sbx_close_all((int[]){ c.bin, sv[0], sv[1], go[0], go[1], ep[0], ep[1] }, 7);
+	sbx_discard(s, 0);
+	return NULL;
 }
 
-/* What the child checks when it reopens the workspace and artifacts dir. */
+/* Hand the prepared sandbox its workspace and wait until it runs the tool
+ * server.  Returns 0, or -1 with err set (s is then to be discarded). */
 static int
-sbx_identify(struct sbx_child *c, const char *path, char *err, size_t errsz)
+sbx_launch(struct sbx *s, const struct sbx_launch *l, char *err, size_t errsz)
+{
+	const char *p = (const char *)l;
+	size_t put = 0;
+	ssize_t n;
+
+	while (put < sizeof(*l)) {
+		if ((n = write(s->go, p + put, sizeof(*l) - put)) <= 0) {
+			if (n == -1 && errno == EINTR)
+				continue;
+			snprintf(err, errsz, "sandbox: its first process is gone");
+			return -1;
+		}
+		put += (size_t)n;
+	}
+	close(s->go);
+	s->go = -1;
+	if (sbx_wait_exec(s->errr, err, errsz) == -1)
+		return -1;
+	close(s->errr);
+	s->errr = -1;
+	sbx_send_hello(s, s->drv, l->readonly);
+	return 0;
+}
+
+/*
+ * Root mode keeps one sandbox prepared ahead (cloned, mapped, in its
+ * cgroups, waiting for its workspace), so that the slow part of a build,
+ * above all the cgroup v1 move (a kernel RCU grace period), is not on the
+ * path of a request.  It holds a copy of the supervisor's memory, as every
+ * sandbox process does until its exec, and is as private as the
+ * supervisor itself (root, not dumpable).  Development mode prepares none:
+ * there the child must be dumpable while it is mapped.
+ */
+static struct sbx *sbx_warm;
+static struct event *sbx_warm_ev;
+
+static void
+sbx_warm_cb(evutil_socket_t fd, short what, void *arg)
+{
+	char err[512];
+
+	if (sbx_warm != NULL || sup.stopping || sup.devmode)
+		return;
+	if ((sbx_warm = sbx_prepare(err, sizeof(err))) == NULL)
+		log_warnx("cannot prepare the next sandbox: %s", err);
+}
+
+/* Prepare the next sandbox once the event loop is free again. */
+static void
+sbx_warm_later(void)
+{
+	struct timeval now = { 0, 0 };
+
+	if (sup.devmode || sup.base == NULL)
+		return;
+	if (sbx_warm_ev == NULL && (sbx_warm_ev = evtimer_new(sup.base, sbx_warm_cb, NULL)) == NULL)
+		fatalx("evtimer_new");
+	evtimer_add(sbx_warm_ev, &now);
+}
+
+void
+sbx_rewarm(void)
+{
+	if (sbx_warm != NULL) {
+		sbx_discard(sbx_warm, 0);
+		sbx_warm = NULL;
+	}
+	if (!sup.stopping)
+		sbx_warm_later();
+}
+
+/* What the child needs to find the workspace again; fds are the
+ * supervisor's, closed by the caller. */
+static int
+sbx_identify(struct sbx_launch *l, int ws, int art, const char *path, char *err, size_t errsz)
 {
 	struct stat st;
 
-	if (fmt_ok(c->ws_path, sizeof(c->ws_path), "%s", path) == -1 || fstat(c->ws, &st) == -1) {
+	if (fmt_ok(l->ws_path, sizeof(l->ws_path), "%s", path) == -1 || fstat(ws, &st) == -1) {
 		snprintf(err, errsz, "workspace: %s", strerror(errno ? errno : ENAMETOOLONG));
 		return -1;
 	}
-	c->ws_dev = st.st_dev;
-	c->ws_ino = st.st_ino;
-	if (c->art >= 0) {
-		if (fstat(c->art, &st) == -1) {
+	l->ws_dev = st.st_dev;
+	l->ws_ino = st.st_ino;
+	if (art >= 0) {
+		if (fstat(art, &st) == -1) {
 			snprintf(err, errsz, "workspace: %s", strerror(errno));
 			return -1;
 		}
-		c->art_dev = st.st_dev;
-		c->art_ino = st.st_ino;
+		l->has_art = 1;
+		l->art_dev = st.st_dev;
+		l->art_ino = st.st_ino;
 	}
 	return 0;
+}
+
+/* The workspace of a request: checked (or made), opened, identified. */
+static int
+sbx_workspace(struct sbx *s, const struct sbx_req *req, struct sbx_launch *l, char *real,
+    size_t realsz, char *err, size_t errsz)
+{
+	int ws = -1, art = -1, rv = -1;
+
+	if (req->workspace != NULL ? sbx_check_workspace(req->workspace, real, realsz, err, errsz)
+				   : sbx_fresh(s, err, errsz))
+		return -1;
+	if (req->workspace == NULL && fmt_ok(real, realsz, "%s", s->fresh) == -1)
+		return -1;
+	if ((ws = open(real, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
+		snprintf(err, errsz, "workspace: %s", strerror(errno));
+		return -1;
+	}
+	l->readonly = req->readonly;
+	if ((!req->readonly || (art = sbx_artifacts_dir(ws, err, errsz)) != -1) &&
+	    sbx_identify(l, ws, art, real, err, errsz) == 0)
+		rv = 0;
+	sbx_close_all((int[]){ ws, art }, 2);
+	return rv;
 }
 
 struct sbx *
 sbx_create(const struct sbx_req *req, int *driver_fd, char *err, size_t errsz)
 {
-	struct sbx_child c = { .ws = -1, .art = -1, .bin = -1, .readonly = req->readonly,
-		.devmode = sup.devmode, .lim = &sup.conf.sandbox };
+	struct sbx_launch l;
 	char real[PATH_MAX];
-	unsigned char rnd[8];
 	struct sbx *s;
-	int slot, fd = -1;
+	int slot;
 
 	if ((slot = sbx_slot()) == -1) {
 		snprintf(err, errsz, "too many sandboxes (sandbox.max is %llu)",
 		    (unsigned long long)sup.conf.sandbox.max);
 		return NULL;
 	}
-	if ((s = calloc(1, sizeof(*s))) == NULL) {
-		snprintf(err, errsz, "out of memory");
+	if ((s = sbx_warm) != NULL)
+		sbx_warm = NULL;
+	else if ((s = sbx_prepare(err, errsz)) == NULL)
+		return NULL;
+	memset(&l, 0, sizeof(l));
+	if (sbx_workspace(s, req, &l, real, sizeof(real), err, errsz) == -1 ||
+	    sbx_launch(s, &l, err, errsz) == -1) {
+		sbx_discard(s, 0);
+		sbx_warm_later();
 		return NULL;
 	}
-	s->pidfd = -1;
-	randombytes_buf(rnd, sizeof(rnd));
-	snprintf(s->id, sizeof(s->id), "sbx-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1],
-	    rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
-	if (req->workspace != NULL ? sbx_check_workspace(req->workspace, real, sizeof(real), err,
-					 errsz)
-				   : sbx_fresh(s, err, errsz))
-		goto fail;
-	if ((c.ws = open(req->workspace ? real : s->fresh,
-		 O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
-		snprintf(err, errsz, "workspace: %s", strerror(errno));
-		goto fail;
-	}
-	if (req->readonly && (c.art = sbx_artifacts_dir(c.ws, err, errsz)) == -1)
-		goto fail;
-	if (sbx_identify(&c, req->workspace ? real : s->fresh, err, errsz) == -1)
-		goto fail;
-	if ((c.bin = open(sup.self_exe, O_PATH | O_CLOEXEC)) == -1) {
-		snprintf(err, errsz, "%s: %s", sup.self_exe, strerror(errno));
-		goto fail;
-	}
-	if (cgroup_create(s->id, &sup.conf.sandbox, &s->cg, err, errsz) == -1)
-		goto fail;
-	if ((fd = sbx_spawn(s, &c, err, errsz)) == -1)
-		goto fail;
-	close(c.ws);
-	close(c.bin);
-	if (c.art >= 0)
-		close(c.art);
+	*driver_fd = s->drv;
+	s->drv = -1;
 	s->done = req->done;
 	s->arg = req->arg;
 	sbxs[slot] = s;
-	*driver_fd = fd;
+	sbx_warm_later();
 	log_info("sandbox %s started (pid %ld, %s, %s)", s->id, (long)s->pid,
 	    req->workspace ? real : "fresh workspace", req->readonly ? "read-only" : "read-write");
 	return s;
-fail:
-	if (c.ws >= 0)
-		close(c.ws);
-	if (c.bin >= 0)
-		close(c.bin);
-	if (c.art >= 0)
-		close(c.art);
-	cgroup_destroy(&s->cg);
-	if (s->fresh[0] != '\0')
-		sbx_rmtree(s->fresh);
-	free(s);
-	return NULL;
 }
 
 const char *
@@ -924,6 +1056,10 @@ sbx_kill_all(void)
 {
 	int i;
 
+	if (sbx_warm != NULL) {
+		sbx_discard(sbx_warm, 0);
+		sbx_warm = NULL;
+	}
 	for (i = 0; i < SBX_MAX_ALL; i++)
 		if (sbxs[i] != NULL)
 			sbx_kill(sbxs[i]);
@@ -945,6 +1081,13 @@ sbx_reaped(pid_t pid, int status)
 	struct sbx *s;
 	int i;
 
+	if (sbx_warm != NULL && sbx_warm->pid == pid) {
+		log_warnx("the prepared sandbox (pid %ld) ended; preparing another", (long)pid);
+		sbx_discard(sbx_warm, 1);
+		sbx_warm = NULL;
+		sbx_warm_later();
+		return 1;
+	}
 	for (i = 0; i < SBX_MAX_ALL; i++) {
 		if ((s = sbxs[i]) == NULL || s->pid != pid)
 			continue;
@@ -971,6 +1114,11 @@ sbx_init(char *err, size_t errsz)
 	struct passwd *pw;
 	struct group *gr;
 
+	if (access(sup.sandbox_exe, X_OK) == -1) {
+		snprintf(err, errsz, "%s: %s (agrippa-sandbox is installed beside agrippad)",
+		    sup.sandbox_exe, strerror(errno));
+		return -1;
+	}
 	if (!sup.devmode) {
 		if ((pw = getpwuid((uid_t)sup.conf.sandbox.uid)) != NULL) {
 			snprintf(err, errsz, "sandbox.uid %llu belongs to user %s: the sandbox "

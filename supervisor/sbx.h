@@ -20,7 +20,6 @@ struct sbx_cgroup {
 };
 /* Detect cgroup v2 or v1 and prepare delegation; logs one line either way. */
 void cgroup_init(int devmode);
-int cgroup_available(void);
 /* Make the cgroup(s) named name with lim's limits.  Returns 0 (nothing made
  * when no cgroup is available) or -1 with err set (nothing left behind). */
 int cgroup_create(const char *name, const struct conf_sandbox *lim, struct sbx_cgroup *out,
@@ -59,6 +58,9 @@ void sbx_abandon(struct sbx *s);
 /* SIGCHLD: returns 1 when pid was a sandbox (then cleaned up), 0 otherwise. */
 int sbx_reaped(pid_t pid, int status);
 void sbx_kill_all(void);
+/* (Re)prepare the next sandbox ahead of requests: at start, and after a
+ * reload (its limits were fixed when it was made).  Root mode only. */
+void sbx_rewarm(void);
 int sbx_count(void);
 
 #endif

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "privsep/privsep.h"
 #include "supervisor/db.h"
 #include "supervisor/key.h"
@@ -77,10 +78,16 @@ static void
 sup_self_exe(void)
 {
 	ssize_t n = readlink("/proc/self/exe", sup.self_exe, sizeof(sup.self_exe) - 1);
+	char *slash;
 
 	if (n <= 0 || (size_t)n >= sizeof(sup.self_exe) - 1)
 		fatal("cannot find our own executable");
 	sup.self_exe[n] = '\0';
+	/* The sandbox's tool server is installed beside us. */
+	if ((slash = strrchr(sup.self_exe, '/')) == NULL ||
+	    fmt_ok(sup.sandbox_exe, sizeof(sup.sandbox_exe), "%.*s/agrippa-sandbox",
+		(int)(slash - sup.self_exe), sup.self_exe) == -1)
+		fatalx("cannot name agrippa-sandbox beside %s", sup.self_exe);
 }
 
 static void
@@ -251,6 +258,7 @@ sup_reload(char *errbuf, size_t errsz)
 	nc->sandbox.uid = sup.conf.sandbox.uid;
 	nc->sandbox.gid = sup.conf.sandbox.gid;
 	sup.conf.sandbox = nc->sandbox;
+	sbx_rewarm();
 	log_info("configuration reloaded");
 	rv = 0;
 out:
@@ -447,6 +455,7 @@ supervisor_main(const char *conf_path, int foreground, int verbose, int check_on
 		fatalx("database pool");
 	proc_start_all();
 	control_start(sup.base, sup.ctl_fd);
+	sbx_rewarm();
 	log_info("started (version %s)", AGRIPPA_VERSION);
 	if (!foreground)
 		sup_detached_ready();

@@ -43,6 +43,7 @@ struct sup {
 	struct config conf;
 	char conf_path[PATH_MAX];
 	char self_exe[PATH_MAX];
+	char sandbox_exe[PATH_MAX]; /* agrippa-sandbox, beside self_exe */
 	int foreground;
 	int verbose;
 	int devmode;

@@ -75,6 +75,7 @@ sandbox_procs() {
 	return 0
 }
 no_sandbox_procs() { [ -z "$(sandbox_procs)" ]; }
+have_sandbox_procs() { [ -n "$(sandbox_procs)" ]; }
 no_sandbox_cgroups() { [ -z "$(find /sys/fs/cgroup -maxdepth 6 -name 'sbx-*' 2>/dev/null)" ]; }
 
 # ---- identity -----------------------------------------------------------
@@ -137,7 +138,7 @@ echo "other run's secret" >"$OTHER/secret-other"
 chown -R "$SBX_UID:$SBX_UID" "$OTHER"
 timeout 60 "$AGRIPPACTL" -s "$CTL" sandbox run -w "$OTHER" -- sleep 20 >/dev/null 2>&1 &
 OTHER_PID=$!
-wait_for 10 sh -c "[ \$(find /sys/fs/cgroup/pids -maxdepth 3 -name 'sbx-*' | wc -l) -ge 1 ]"
+wait_for 10 have_sandbox_procs
 sbxw "ls $OTHER; find / -xdev -maxdepth 4 -name 'secret-*' 2>/dev/null; ls /proc | grep -c '^[0-9]'; echo END"
 expect_no_out "another run's workspace is invisible" secret-other
 expect_out "the check ran" '^END$'
@@ -312,14 +313,18 @@ else notok "background jobs do not hold a finished command" "exit $RC after ${to
 
 "$AGRIPPACTL" -s "$CTL" sandbox run -- sh -c 'sleep 1000 & sleep 1000' >/dev/null 2>&1 &
 CLIENT=$!
-wait_for 10 sh -c "[ -n \"\$(find /sys/fs/cgroup/pids -maxdepth 3 -name 'sbx-*')\" ]"
+wait_for 10 have_sandbox_procs
 sleep 1
+CG=$(awk -F: '$2 == "pids" { print $3 }' "/proc/$(sandbox_procs | head -1)/cgroup")
 kill -KILL "$CLIENT"
 wait "$CLIENT" 2>/dev/null
 if wait_for 10 no_sandbox_procs; then ok "killing agrippactl kills every process of its sandbox"; else
 	notok "killing agrippactl kills every process of its sandbox" "$(sandbox_procs)"; fi
-if wait_for 10 no_sandbox_cgroups; then ok "no sandbox cgroup is left"; else
-	notok "no sandbox cgroup is left" "$(find /sys/fs/cgroup -maxdepth 6 -name 'sbx-*')"; fi
+if [ -z "$CG" ] || [ "${CG##*/}" = "${CG##*/sbx-}" ]; then
+	notok "the sandbox had its own pids cgroup" "$CG"
+elif wait_for 10 test ! -d "/sys/fs/cgroup/pids$CG"; then
+	ok "its cgroup is removed (${CG##*/})"
+else notok "its cgroup is removed" "/sys/fs/cgroup/pids$CG"; fi
 if [ -z "$(ls -A "$T/state/sandboxes" 2>/dev/null)" ]; then ok "no fresh workspace is left"; else
 	notok "no fresh workspace is left" "$(ls "$T/state/sandboxes")"; fi
 
@@ -355,5 +360,6 @@ else ok "no sanitizer report in the daemon's log"; fi
 stop_daemon
 check "the daemon stops cleanly" [ "$DAEMON_STATUS" = 0 ]
 check "no sandbox process outlives the daemon" no_sandbox_procs
+check "no sandbox cgroup outlives the daemon (the prepared one included)" no_sandbox_cgroups
 cleanup_env
 finish sandbox
