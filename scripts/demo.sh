@@ -63,6 +63,12 @@ curl -s "http://127.0.0.1:$PORT/healthz"
 echo "demo: \$ agrippactl -s $DEMO/agrippad.sock status"
 ./build/agrippactl -s "$DEMO/agrippad.sock" status
 echo
+echo "demo: what an agent's command sees: a sandbox with its own user, no network, a fresh root"
+echo "demo: \$ agrippactl sandbox run -- sh -c 'id; ls /; ...'"
+./build/agrippactl -s "$DEMO/agrippad.sock" sandbox run -- sh -c \
+	'id; echo "root: $(ls / | tr "\n" " ")"; echo "network: $(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " ")";
+	 echo "processes: $(ls /proc | grep -c "^[0-9]")"; touch /etc/x 2>&1 | sed "s/^/refused: /"' || true
+echo
 echo "demo: agrippad is running (state in $DEMO/state). Press Ctrl-C to stop."
 if [ -n "${DEMO_SECONDS:-}" ]; then
 	sleep "$DEMO_SECONDS"
