@@ -60,6 +60,21 @@ fuzz_decoders(const struct ipc_msg *m)
 	char addr[IPC_ADDR_MAX + 1];
 	uint32_t level;
 	int ok[IMSG__MAX] = { 0 };
+	static struct ipc_sbx_hello sh;
+	static struct ipc_sbx_read srd;
+	static struct ipc_sbx_write swr;
+	static struct ipc_sbx_edit sed;
+	static struct ipc_sbx_list sls;
+	static struct ipc_sbx_glob sgl;
+	static struct ipc_sbx_grep sgr;
+	static struct ipc_sbx_exec sex;
+	static struct ipc_sbx_artifact sar;
+	static char path[IPC_SBX_PATH_MAX + 1], id[IPC_SBX_ID_MAX + 1];
+	struct ipc_sbx_output sout;
+	struct ipc_sbx_exit sexit;
+	struct ipc_sbx_result sres;
+	const char *s;
+	size_t len;
 
 	ok[IMSG_HELLO] = ipc_dec_hello(m->body, &h) == 0;
 	ok[IMSG_READY] = ipc_dec_ready(m->body, &rd) == 0;
@@ -75,7 +90,27 @@ fuzz_decoders(const struct ipc_msg *m)
 	ok[IMSG_CTL_REPLY] = ipc_dec_ctl_reply(m->body, &rp) == 0;
 	ok[IMSG_CHUNK] = ipc_dec_chunk(m->body, &ck) == 0;
 	fuzz_chunk(m->body);
-	if (mi != NULL && m->type != IMSG_SHUTDOWN &&
+	ok[IMSG_CTL_SANDBOX] = ipc_dec_ctl_sandbox(m->body, id, sizeof(id)) == 0;
+	ok[IMSG_SBX_HELLO] = ipc_dec_sbx_hello(m->body, &sh) == 0;
+	ok[IMSG_SBX_READY] = ok[IMSG_READY];
+	ok[IMSG_SBX_READ] = ipc_dec_sbx_read(m->body, &srd) == 0;
+	ok[IMSG_SBX_WRITE] = ipc_dec_sbx_write(m->body, &swr) == 0;
+	ok[IMSG_SBX_EDIT] = ipc_dec_sbx_edit(m->body, &sed) == 0;
+	ok[IMSG_SBX_LIST] = ipc_dec_sbx_list(m->body, &sls) == 0;
+	ok[IMSG_SBX_GLOB] = ipc_dec_sbx_glob(m->body, &sgl) == 0;
+	ok[IMSG_SBX_GREP] = ipc_dec_sbx_grep(m->body, &sgr) == 0;
+	ok[IMSG_SBX_STAT] = ipc_dec_sbx_stat(m->body, path, sizeof(path)) == 0;
+	if ((ok[IMSG_SBX_EXEC] = ipc_dec_sbx_exec(m->body, &sex) == 0)) {
+		while (ipc_get_str(&sex.argv, &s, &len, IPC_SBX_ARG_MAX) == 0)
+			;
+		if (ipc_end(&sex.argv) == -1)
+			__builtin_trap(); /* the validator promised strings only */
+	}
+	ok[IMSG_SBX_ARTIFACT] = ipc_dec_sbx_artifact(m->body, &sar) == 0;
+	ok[IMSG_SBX_OUTPUT] = ipc_dec_sbx_output(m->body, &sout) == 0;
+	ok[IMSG_SBX_EXIT] = ipc_dec_sbx_exit(m->body, &sexit) == 0;
+	ok[IMSG_SBX_RESULT] = ipc_dec_sbx_result(m->body, &sres) == 0;
+	if (mi != NULL && m->type != IMSG_SHUTDOWN && m->type != IMSG_SBX_KILL &&
 	    ok[m->type] != (mi->validate(m->body) == 0))
 		__builtin_trap();
 }
