@@ -111,10 +111,12 @@ print_status(json_t *d)
 
 	printf("agrippad %s%s\n", json_string_value(json_object_get(d, "version")),
 	    json_is_true(json_object_get(d, "devmode")) ? " (development mode)" : "");
-	printf("database: %s (%s, %lld connections)\n\n",
+	printf("database: %s (%s, %lld connections)\n",
 	    json_string_value(json_object_get(db, "state")),
 	    json_string_value(json_object_get(db, "mode")),
 	    (long long)json_integer_value(json_object_get(db, "connections")));
+	printf("sandboxes: %lld running\n\n",
+	    (long long)json_integer_value(json_object_get(d, "sandboxes")));
 	printf("%-12s %8s %-12s %10s %8s  %s\n", "ROLE", "PID", "USER", "UPTIME", "RESTARTS",
 	    "STATE");
 	json_array_foreach(procs, i, p) {

@@ -115,8 +115,9 @@ ctl_status(struct ctl_client *cl, uint64_t id, struct ipc_ctl_request *req)
 	ipc_wbuf_begin(&w, IMSG_CTL_REPLY, id, 3);
 	ipc_put_u64(&w, 0);
 	ipc_put_str(&w, "ok");
-	ipc_put_map(&w, 4);
+	ipc_put_map(&w, 5);
 	put_kv_str(&w, "version", AGRIPPA_VERSION);
+	put_kv_u64(&w, "sandboxes", (uint64_t)sbx_count());
 	ipc_put_str(&w, "devmode");
 	ipc_put_bool(&w, sup.devmode);
 	ipc_put_str(&w, "database");

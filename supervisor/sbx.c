@@ -575,14 +575,16 @@ path_within(const char *a, const char *b)
 
 /*
  * An operator's workspace: an existing directory that neither holds nor
- * lies in anything of the daemon's (state, key, config, sockets, pidfile).
+ * lies in anything of the daemon's (state, key, config, sockets, pidfile,
+ * programs, the children's chroot).
  * Resolves symlinks into real.
  */
 static int
 sbx_check_workspace(const char *path, char *real, size_t realsz, char *err, size_t errsz)
 {
 	const char *mine[] = { sup.conf.state_dir, sup.conf.master_key, sup.conf_path,
-		sup.conf.control_socket, sup.conf.pidfile, sup.self_exe, sup.sandbox_exe };
+		sup.conf.control_socket, sup.conf.pidfile, sup.self_exe, sup.sandbox_exe,
+		sup.conf.chroot };
 	char buf[PATH_MAX];
 	struct stat st;
 	size_t i;

@@ -139,6 +139,8 @@ chown -R "$SBX_UID:$SBX_UID" "$OTHER"
 timeout 60 "$AGRIPPACTL" -s "$CTL" sandbox run -w "$OTHER" -- sleep 20 >/dev/null 2>&1 &
 OTHER_PID=$!
 wait_for 10 have_sandbox_procs
+check "agrippactl status counts the running sandbox" \
+	sh -c "'$AGRIPPACTL' -s '$CTL' status | grep -qx 'sandboxes: 1 running'"
 sbxw "ls $OTHER; find / -xdev -maxdepth 4 -name 'secret-*' 2>/dev/null; ls /proc | grep -c '^[0-9]'; echo END"
 expect_no_out "another run's workspace is invisible" secret-other
 expect_out "the check ran" '^END$'
