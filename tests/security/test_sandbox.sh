@@ -330,6 +330,20 @@ else notok "its cgroup is removed" "/sys/fs/cgroup/pids$CG"; fi
 if [ -z "$(ls -A "$T/state/sandboxes" 2>/dev/null)" ]; then ok "no fresh workspace is left"; else
 	notok "no fresh workspace is left" "$(ls "$T/state/sandboxes")"; fi
 
+# ---- limits follow a reload ---------------------------------------------------
+
+limits="awk '/^Max (processes|open files|file size|core file size)/ { print \$(NF - 2) }' /proc/self/limits"
+sbx -- sh -c "$limits"
+if [ "$(tr '\n' ' ' <"$T/out")" = "16777216 0 128 1024 " ]; then
+	ok "a sandbox has the configured rlimits (core 0, file size, processes, open files)"
+else
+	notok "a sandbox has the configured rlimits" "$(cat "$T/out")"; fi
+sed -i 's/^  pids: 128$/  pids: 96/' "$CONF"
+"$AGRIPPACTL" -s "$CTL" reload >/dev/null
+sbx -- sh -c "$limits"
+# The sandbox prepared before the reload must not be the one used after it.
+expect_out "after a reload, new sandboxes get the new limits" '^96$'
+
 # ---- bad requests -------------------------------------------------------------
 
 for bad in / "$T" "$T/state" "$T/keys" "$ROOT/$BUILD"; do
