@@ -186,6 +186,19 @@ expect_call "stat reports the symlink itself" 'stat link-out: ok ["symlink"'
 	notok "the outside file is still unchanged" "$(cat "$T/outside")"
 rm -f "$WS/link-out" "$WS/procroot"
 
+# ---- commands through the tool server ------------------------------------
+
+call -w "$WS" sh pwd src :: sh pwd ../ :: sh pwd /workspace/../.. :: sh pwd /tmp :: \
+	busykill 'sleep 100'
+expect_call "a command runs in a working directory inside the workspace" "sh pwd: ok status=0"
+if grep -qx /workspace/src "$T/call"; then ok "... and starts there"; else
+	notok "... and starts there" "$(cat "$T/call")"; fi
+if [ "$(grep -c '^sh pwd: error 18 (EXDEV)' "$T/call")" = 3 ]; then
+	ok "a working directory outside the workspace is refused (.., absolute)"
+else notok "a working directory outside the workspace is refused" "$(cat "$T/call")"; fi
+expect_call "a second command while one runs is refused, and SBX_KILL ends the first" \
+	"busykill sleep 100: second=EBUSY killed signal=9 status=-1 error=killed"
+
 # ---- read-only workspaces -------------------------------------------------
 
 sbx -r -w "$WS" -- touch /workspace/ro-x

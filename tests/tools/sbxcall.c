@@ -7,7 +7,9 @@
  *
  * OPs: read PATH | write PATH DATA | mkwrite PATH DATA (creating parents) |
  *      edit PATH OLD NEW [COUNT] | list PATH | glob PATTERN [BASE] |
- *      grep REGEX [PATH] | stat PATH | artifact NAME [CAP] | sh COMMAND
+ *      grep REGEX [PATH] | stat PATH | artifact NAME [CAP] | sh COMMAND [CWD] |
+ *      busykill COMMAND (runs COMMAND, tries a second command while it runs,
+ *      then kills the first with SBX_KILL)
  *
  * Each line is "OP ARG1: ok ..." or "OP ARG1: error E (name): message",
  * where E is the errno value the sandbox answered.  Exit status 0 when the
@@ -171,6 +173,47 @@ num(const char *s)
 	return (uint32_t)v;
 }
 
+static void
+put_exec(struct ipc_wbuf *w, uint64_t id, const char *cmd, const char *cwd)
+{
+	ipc_wbuf_begin(w, IMSG_SBX_EXEC, id, 4);
+	ipc_put_bool(w, 1);
+	ipc_put_array(w, 1);
+	ipc_put_str(w, cmd);
+	ipc_put_str(w, cwd);
+	ipc_put_u64(w, 0);
+}
+
+/* A second exec while one runs is refused (EBUSY); SBX_KILL ends the first. */
+static void
+busykill(const char *label, const char *cmd)
+{
+	uint64_t first = next_id++, second = next_id++;
+	struct ipc_wbuf w;
+	struct ipc_sbx_exit x;
+	struct ipc_msg m;
+	uint32_t busy = 0;
+
+	put_exec(&w, first, cmd, "");
+	send_frame(&w);
+	put_exec(&w, second, "true", "");
+	send_frame(&w);
+	recv_frame(&m);
+	if (m.type != IMSG_SBX_EXIT || m.id != second || ipc_dec_sbx_exit(m.body, &x) == -1)
+		die(label, "no answer to the second command");
+	busy = x.code;
+	ipc_msg_free(&m);
+	ipc_wbuf_begin(&w, IMSG_SBX_KILL, first, 0);
+	send_frame(&w);
+	recv_frame(&m);
+	if (m.type != IMSG_SBX_EXIT || m.id != first || ipc_dec_sbx_exit(m.body, &x) == -1)
+		die(label, "no exit of the first command");
+	printf("%s: second=%s killed signal=%u status=%lld error=%.*s\n", label,
+	    strerrorname_np((int)busy) ?: "0", x.signal, (long long)x.status, (int)x.errlen,
+	    x.error);
+	ipc_msg_free(&m);
+}
+
 /* One op of argc words; returns nothing, prints its line. */
 static void
 run_op(int argc, char **argv)
@@ -223,14 +266,12 @@ run_op(int argc, char **argv)
 		ipc_put_str(&w, "text");
 		ipc_put_str(&w, a1);
 		ipc_put_u64(&w, argc == 3 ? num(argv[2]) : UINT32_MAX);
-	} else if (strcmp(op, "sh") == 0 && argc == 2) {
-		ipc_wbuf_begin(&w, IMSG_SBX_EXEC, id, 4);
-		ipc_put_bool(&w, 1);
-		ipc_put_array(&w, 1);
-		ipc_put_str(&w, a1);
-		ipc_put_str(&w, "");
-		ipc_put_u64(&w, 0);
+	} else if (strcmp(op, "sh") == 0 && (argc == 2 || argc == 3)) {
+		put_exec(&w, id, a1, argc == 3 ? argv[2] : "");
 		is_exec = 1;
+	} else if (strcmp(op, "busykill") == 0 && argc == 2) {
+		busykill(label, a1);
+		return;
 	} else {
 		usage();
 	}
