@@ -585,7 +585,7 @@ sbx_check_workspace(const char *path, char *real, size_t realsz, char *err, size
 	const char *mine[] = { sup.conf.state_dir, sup.conf.master_key, sup.conf_path,
 		sup.conf.control_socket, sup.conf.pidfile, sup.self_exe, sup.sandbox_exe,
 		sup.conf.chroot };
-	char buf[PATH_MAX];
+	char buf[PATH_MAX], other[PATH_MAX];
 	struct stat st;
 	size_t i;
 
@@ -602,7 +602,10 @@ sbx_check_workspace(const char *path, char *real, size_t realsz, char *err, size
 		return -1;
 	}
 	for (i = 0; i < sizeof(mine) / sizeof(mine[0]); i++) {
-		if (path_within(mine[i], buf) || (i == 0 && path_within(buf, mine[i]))) {
+		/* Compare real paths: a symlink must not hide an overlap. */
+		const char *m = realpath(mine[i], other) != NULL ? other : mine[i];
+
+		if (path_within(m, buf) || (i == 0 && path_within(buf, m))) {
 			snprintf(err, errsz, "workspace %s: overlaps the daemon's own files (%s)",
 			    path, mine[i]);
 			return -1;
