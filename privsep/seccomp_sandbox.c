@@ -141,6 +141,8 @@ static const struct sbx_rule sbx_rules[] = {
 	/* Terminals: typing into another session's input queue. */
 	DENY_IF(ioctl, EPERM, ARG_CMD(TIOCSTI), "pushes characters into a terminal's input"),
 	DENY_IF(ioctl, EPERM, ARG_CMD(TIOCLINUX), "console selection can also inject input"),
+	DENY_IF(ioctl, EPERM, ARG_CMD(TIOCSETD), "line disciplines (n_gsm, n_hdlc...) are kernel "
+	    "attack surface a pty from /dev/ptmx would reach"),
 
 	/* The network: the namespace has none; Unix sockets stay for the
 	 * programs (build tools, test suites) that talk to themselves. */

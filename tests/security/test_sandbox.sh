@@ -246,10 +246,10 @@ rm -rf "$WS/.agrippa"
 # ---- the syscall probe ------------------------------------------------------
 
 sbx -w "$WS" -- /workspace/try_syscall ptrace unshare clone3 mount chroot bpf keyctl \
-	perf_event_open userfaultfd io_uring_setup ioctl_tiocsti socket_inet socket_inet6 \
+	perf_event_open userfaultfd io_uring_setup ioctl_tiocsti ioctl_tiocsetd socket_inet socket_inet6 \
 	socket_packet socket_netlink sethostname setuid socket_unix getpid x32
 for p in ptrace unshare mount chroot bpf keyctl perf_event_open userfaultfd io_uring_setup \
-	ioctl_tiocsti sethostname; do
+	ioctl_tiocsti ioctl_tiocsetd sethostname; do
 	expect_out "probe: $p fails with EPERM" "^$p: errno=1 "
 done
 for p in socket_inet socket_inet6 socket_packet socket_netlink; do

@@ -131,6 +131,21 @@ pr_socket_netlink(void)
 }
 
 /* TIOCSTI on a pipe, never on a terminal. */
+/* On a pipe: the filter answers first (EPERM); unfiltered, ENOTTY. */
+static long
+pr_tiocsetd(void)
+{
+	int ldisc = 0, p[2];
+	long r;
+
+	if (pipe(p) == -1)
+		return -1;
+	r = ioctl(p[0], TIOCSETD, &ldisc);
+	close(p[0]);
+	close(p[1]);
+	return r;
+}
+
 static long
 pr_tiocsti(void)
 {
@@ -312,6 +327,7 @@ static const struct probe probes[] = {
     {"socket_packet", 1, pr_socket_packet},
     {"socket_netlink", 1, pr_socket_netlink},
     {"ioctl_tiocsti", 1, pr_tiocsti},
+    {"ioctl_tiocsetd", 1, pr_tiocsetd},
     {"keyctl", 1, pr_keyctl},
     {"bpf", 1, pr_bpf},
     {"perf_event_open", 1, pr_perf},
