@@ -11,6 +11,7 @@ need_root sandbox
 
 SBX_UID=2000000000
 make_env
+trap cleanup_env EXIT
 cat >>"$CONF" <<EOC
 sandbox:
   memory: 256M
