@@ -323,8 +323,12 @@ proc_stop_all(void)
 		evtimer_del(p->restart_ev);
 		if (p->pid <= 0)
 			continue;
+		if (!p->ready) { /* not listening yet: a signal is all it understands */
+			kill(p->pid, SIGTERM);
+			continue;
+		}
 		ipc_wbuf_begin(&w, IMSG_SHUTDOWN, 0, 0);
-		if (!p->ready || proc_send(p, &w, -1) == -1)
+		if (proc_send(p, &w, -1) == -1) /* frees w either way */
 			kill(p->pid, SIGTERM);
 	}
 }
