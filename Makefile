@@ -42,7 +42,7 @@ ALL_LDFLAGS = $(LDOPT) $(LDFLAGS)
 
 # Every .c under these folders except the two mains goes into libagrippa.a,
 # so unit tests link the same objects the daemon runs.
-LIB_DIRS  := common ipc privsep supervisor engine httpd proxy sandbox
+LIB_DIRS  := common ipc privsep tmpl supervisor engine httpd proxy sandbox
 MAIN_SRC  := supervisor/agrippad.c ctl/agrippactl.c sandbox/main.c
 LIB_SRC   := $(filter-out $(MAIN_SRC),$(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
 CTL_SRC   := $(filter-out ctl/agrippactl.c,$(wildcard ctl/*.c))
@@ -133,7 +133,9 @@ install: all
 	install -m 0755 $(BUILD)/agrippad $(BUILD)/agrippactl $(BUILD)/agrippa-sandbox \
 	    $(DESTDIR)$(SBINDIR)/
 	install -m 0644 docs/agrippad.8 docs/agrippactl.8 $(DESTDIR)$(MANDIR)/man8/
-	install -m 0644 docs/agrippad.conf.5 $(DESTDIR)$(MANDIR)/man5/
+	install -m 0644 docs/agrippad.conf.5 docs/agrippa-template.5 $(DESTDIR)$(MANDIR)/man5/
+	install -d $(DESTDIR)$(PREFIX)/share/agrippa/templates
+	install -m 0644 templates/*.yaml $(DESTDIR)$(PREFIX)/share/agrippa/templates/
 	install -d $(DESTDIR)$(PREFIX)/share/agrippa/rc.d
 	install -m 0644 rc.d/agrippad.openbsd rc.d/agrippad.service rc.d/agrippad.init \
 	    $(DESTDIR)$(PREFIX)/share/agrippa/rc.d/

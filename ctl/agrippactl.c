@@ -32,6 +32,7 @@ static const struct ctl_cmd cmds[] = {
 	{ "stop", 0, 0, "stop" },
 	{ "log", 1, 1, "log verbose|brief" },
 	{ "sandbox", 1, 1000000, "sandbox run [-r] [-t seconds] [-w dir] [--] command [arg ...]" },
+	{ "template", 2, 2, "template check FILE" },
 };
 
 __attribute__((noreturn)) static void
@@ -183,6 +184,8 @@ main(int argc, char *argv[])
 		usage();
 	if (strcmp(argv[0], "sandbox") == 0)
 		return ctl_sandbox_run(sock, argc, argv);
+	if (strcmp(argv[0], "template") == 0)
+		return ctl_template(argc, argv, json);
 	for (k = 0; k < sizeof(cmds) / sizeof(cmds[0]); k++)
 		if (strcmp(cmds[k].name, argv[0]) == 0)
 			cmd = &cmds[k];

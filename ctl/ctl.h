@@ -14,4 +14,8 @@ int ctl_connect(const char *path);
 /* sandbox.c: "sandbox run ..." (argv[0] is "sandbox"); returns the exit status. */
 int ctl_sandbox_run(const char *sock, int argc, char **argv);
 
+/* template.c: "template check FILE" (argv[0] is "template"), compiled
+ * locally; returns the exit status. */
+int ctl_template(int argc, char **argv, int json);
+
 #endif

@@ -51,7 +51,7 @@ has_item() {
 # agrippad(8), agrippactl(8) and agrippad.conf(5), which are not installed
 # where the test runs.
 
-PAGES="docs/agrippad.8 docs/agrippactl.8 docs/agrippad.conf.5"
+PAGES="docs/agrippad.8 docs/agrippactl.8 docs/agrippad.conf.5 docs/agrippa-template.5"
 if command -v mandoc >/dev/null 2>&1; then
 	for p in $PAGES; do
 		if [ ! -f "$p" ]; then

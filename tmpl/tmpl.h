@@ -1,0 +1,63 @@
+/*
+ * tmpl — the template compiler (DESIGN.md section 5).
+ *
+ * A template is one YAML document describing a job as phases of steps.  The
+ * compiler checks it completely and turns it into a canonical JSON document
+ * (jansson) with every default filled in, which is what is stored, pinned on
+ * runs and read by the engine: nothing downstream parses YAML.
+ *
+ * Errors: every problem of the file is reported, one per line, as
+ * "NAME:LINE:COL: what was expected" (1-based, at the offending key or
+ * value), not only the first; after a YAML syntax error parsing stops with
+ * that error.  Whole-document problems without a position (too large) are
+ * "NAME: reason".  The compiler never echoes a value it refused beyond a
+ * short, printable excerpt.
+ *
+ * The compiled form (keys in this order; all present):
+ *   { "name": str, "version": int, "description": str (or ""),
+ *     "params": { NAME: { "type": "string"|"int"|"bool"|"repoRef",
+ *                          "required": bool, "default": value|null,
+ *                          "description": str } },
+ *     "workspace": { "repo": str (may hold ${params.x}), "access": "readWrite"|"readOnly" },
+ *     "budget": { "usd_micros": int } or null,
+ *     "phases": [ { "name": str, "budget": { "usd_micros": int } or null,
+ *                   "steps": [ STEP ] } ] }
+ *   STEP: { "id": str, "kind": "command"|"agent"|"patch"|"checkpoint"|"pull_request",
+ *           "retry": int, "timeout_s": int, "allow_failure": bool,
+ *           "when": "success"|"failure"|"always"|"${params.NAME}",
+ *           "requires": { "skills": [ { "name": str, "optional": bool } ],
+ *                         "mcp_servers": [ { "name": str, "optional": bool } ] },
+ *           "produces": [ { "key": str, "kind": "text"|"md"|"json"|"patch",
+ *                           "required": bool, "file": str } ],
+ *           and per kind: command { "run": str }; agent { "prompt": str,
+ *           "max_turns": int }; checkpoint { "message": str, "expires_s": int };
+ *           pull_request { "title": str, "body": str }; patch {} }
+ */
+#ifndef AGRIPPA_TMPL_H
+#define AGRIPPA_TMPL_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+#define TMPL_MAX_SIZE (256 * 1024) /* larger template files are refused */
+#define TMPL_NAME_MAX 64
+
+/*
+ * Compile buf[0..len) (need not be NUL-terminated; name is used in
+ * messages).  On success returns 0 and sets *out to the compiled document
+ * (the caller json_decref()s it).  On failure returns -1, *out is NULL, and
+ * errbuf (size errsz, always NUL-terminated) holds every error, one
+ * "NAME:LINE:COL: message\n" per line; once a line does not fit, it and
+ * every later one are dropped whole (the call still fails).  *nerr, when
+ * not NULL, gets the number of errors found.
+ */
+int tmpl_compile(const char *name, const unsigned char *buf, size_t len, json_t **out,
+    char *errbuf, size_t errsz, unsigned *nerr);
+
+/* The same for a file: "path: strerror" when it cannot be read, "path:
+ * not a regular file", "path: larger than TMPL_MAX_SIZE bytes". */
+int tmpl_compile_file(const char *path, json_t **out, char *errbuf, size_t errsz,
+    unsigned *nerr);
+
+#endif
