@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,8 +33,40 @@ static const struct ctl_cmd cmds[] = {
 	{ "stop", 0, 0, "stop" },
 	{ "log", 1, 1, "log verbose|brief" },
 	{ "sandbox", 1, 1000000, "sandbox run [-r] [-t seconds] [-w dir] [--] command [arg ...]" },
-	{ "template", 2, 2, "template check FILE" },
+	{ "template check", 1, 1, "template check FILE" },
+	{ "template load", 1, 1, "template load FILE" },
+	{ "template list", 0, 0, "template list" },
+	{ "user add", 1, 2, "user add NAME [DISPLAY]" },
+	{ "user list", 0, 0, "user list" },
+	{ "user disable", 1, 1, "user disable NAME" },
+	{ "token create", 1, 2, "token create USER [DAYS]" },
+	{ "token revoke", 1, 1, "token revoke PREFIX" },
+	{ "token list", 1, 1, "token list USER" },
+	{ "project add", 1, 1, "project add NAME" },
+	{ "project list", 0, 0, "project list" },
+	{ "member add", 3, 3, "member add PROJECT USER admin|member|viewer" },
+	{ "member remove", 2, 2, "member remove PROJECT USER" },
+	{ "member role", 3, 3, "member role PROJECT USER admin|member|viewer" },
 };
+
+/*
+ * How many words of argv cmd's name takes ("status": 1, "user add": 2), or
+ * 0 when it does not match.
+ */
+static int
+cmd_match(const struct ctl_cmd *cmd, int argc, char **argv)
+{
+	const char *sp = strchr(cmd->name, ' ');
+	size_t n;
+
+	if (sp == NULL)
+		return strcmp(cmd->name, argv[0]) == 0 ? 1 : 0;
+	n = (size_t)(sp - cmd->name);
+	if (argc < 2 || strlen(argv[0]) != n || strncmp(cmd->name, argv[0], n) != 0 ||
+	    strcmp(sp + 1, argv[1]) != 0)
+		return 0;
+	return 2;
+}
 
 __attribute__((noreturn)) static void
 usage(void)
@@ -131,6 +164,63 @@ print_status(json_t *d)
 	}
 }
 
+/* Display width of a UTF-8 string: its code points (good enough for names). */
+static size_t
+text_width(const char *s)
+{
+	size_t w = 0;
+
+	for (; *s != '\0'; s++)
+		if (((unsigned char)*s & 0xc0) != 0x80)
+			w++;
+	return w;
+}
+
+static const char *
+cell(json_t *row, size_t j)
+{
+	const char *v = json_string_value(json_array_get(row, j));
+
+	return v != NULL ? v : "-";
+}
+
+/* A list reply { "columns": [...], "rows": [[...]] } as an aligned table
+ * under a header of the upper-cased column names. */
+static void
+print_table(json_t *cols, json_t *rows)
+{
+	size_t ncols = json_array_size(cols), i, j, k, *width;
+	json_t *row, *col;
+	const char *v;
+
+	if (ncols == 0 || (width = calloc(ncols, sizeof(*width))) == NULL)
+		return;
+	json_array_foreach(cols, j, col)
+		width[j] = text_width(json_string_value(col) ? json_string_value(col) : "");
+	json_array_foreach(rows, i, row)
+		for (j = 0; j < ncols; j++)
+			if (text_width(cell(row, j)) > width[j])
+				width[j] = text_width(cell(row, j));
+	json_array_foreach(cols, j, col) {
+		v = json_string_value(col) ? json_string_value(col) : "";
+		for (k = 0; v[k] != '\0'; k++)
+			putchar(v[k] >= 'a' && v[k] <= 'z' ? v[k] - 'a' + 'A' : v[k]);
+		for (k = text_width(v); j + 1 < ncols && k < width[j] + 2; k++)
+			putchar(' ');
+	}
+	putchar('\n');
+	json_array_foreach(rows, i, row) {
+		for (j = 0; j < ncols; j++) {
+			v = cell(row, j);
+			fputs(v, stdout);
+			for (k = text_width(v); j + 1 < ncols && k < width[j] + 2; k++)
+				putchar(' ');
+		}
+		putchar('\n');
+	}
+	free(width);
+}
+
 static int
 print_reply(const char *cmd, struct ipc_ctl_reply *r, int json)
 {
@@ -146,6 +236,9 @@ print_reply(const char *cmd, struct ipc_ctl_reply *r, int json)
 		fprintf(stderr, "agrippactl: %.*s\n", (int)r->msglen, r->message);
 	} else if (strcmp(cmd, "status") == 0 && json_is_object(data)) {
 		print_status(data);
+	} else if (json_is_array(json_object_get(data, "columns")) &&
+	    json_is_array(json_object_get(data, "rows"))) {
+		print_table(json_object_get(data, "columns"), json_object_get(data, "rows"));
 	} else {
 		printf("%.*s\n", (int)r->msglen, r->message);
 	}
@@ -161,7 +254,8 @@ main(int argc, char *argv[])
 	struct ipc_ctl_reply r;
 	struct ipc_wbuf w;
 	struct ipc_msg m;
-	int ch, json = 0, fd, nargs, i, rv;
+	char path[PATH_MAX];
+	int ch, json = 0, fd, nargs, i, rv, words = 0;
 	size_t k;
 
 	log_init(1, 0, 0);
@@ -184,14 +278,23 @@ main(int argc, char *argv[])
 		usage();
 	if (strcmp(argv[0], "sandbox") == 0)
 		return ctl_sandbox_run(sock, argc, argv);
-	if (strcmp(argv[0], "template") == 0)
+	if (strcmp(argv[0], "template") == 0 && argc > 1 && strcmp(argv[1], "check") == 0)
 		return ctl_template(argc, argv, json);
-	for (k = 0; k < sizeof(cmds) / sizeof(cmds[0]); k++)
-		if (strcmp(cmds[k].name, argv[0]) == 0)
+	for (k = 0; k < sizeof(cmds) / sizeof(cmds[0]) && cmd == NULL; k++)
+		if ((words = cmd_match(&cmds[k], argc, argv)) > 0)
 			cmd = &cmds[k];
-	nargs = argc - 1;
+	nargs = argc - words;
 	if (cmd == NULL || nargs < cmd->minargs || nargs > cmd->maxargs)
 		usage();
+	argv += words - 1; /* argv[1 .. nargs] are the arguments */
+	if (strcmp(cmd->name, "template load") == 0) {
+		/* The daemon reads the file itself, from its own working directory. */
+		if (realpath(argv[1], path) == NULL) {
+			fprintf(stderr, "agrippactl: %s: %s\n", argv[1], strerror(errno));
+			return 1;
+		}
+		argv[1] = path;
+	}
 	fd = ctl_connect(sock);
 	ipc_wbuf_begin(&w, IMSG_CTL_REQUEST, 1, 2);
 	ipc_put_str(&w, cmd->name);

@@ -3,7 +3,8 @@
 # daemon carries its SQL inside the binary (no SQL text is read at run time,
 # and none ever crosses IPC).  Each op file starts with a header:
 #   -- op: NAME            (must equal the file name)
-#   -- roles: engine httpd (roles allowed to call it)
+#   -- roles: engine httpd (roles allowed to call it; "ctl" = the supervisor
+#                           itself, for agrippactl commands: supervisor/ctl_admin.c)
 #   -- args: text int8 bool? ...   (PostgreSQL types; '?' = may be null)
 #   -- scope: none | instance      (instance: $1 must be the caller's instance id)
 # followed by exactly one SQL statement.
@@ -50,7 +51,7 @@ for f in "$@"; do
 		mask=""
 		for r in $roles; do
 			case "$r" in
-			engine|httpd|proxy|runner|githelper) ;;
+			engine|httpd|proxy|runner|githelper|ctl) ;;
 			*) echo "sqlgen: $f: unknown role $r" >&2; exit 1 ;;
 			esac
 			R=$(echo "$r" | tr a-z A-Z)

@@ -243,6 +243,13 @@ ctl_sandbox(struct ctl_client *cl, uint64_t id, struct ipc_ctl_request *req)
 	return 0;
 }
 
+/* Administration (ctl_admin.c): answered later, from the database. */
+static int
+ctl_admin(struct ctl_client *cl, uint64_t id, struct ipc_ctl_request *req)
+{
+	return ctl_admin_run(cl->ch, id, req);
+}
+
 static const struct {
 	const char *name;
 	ctl_fn fn;
@@ -253,6 +260,19 @@ static const struct {
 	{ "stop", ctl_stop, "stop" },
 	{ "log", ctl_log, "log verbose|brief" },
 	{ "sandbox", ctl_sandbox, "sandbox rw|ro WORKSPACE" },
+	{ "user add", ctl_admin, "user add NAME [DISPLAY]" },
+	{ "user list", ctl_admin, "user list" },
+	{ "user disable", ctl_admin, "user disable NAME" },
+	{ "token create", ctl_admin, "token create USER [DAYS]" },
+	{ "token revoke", ctl_admin, "token revoke PREFIX" },
+	{ "token list", ctl_admin, "token list USER" },
+	{ "project add", ctl_admin, "project add NAME" },
+	{ "project list", ctl_admin, "project list" },
+	{ "member add", ctl_admin, "member add PROJECT USER admin|member|viewer" },
+	{ "member remove", ctl_admin, "member remove PROJECT USER" },
+	{ "member role", ctl_admin, "member role PROJECT USER admin|member|viewer" },
+	{ "template load", ctl_admin, "template load FILE" },
+	{ "template list", ctl_admin, "template list" },
 };
 
 static void
@@ -262,8 +282,10 @@ ctl_client_free(struct ctl_client *cl)
 		sbx_abandon(cl->sbx);
 		cl->sbx = NULL;
 	}
-	if (cl->ch != NULL)
+	if (cl->ch != NULL) {
+		ctl_admin_cancel(cl->ch);
 		ipc_chan_free(cl->ch);
+	}
 	cl->ch = NULL;
 	cl->used = 0;
 }

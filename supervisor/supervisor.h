@@ -95,6 +95,17 @@ int control_listen(const char *path, char *errbuf, size_t errsz);
 void control_start(struct event_base *base, int fd);
 void control_cleanup(const char *path);
 
+/*
+ * ctl_admin.c: the control socket's administration commands (users, tokens,
+ * projects, members, templates), answered from the database.
+ * ctl_admin_run answers req later on ch (returns 0), or returns -1 for a
+ * wrong number of arguments (the caller sends the usage).  ctl_admin_cancel
+ * forgets every request of ch still waiting: call it before freeing ch.
+ */
+struct ipc_ctl_request;
+int ctl_admin_run(struct ipc_chan *ch, uint64_t id, struct ipc_ctl_request *req);
+void ctl_admin_cancel(const struct ipc_chan *ch);
+
 /* listen.c */
 int listen_bind_all(const struct config *conf, int *fds, size_t *nfds, char *errbuf,
     size_t errsz);

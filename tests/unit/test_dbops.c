@@ -140,11 +140,16 @@ t_tables(void **state)
 		assert_true(sql_ops[i].nargs <= IPC_DB_MAXARGS);
 		for (j = 0; j < sql_ops[i].nargs; j++)
 			assert_true(db_type_oid(sql_ops[i].args[j].type) != 0);
-		/* No role outside the children may call an op. */
+		/* The supervisor and sandboxes call no op.  The control socket's
+		 * ops are named ctl_* and callable from there only; no child may
+		 * call one, and the control socket calls nothing else. */
 		assert_int_equal(sql_ops[i].roles &
-				     (ROLE_BIT(ROLE_SUPERVISOR) | ROLE_BIT(ROLE_CTL) |
-					 ROLE_BIT(ROLE_SANDBOX)),
+				     (ROLE_BIT(ROLE_SUPERVISOR) | ROLE_BIT(ROLE_SANDBOX)),
 		    0);
+		if (strncmp(sql_ops[i].name, "ctl_", 4) == 0)
+			assert_int_equal(sql_ops[i].roles, ROLE_BIT(ROLE_CTL));
+		else
+			assert_int_equal(sql_ops[i].roles & ROLE_BIT(ROLE_CTL), 0);
 	}
 }
 
@@ -177,6 +182,13 @@ t_heartbeat_ok(void **state)
 }
 
 static void
+fill_user(struct ipc_wbuf *w)
+{
+	ipc_put_str(w, "alice");
+	ipc_put_str(w, "Alice");
+}
+
+static void
 t_role_denied(void **state)
 {
 	struct db_params p;
@@ -189,6 +201,13 @@ t_role_denied(void **state)
 	    DB_ERR_DENIED);
 	assert_int_equal(check("health", ROLE_PROXY, "proxy-1", 0, fill_none, err, &p),
 	    DB_ERR_DENIED);
+	/* No child reaches the control socket's ops (user and token admin). */
+	assert_int_equal(check("ctl_user_add", ROLE_HTTPD, "httpd-1", 2, fill_user, err, &p),
+	    DB_ERR_DENIED);
+	assert_int_equal(check("ctl_user_add", ROLE_RUNNER, "runner-1", 2, fill_user, err, &p),
+	    DB_ERR_DENIED);
+	assert_int_equal(check("ctl_user_add", ROLE_CTL, "", 2, fill_user, err, &p), DB_OK);
+	db_params_free(&p);
 }
 
 static void
