@@ -10,9 +10,12 @@
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
+#include <sodium.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -47,7 +50,18 @@ static const struct ctl_cmd cmds[] = {
 	{ "member add", 3, 3, "member add PROJECT USER admin|member|viewer" },
 	{ "member remove", 2, 2, "member remove PROJECT USER" },
 	{ "member role", 3, 3, "member role PROJECT USER admin|member|viewer" },
+	{ "repo add", 3, 3, "repo add PROJECT NAME URL  (token on standard input)" },
+	{ "repo list", 1, 1, "repo list PROJECT" },
+	{ "skill add", 2, 2, "skill add NAME FILE" },
+	{ "skill list", 0, 0, "skill list" },
+	{ "mcp add", 2, 2, "mcp add NAME SPEC  (credentials on standard input)" },
+	{ "mcp list", 0, 0, "mcp list" },
+	{ "grant add", 3, 3, "grant add PROJECT skill|mcp NAME" },
+	{ "grant remove", 3, 3, "grant remove PROJECT skill|mcp NAME" },
+	{ "grant list", 1, 1, "grant list PROJECT" },
 };
+
+#define CTL_SECRET_MAX 4096 /* a repository token or MCP credentials, in bytes */
 
 /*
  * How many words of argv cmd's name takes ("status": 1, "user add": 2), or
@@ -66,6 +80,75 @@ cmd_match(const struct ctl_cmd *cmd, int argc, char **argv)
 	    strcmp(sp + 1, argv[1]) != 0)
 		return 0;
 	return 2;
+}
+
+/*
+ * Read a secret (what: "token", "credentials") from standard input, never
+ * from argv: everything up to end of file, less one trailing newline; empty
+ * input is no secret.  Echo is off while a terminal is read.  buf holds
+ * CTL_SECRET_MAX + 2 bytes.  Returns the length, or -1 after saying why
+ * (without the secret) when it holds a control character or is too long.
+ */
+static ssize_t
+read_secret(const char *what, char *buf, size_t bufsz)
+{
+	struct termios t, quiet;
+	int restore = 0, bad = 0;
+	size_t len = 0, i;
+	ssize_t n;
+
+	if (isatty(STDIN_FILENO)) {
+		fprintf(stderr, "agrippactl: reading the %s from standard input (end it with Ctrl-D)\n",
+		    what);
+		if (tcgetattr(STDIN_FILENO, &t) == 0) {
+			quiet = t;
+			quiet.c_lflag &= ~(tcflag_t)ECHO;
+			restore = tcsetattr(STDIN_FILENO, TCSANOW, &quiet) == 0;
+		}
+	}
+	while (len < bufsz && (n = read(STDIN_FILENO, buf + len, bufsz - len)) != 0) {
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1) {
+			fprintf(stderr, "agrippactl: standard input: %s\n", strerror(errno));
+			bad = 1;
+			break;
+		}
+		len += (size_t)n;
+	}
+	if (restore) {
+		(void)tcsetattr(STDIN_FILENO, TCSANOW, &t);
+		fputc('\n', stderr);
+	}
+	if (len > 0 && buf[len - 1] == '\n')
+		len--;
+	if (!bad && len > CTL_SECRET_MAX) {
+		fprintf(stderr, "agrippactl: refused the %s: more than %d bytes\n", what, CTL_SECRET_MAX);
+		bad = 1;
+	}
+	for (i = 0; i < len && !bad; i++)
+		if ((unsigned char)buf[i] < 0x20 || buf[i] == 0x7f) {
+			fprintf(stderr, "agrippactl: refused the %s: it has a control character\n", what);
+			bad = 1;
+		}
+	if (bad) {
+		sodium_memzero(buf, bufsz);
+		return -1;
+	}
+	return (ssize_t)len;
+}
+
+/* The daemon reads a file itself, from its own working directory: make
+ * argv[i] absolute in path (PATH_MAX).  Returns 0, or -1 after saying why. */
+static int
+abs_path(char **argv, int i, char *path)
+{
+	if (realpath(argv[i], path) == NULL) {
+		fprintf(stderr, "agrippactl: %s: %s\n", argv[i], strerror(errno));
+		return -1;
+	}
+	argv[i] = path;
+	return 0;
 }
 
 __attribute__((noreturn)) static void
@@ -254,7 +337,8 @@ main(int argc, char *argv[])
 	struct ipc_ctl_reply r;
 	struct ipc_wbuf w;
 	struct ipc_msg m;
-	char path[PATH_MAX];
+	char path[PATH_MAX], secret[CTL_SECRET_MAX + 2];
+	ssize_t secretlen = -1;
 	int ch, json = 0, fd, nargs, i, rv, words = 0;
 	size_t k;
 
@@ -287,26 +371,37 @@ main(int argc, char *argv[])
 	if (cmd == NULL || nargs < cmd->minargs || nargs > cmd->maxargs)
 		usage();
 	argv += words - 1; /* argv[1 .. nargs] are the arguments */
-	if (strcmp(cmd->name, "template load") == 0) {
-		/* The daemon reads the file itself, from its own working directory. */
-		if (realpath(argv[1], path) == NULL) {
-			fprintf(stderr, "agrippactl: %s: %s\n", argv[1], strerror(errno));
+	if (strcmp(cmd->name, "template load") == 0 && abs_path(argv, 1, path) == -1)
+		return 1;
+	if ((strcmp(cmd->name, "skill add") == 0 || strcmp(cmd->name, "mcp add") == 0) &&
+	    abs_path(argv, 2, path) == -1)
+		return 1;
+	/* A secret goes as one more argument, read from standard input. */
+	if (strcmp(cmd->name, "repo add") == 0 || strcmp(cmd->name, "mcp add") == 0) {
+		secretlen = read_secret(strcmp(cmd->name, "repo add") == 0 ? "token" : "credentials",
+		    secret, sizeof(secret));
+		if (secretlen == -1)
 			return 1;
-		}
-		argv[1] = path;
 	}
 	fd = ctl_connect(sock);
 	ipc_wbuf_begin(&w, IMSG_CTL_REQUEST, 1, 2);
 	ipc_put_str(&w, cmd->name);
-	ipc_put_array(&w, (uint32_t)nargs);
+	ipc_put_array(&w, (uint32_t)nargs + (secretlen >= 0));
 	for (i = 0; i < nargs; i++)
 		ipc_put_str(&w, argv[1 + i]);
+	if (secretlen >= 0)
+		ipc_put_strn(&w, secret, (size_t)secretlen);
+	sodium_memzero(secret, sizeof(secret));
 	if (ipc_wbuf_finish(&w, CTL_MAX_FRAME) == -1 || ipc_write_frame(fd, &w, -1) == -1) {
 		/* EPIPE: the daemon hung up at once, e.g. on a peer it refuses. */
 		fprintf(stderr, "agrippactl: cannot send the request: %s\n", strerror(errno));
+		if (w.sb.data != NULL)
+			sodium_memzero(w.sb.data, w.sb.size);
 		ipc_wbuf_free(&w);
 		return 2;
 	}
+	if (w.sb.data != NULL)
+		sodium_memzero(w.sb.data, w.sb.size);
 	ipc_wbuf_free(&w);
 	if (ipc_read_frame(fd, ROLE_CTL, ROLE_SUPERVISOR, CTL_MAX_FRAME, CTL_TIMEOUT_MS, &m,
 		&err) == -1 ||

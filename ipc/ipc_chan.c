@@ -251,6 +251,7 @@ outq_pop(struct ipc_chan *ch)
 	ch->pending -= o->len - o->off;
 	if (o->fd >= 0)
 		close(o->fd);
+	explicit_bzero(o->data, o->len); /* a reply may carry a secret (a new API token) */
 	free(o);
 }
 
@@ -319,6 +320,8 @@ chan_destroy(struct ipc_chan *ch)
 	outq_clear(ch);
 	if (ch->fd >= 0)
 		close(ch->fd);
+	if (ch->in != NULL)
+		explicit_bzero(ch->in, ch->inalloc);
 	free(ch->in);
 	free(ch);
 }
@@ -371,8 +374,15 @@ chan_reserve(struct ipc_chan *ch, size_t need)
 	nalloc = ch->inalloc * 2 > need ? ch->inalloc * 2 : need;
 	if (nalloc > 4 + ch->max_frame)
 		nalloc = 4 + ch->max_frame;
-	if ((p = realloc(ch->in, nalloc)) == NULL)
+	/* Not realloc: the old buffer may hold a secret (a repository token on
+	 * the control socket) and must be wiped before it is freed. */
+	if ((p = malloc(nalloc)) == NULL)
 		return -1;
+	if (ch->in != NULL) {
+		memcpy(p, ch->in, ch->inlen);
+		explicit_bzero(ch->in, ch->inalloc);
+		free(ch->in);
+	}
 	ch->in = p;
 	ch->inalloc = nalloc;
 	return 0;
@@ -478,6 +488,10 @@ chan_parse(struct ipc_chan *ch)
 	}
 	memmove(ch->in, ch->in + pos, ch->inlen - pos);
 	ch->inlen -= pos;
+	/* Frames handled are wiped: what a peer sent (a token on the control
+	 * socket) stays in memory no longer than its handling. */
+	if (pos > 0)
+		explicit_bzero(ch->in + ch->inlen, pos);
 	if (flen > 0 && chan_reserve(ch, flen) == -1)
 		chan_fail(ch, "out of memory");
 }

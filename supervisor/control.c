@@ -273,6 +273,15 @@ static const struct {
 	{ "member role", ctl_admin, "member role PROJECT USER admin|member|viewer" },
 	{ "template load", ctl_admin, "template load FILE" },
 	{ "template list", ctl_admin, "template list" },
+	{ "repo add", ctl_admin, "repo add PROJECT NAME URL (token on standard input)" },
+	{ "repo list", ctl_admin, "repo list PROJECT" },
+	{ "skill add", ctl_admin, "skill add NAME FILE" },
+	{ "skill list", ctl_admin, "skill list" },
+	{ "mcp add", ctl_admin, "mcp add NAME SPEC (credentials on standard input)" },
+	{ "mcp list", ctl_admin, "mcp list" },
+	{ "grant add", ctl_admin, "grant add PROJECT skill|mcp NAME" },
+	{ "grant remove", ctl_admin, "grant remove PROJECT skill|mcp NAME" },
+	{ "grant list", ctl_admin, "grant list PROJECT" },
 };
 
 static void

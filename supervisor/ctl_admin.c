@@ -1,6 +1,7 @@
 /*
  * Administration over the control socket: users, API tokens, projects,
- * memberships and templates, for an operator before any HTTP user exists.
+ * memberships, templates, repositories, the registry (skills, MCP servers)
+ * and grants, for an operator before any HTTP user exists.
  *
  * Each command is one named op in sql/ops/ctl_*.sql (role "ctl"), run the
  * way a child's DB_OP is: its arguments are validated here with errors that
@@ -29,10 +30,11 @@
 
 #include "common/log.h"
 #include "supervisor/db.h"
+#include "supervisor/secret.h"
 #include "supervisor/supervisor.h"
 #include "tmpl/tmpl.h"
 
-#define ADMIN_MAXARGS 3
+#define ADMIN_MAXARGS 4
 #define ADMIN_MAXPENDING 256           /* admin requests waiting for the database */
 #define ADMIN_MSG_MAX (IPC_ERRMSG_MAX * 4) /* CTL_REPLY message limit */
 #define ADMIN_TMPL_ERRBUF (64 * 1024)
@@ -41,6 +43,10 @@
 #define TOKEN_STR_MAX 64                /* "agr_" + 43 base64url characters */
 #define DISPLAY_MAX 200                 /* users.display_name, in characters */
 #define DAYS_MAX 3650
+#define URL_MAX 2048                    /* repo_connections.url, in characters */
+#define SECRET_ARG_MAX 4096             /* a repo token or MCP credentials */
+#define SKILL_MAX (256 * 1024)
+#define MCP_SPEC_MAX (64 * 1024)
 
 struct admin_req;
 
@@ -58,6 +64,7 @@ struct admin_args {
 	struct admin_arg v[IPC_DB_MAXARGS];
 	char *heap[2];
 	unsigned char bin[crypto_hash_sha256_BYTES];
+	unsigned char nonce[SECRET_NONCE_LEN];
 };
 
 /* prep: check r->argv and fill the op's arguments; returns 0, or -1 with a
@@ -68,6 +75,10 @@ typedef void (*admin_done_fn)(struct admin_req *r, PGresult *res);
 
 #define ADMIN_F_NEEDS_ROW 0x1 /* a table: no row at all means argv[0] does not exist */
 #define ADMIN_F_SKIP_NULL 0x2 /* a table: drop rows whose first column is NULL */
+#define ADMIN_F_PROJECT 0x4   /* with NEEDS_ROW: argv[0] is a project, not a user */
+#define ADMIN_F_SECRET 0x8    /* argv[maxargs - 1], when given, is a secret: it is
+                               * wiped wherever the supervisor holds it and never
+                               * answered, logged or stored in plain text */
 
 struct admin_cmd {
 	const char *name; /* the CTL_REQUEST command */
@@ -88,6 +99,7 @@ struct admin_req {
 	char tname[TMPL_NAME_MAX + 1]; /* template load */
 	long long tversion;
 	char token[TOKEN_STR_MAX];      /* token create: shown once, then wiped */
+	int secret;                     /* ADMIN_F_SECRET: one was given and sealed */
 	char prefix[TOKEN_PREFIX_LEN + 1];
 };
 
@@ -473,13 +485,13 @@ prep_token_revoke(struct admin_req *r, struct admin_args *a, char *err, size_t s
 }
 
 /*
- * Read a template file once (so what is stored is exactly what was
- * compiled): at most TMPL_MAX_SIZE + 1 bytes, so that tmpl_compile reports
- * a larger file.  Returns the bytes (caller frees) or NULL with err set, in
- * tmpl_compile_file's words.
+ * Read a file the operator named once (so what is stored is exactly what
+ * was checked): a regular file, at most max + 1 bytes, so that the caller
+ * can report a larger file.  Returns the bytes (caller frees) or NULL with
+ * "path: reason" in err.
  */
 static unsigned char *
-tmpl_slurp(const char *path, size_t *len, char *err, size_t sz)
+file_slurp(const char *path, size_t max, size_t *len, char *err, size_t sz)
 {
 	unsigned char *buf;
 	struct stat st;
@@ -501,11 +513,10 @@ tmpl_slurp(const char *path, size_t *len, char *err, size_t sz)
 		close(fd);
 		return NULL;
 	}
-	if ((buf = malloc(TMPL_MAX_SIZE + 1)) == NULL)
+	if ((buf = malloc(max + 1)) == NULL)
 		fatal("malloc");
 	*len = 0;
-	while (*len < TMPL_MAX_SIZE + 1 &&
-	    (n = read(fd, buf + *len, TMPL_MAX_SIZE + 1 - *len)) != 0) {
+	while (*len < max + 1 && (n = read(fd, buf + *len, max + 1 - *len)) != 0) {
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n == -1) {
@@ -558,7 +569,7 @@ prep_template_load(struct admin_req *r, struct admin_args *a, char *err, size_t 
 		snprintf(err, sz, "template load: FILE must be an absolute path");
 		return -1;
 	}
-	if ((src = tmpl_slurp(r->argv[0], &len, err, sz)) == NULL)
+	if ((src = file_slurp(r->argv[0], TMPL_MAX_SIZE, &len, err, sz)) == NULL)
 		return -1;
 	a->heap[0] = (char *)src;
 	if (tmpl_prepare(r, src, len, &compiled, err, sz) == -1)
@@ -576,6 +587,263 @@ prep_template_load(struct admin_req *r, struct admin_args *a, char *err, size_t 
 	a->n++;
 	arg_str(a, a->heap[1]);
 	arg_bin(a, a->bin, sizeof(a->bin));
+	return 0;
+}
+
+/* ---- per command: repositories, skills, MCP servers, grants ------------------- */
+
+#define RESOURCE_RE "[a-z0-9][a-z0-9_-]{0,63}"
+
+static int
+check_resource(struct admin_req *r, int i, char *err, size_t sz)
+{
+	if (name_ok(r->argv[i], "_-"))
+		return 0;
+	snprintf(err, sz, "%s: NAME must match " RESOURCE_RE, r->cmd->name);
+	return -1;
+}
+
+static int
+check_abspath(struct admin_req *r, int i, const char *argname, char *err, size_t sz)
+{
+	if (r->argv[i][0] == '/')
+		return 0;
+	snprintf(err, sz, "%s: %s must be an absolute path", r->cmd->name, argname);
+	return -1;
+}
+
+/*
+ * Why url breaks repo_connections_url_check, or NULL when it does not.
+ * The URL itself is never quoted back: a refused one may hold credentials.
+ */
+static const char *
+url_problem(const char *url)
+{
+	const char *host;
+	size_t n;
+
+	if (!display_ok(url, URL_MAX) || strchr(url, ' ') != NULL)
+		return "must be at most 2048 characters without spaces or control characters";
+	if (strncmp(url, "https://", 8) == 0) {
+		host = url + 8;
+		n = strcspn(host, "/");
+		if (memchr(host, '@', n) != NULL)
+			return "must not hold credentials (user:password@); give the token on "
+			       "standard input instead";
+		return n == 0 ? "has no host after https://" : NULL;
+	}
+	if (strncmp(url, "file:///", 8) == 0 || url[0] == '/')
+		return NULL;
+	return "must start with https://, file:/// or / (an absolute path)";
+}
+
+/* A token or credentials: no control characters (C0 or DEL). */
+static int
+secret_text_ok(const char *s)
+{
+	for (; *s != '\0'; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return 0;
+	return 1;
+}
+
+/*
+ * The secret in argv[i], when given and not empty, sealed for purpose ctx:
+ * adds its ciphertext (in a->heap[0]) and nonce as the op's next two
+ * arguments, or two NULLs without a secret, and sets r->secret.  The
+ * plaintext in r->argv[i] is wiped whatever happens.  Returns 0, or -1 with
+ * err set.
+ */
+static int
+arg_secret(struct admin_req *r, struct admin_args *a, int i, const char *ctx, const char *what,
+    char *err, size_t sz)
+{
+	size_t len = i < r->argc ? strlen(r->argv[i]) : 0, ctlen = 0;
+	int rc = 0;
+
+	if (len == 0) {
+		arg_nil(a);
+		arg_nil(a);
+	} else if (len > SECRET_ARG_MAX || !secret_text_ok(r->argv[i])) {
+		snprintf(err, sz, "%s: the %s must be at most %d bytes without control characters",
+		    r->cmd->name, what, SECRET_ARG_MAX);
+		rc = -1;
+	} else {
+		if ((a->heap[0] = malloc(len + SECRET_MAC_LEN)) == NULL)
+			fatal("malloc");
+		if (secret_seal(sup.master_key, ctx, r->argv[i], len, a->nonce,
+			(unsigned char *)a->heap[0], len + SECRET_MAC_LEN, &ctlen) == -1) {
+			log_warnx("control: %s: cannot seal the %s", r->cmd->name, what);
+			snprintf(err, sz, "%s: internal error", r->cmd->name);
+			rc = -1;
+		} else {
+			arg_bin(a, a->heap[0], ctlen);
+			arg_bin(a, a->nonce, sizeof(a->nonce));
+			r->secret = 1;
+		}
+	}
+	if (i < r->argc)
+		sodium_memzero(r->argv[i], sizeof(r->argv[i]));
+	return rc;
+}
+
+/* repo add PROJECT NAME URL [TOKEN] */
+static int
+prep_repo_add(struct admin_req *r, struct admin_args *a, char *err, size_t sz)
+{
+	const char *why;
+
+	if (check_project(r, 0, err, sz) == -1 || check_resource(r, 1, err, sz) == -1)
+		return -1;
+	if ((why = url_problem(r->argv[2])) != NULL) {
+		snprintf(err, sz, "repo add: URL %s", why);
+		return -1;
+	}
+	arg_str(a, r->argv[0]);
+	arg_str(a, r->argv[1]);
+	arg_str(a, r->argv[2]);
+	return arg_secret(r, a, 3, SECRET_CTX_REPO, "token", err, sz);
+}
+
+/* repo list PROJECT, grant list PROJECT */
+static int
+prep_project(struct admin_req *r, struct admin_args *a, char *err, size_t sz)
+{
+	if (check_project(r, 0, err, sz) == -1)
+		return -1;
+	arg_str(a, r->argv[0]);
+	return 0;
+}
+
+/*
+ * UTF-8 text: well-formed (no overlong forms or surrogates), no NUL and no
+ * control characters other than tab, newline and carriage return.
+ */
+static int
+utf8_text_ok(const unsigned char *p, size_t len)
+{
+	static const unsigned min[4] = { 0, 0x80, 0x800, 0x10000 };
+	size_t i = 0;
+	unsigned cp;
+	int k, n;
+
+	while (i < len) {
+		cp = p[i++];
+		if (cp < 0x80) {
+			if ((cp < 0x20 && cp != '\t' && cp != '\n' && cp != '\r') || cp == 0x7f)
+				return 0;
+			continue;
+		}
+		if ((cp & 0xe0) == 0xc0)
+			cp &= 0x1f, n = 1;
+		else if ((cp & 0xf0) == 0xe0)
+			cp &= 0x0f, n = 2;
+		else if ((cp & 0xf8) == 0xf0)
+			cp &= 0x07, n = 3;
+		else
+			return 0;
+		for (k = 0; k < n; k++, i++) {
+			if (i >= len || (p[i] & 0xc0) != 0x80)
+				return 0;
+			cp = (cp << 6) | (p[i] & 0x3f);
+		}
+		if (cp < min[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+			return 0;
+	}
+	return 1;
+}
+
+/* skill add NAME FILE: the supervisor reads FILE itself. */
+static int
+prep_skill_add(struct admin_req *r, struct admin_args *a, char *err, size_t sz)
+{
+	unsigned char *src;
+	size_t len;
+
+	if (check_resource(r, 0, err, sz) == -1 || check_abspath(r, 1, "FILE", err, sz) == -1)
+		return -1;
+	if ((src = file_slurp(r->argv[1], SKILL_MAX, &len, err, sz)) == NULL)
+		return -1;
+	a->heap[0] = (char *)src;
+	if (len > SKILL_MAX) {
+		snprintf(err, sz, "skill add: %s: larger than %d bytes", r->argv[1], SKILL_MAX);
+		return -1;
+	}
+	if (len == 0 || !utf8_text_ok(src, len)) {
+		snprintf(err, sz,
+		    "skill add: %s: %s", r->argv[1], len == 0 ? "empty" :
+		    "not UTF-8 text (or holds control characters other than tab and newline)");
+		return -1;
+	}
+	crypto_hash_sha256(a->bin, src, len);
+	arg_str(a, r->argv[0]);
+	a->v[a->n].kind = A_STR;
+	a->v[a->n].p = src;
+	a->v[a->n].len = len;
+	a->n++;
+	arg_bin(a, a->bin, sizeof(a->bin));
+	return 0;
+}
+
+/* mcp add NAME SPEC [CREDENTIALS]: the supervisor reads SPEC itself. */
+static int
+prep_mcp_add(struct admin_req *r, struct admin_args *a, char *err, size_t sz)
+{
+	unsigned char *src;
+	json_error_t je;
+	json_t *spec;
+	size_t len;
+
+	if (check_resource(r, 0, err, sz) == -1 || check_abspath(r, 1, "SPEC", err, sz) == -1)
+		return -1;
+	if ((src = file_slurp(r->argv[1], MCP_SPEC_MAX, &len, err, sz)) == NULL)
+		return -1;
+	if (len > MCP_SPEC_MAX) {
+		free(src);
+		snprintf(err, sz, "mcp add: %s: larger than %d bytes", r->argv[1], MCP_SPEC_MAX);
+		return -1;
+	}
+	spec = json_loadb((const char *)src, len, JSON_REJECT_DUPLICATES, &je);
+	free(src);
+	if (spec == NULL) {
+		snprintf(err, sz, "mcp add: %s:%d:%d: %s", r->argv[1], je.line, je.column, je.text);
+		return -1;
+	}
+	if (!json_is_object(spec)) {
+		json_decref(spec);
+		snprintf(err, sz, "mcp add: %s: the spec must be a JSON object", r->argv[1]);
+		return -1;
+	}
+	a->heap[1] = json_dumps(spec, JSON_COMPACT);
+	json_decref(spec);
+	if (a->heap[1] == NULL)
+		fatalx("mcp add: json_dumps failed");
+	arg_str(a, r->argv[0]);
+	arg_str(a, a->heap[1]);
+	return arg_secret(r, a, 2, SECRET_CTX_MCP, "credentials", err, sz);
+}
+
+/* grant add|remove PROJECT skill|mcp NAME */
+static int
+prep_grant(struct admin_req *r, struct admin_args *a, char *err, size_t sz)
+{
+	const char *kind;
+
+	if (check_project(r, 0, err, sz) == -1)
+		return -1;
+	if (strcmp(r->argv[1], "skill") == 0)
+		kind = "skill";
+	else if (strcmp(r->argv[1], "mcp") == 0)
+		kind = "mcp_server";
+	else {
+		snprintf(err, sz, "%s: KIND must be skill or mcp", r->cmd->name);
+		return -1;
+	}
+	if (check_resource(r, 2, err, sz) == -1)
+		return -1;
+	arg_str(a, r->argv[0]);
+	arg_str(a, kind);
+	arg_str(a, r->argv[2]);
 	return 0;
 }
 
@@ -743,6 +1011,73 @@ done_template_load(struct admin_req *r, PGresult *res)
 		    "again", r->tname, r->tversion);
 }
 
+static void
+done_repo_add(struct admin_req *r, PGresult *res)
+{
+	if (PQntuples(res) != 1 || is_null(res, 0, 0))
+		admin_reply(r, 1, "repo add: no such project %s", r->argv[0]);
+	else
+		admin_reply(r, 0, "repo %s added to project %s (%s)", r->argv[1], r->argv[0],
+		    r->secret ? "with a token" : "without a token");
+}
+
+static void
+done_skill_add(struct admin_req *r, PGresult *res)
+{
+	if (PQntuples(res) == 1 && !is_null(res, 0, 0))
+		admin_reply(r, 0, "skill %s version %s added", r->argv[0], PQgetvalue(res, 0, 0));
+	else if (PQntuples(res) == 1 && !is_null(res, 0, 1))
+		admin_reply(r, 0, "skill %s unchanged: version %s has this content", r->argv[0],
+		    PQgetvalue(res, 0, 1));
+	else
+		admin_reply(r, 1, "skill add: nothing stored for %s", r->argv[0]);
+}
+
+static void
+done_mcp_add(struct admin_req *r, PGresult *res)
+{
+	if (PQntuples(res) == 1 && !is_null(res, 0, 0))
+		admin_reply(r, 0, "mcp server %s version %s added (%s)", r->argv[0],
+		    PQgetvalue(res, 0, 0), r->secret ? "with credentials" : "without credentials");
+	else
+		admin_reply(r, 1, "mcp add: nothing stored for %s", r->argv[0]);
+}
+
+/* "skill" or "mcp server", for messages about argv[1] */
+static const char *
+grant_kind(struct admin_req *r)
+{
+	return strcmp(r->argv[1], "mcp") == 0 ? "mcp server" : "skill";
+}
+
+static void
+done_grant_add(struct admin_req *r, PGresult *res)
+{
+	if (PQntuples(res) != 1 || is_null(res, 0, 0))
+		admin_reply(r, 1, "grant add: no such project %s", r->argv[0]);
+	else if (!is_true(res, 0, 1))
+		admin_reply(r, 1, "grant add: no such %s %s", grant_kind(r), r->argv[2]);
+	else if (is_null(res, 0, 2))
+		admin_reply(r, 0, "project %s may use %s %s already", r->argv[0], grant_kind(r),
+		    r->argv[2]);
+	else
+		admin_reply(r, 0, "project %s may now use %s %s", r->argv[0], grant_kind(r),
+		    r->argv[2]);
+}
+
+static void
+done_grant_remove(struct admin_req *r, PGresult *res)
+{
+	if (PQntuples(res) != 1 || is_null(res, 0, 0))
+		admin_reply(r, 1, "grant remove: no such project %s", r->argv[0]);
+	else if (is_null(res, 0, 1))
+		admin_reply(r, 1, "grant remove: project %s has no grant of %s %s", r->argv[0],
+		    grant_kind(r), r->argv[2]);
+	else
+		admin_reply(r, 0, "project %s may no longer use %s %s", r->argv[0], grant_kind(r),
+		    r->argv[2]);
+}
+
 /* ---- the command table ------------------------------------------------------- */
 
 static const struct admin_cmd admin_cmds[] = {
@@ -760,6 +1095,17 @@ static const struct admin_cmd admin_cmds[] = {
 	{ "member role", "ctl_member_role", 3, 3, prep_member, done_member_role, 0 },
 	{ "template load", "ctl_template_load", 1, 1, prep_template_load, done_template_load, 0 },
 	{ "template list", "ctl_template_list", 0, 0, prep_none, NULL, 0 },
+	{ "repo add", "ctl_repo_add", 3, 4, prep_repo_add, done_repo_add, ADMIN_F_SECRET },
+	{ "repo list", "ctl_repo_list", 1, 1, prep_project, NULL,
+	    ADMIN_F_NEEDS_ROW | ADMIN_F_SKIP_NULL | ADMIN_F_PROJECT },
+	{ "skill add", "ctl_skill_add", 2, 2, prep_skill_add, done_skill_add, 0 },
+	{ "skill list", "ctl_skill_list", 0, 0, prep_none, NULL, 0 },
+	{ "mcp add", "ctl_mcp_add", 2, 3, prep_mcp_add, done_mcp_add, ADMIN_F_SECRET },
+	{ "mcp list", "ctl_mcp_list", 0, 0, prep_none, NULL, 0 },
+	{ "grant add", "ctl_grant_add", 3, 3, prep_grant, done_grant_add, 0 },
+	{ "grant remove", "ctl_grant_remove", 3, 3, prep_grant, done_grant_remove, 0 },
+	{ "grant list", "ctl_grant_list", 1, 1, prep_project, NULL,
+	    ADMIN_F_NEEDS_ROW | ADMIN_F_SKIP_NULL | ADMIN_F_PROJECT },
 };
 
 /* ---- database errors ------------------------------------------------------------ */
@@ -779,6 +1125,14 @@ static const struct {
 	{ "templates_version_check", "a template version is from 1 to 1000000" },
 	{ "templates_source_check", "a template is at most 262144 bytes" },
 	{ "templates_compiled_check", "a compiled template is a JSON object" },
+	{ "repo_connections_name_check", "a repository name must match " RESOURCE_RE },
+	{ "repo_connections_url_check",
+	    "a URL starts with https:// (without user:password@), file:/// or /" },
+	{ "skills_name_check", "a skill name must match " RESOURCE_RE },
+	{ "skills_body_check", "a skill is at most 1048576 bytes" },
+	{ "mcp_servers_name_check", "an MCP server name must match " RESOURCE_RE },
+	{ "mcp_servers_spec_check", "an MCP server spec is a JSON object" },
+	{ "grants_resource_name_check", "a resource name must match " RESOURCE_RE },
 };
 
 static void
@@ -792,6 +1146,14 @@ admin_unique_error(struct admin_req *r, const char *cons)
 		admin_reply(r, 1,
 		    "%s: user %s is a member of project %s already (change the role with: "
 		    "member role)", r->cmd->name, r->argv[1], r->argv[0]);
+	else if (strcmp(cons, "repo_connections_project_id_name_key") == 0)
+		admin_reply(r, 1, "%s: repo %s exists in project %s", r->cmd->name, r->argv[1],
+		    r->argv[0]);
+	else if (strcmp(cons, "skills_name_version_key") == 0 ||
+	    strcmp(cons, "mcp_servers_name_version_key") == 0)
+		admin_reply(r, 1,
+		    "%s: %s was being added at the same time: run the command again (nothing "
+		    "changed)", r->cmd->name, r->argv[0]);
 	else if (strcmp(cons, "templates_name_version_key") == 0)
 		admin_reply(r, 1, "%s: template %s version %lld exists: raise version",
 		    r->cmd->name, r->tname, r->tversion);
@@ -835,6 +1197,7 @@ admin_req_free(struct admin_req *r)
 	LIST_REMOVE(r, entry);
 	npending--;
 	sodium_memzero(r->token, sizeof(r->token));
+	sodium_memzero(r->argv, sizeof(r->argv));
 	free(r);
 }
 
@@ -851,7 +1214,8 @@ admin_done(uint64_t reqid, int code, const char *err, void *pgres, void *arg)
 	else if (r->cmd->done != NULL)
 		r->cmd->done(r, res);
 	else if ((r->cmd->flags & ADMIN_F_NEEDS_ROW) && PQntuples(res) == 0)
-		admin_reply(r, 1, "%s: no such user %s", r->cmd->name, r->argv[0]);
+		admin_reply(r, 1, "%s: no such %s %s", r->cmd->name,
+		    (r->cmd->flags & ADMIN_F_PROJECT) ? "project" : "user", r->argv[0]);
 	else
 		admin_reply_table(r, res);
 	admin_req_free(r);
@@ -950,11 +1314,25 @@ ctl_admin_run(struct ipc_chan *ch, uint64_t id, struct ipc_ctl_request *req)
 	r->ch = ch;
 	r->msgid = id;
 	r->cmd = cmd;
-	for (r->argc = 0; r->argc < (int)req->nargs; r->argc++)
-		if (ipc_get_cstr(&c, r->argv[r->argc], sizeof(r->argv[0])) == -1) {
+	for (r->argc = 0; r->argc < (int)req->nargs; r->argc++) {
+		const char *s = NULL;
+		size_t len = 0;
+		struct ipc_cur at = c;
+		int bad;
+
+		(void)ipc_get_str(&at, &s, &len, IPC_CTL_ARG_MAX);
+		bad = ipc_get_cstr(&c, r->argv[r->argc], sizeof(r->argv[0])) == -1;
+		/* The request's copy of a secret is wiped at once (that memory is
+		 * the message's own, freed when this handler returns); ours in
+		 * r->argv is wiped when it is sealed and again in admin_req_free. */
+		if ((cmd->flags & ADMIN_F_SECRET) && r->argc == cmd->maxargs - 1 && s != NULL)
+			sodium_memzero((void *)(uintptr_t)s, len);
+		if (bad) {
+			sodium_memzero(r->argv, sizeof(r->argv));
 			free(r);
 			return -1;
 		}
+	}
 	LIST_INSERT_HEAD(&pending, r, entry);
 	if (++npending > ADMIN_MAXPENDING) {
 		admin_reply(r, 1, "%s: too many requests waiting for the database", cmd->name);

@@ -1,0 +1,15 @@
+-- op: ctl_repo_list
+-- roles: ctl
+-- args: text
+-- scope: none
+-- agrippactl repo list PROJECT: never the token, only whether there is one.
+-- No row when there is no such project; one row with a NULL name when it
+-- has no repository.
+SELECT r.name, r.url,
+       CASE WHEN r.id IS NULL THEN NULL
+            WHEN r.token_ciphertext IS NULL THEN 'no' ELSE 'yes' END AS has_token,
+       to_char(r.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS created
+FROM projects p LEFT JOIN repo_connections r ON r.project_id = p.id
+WHERE p.name = $1
+ORDER BY r.name
+LIMIT 10000
