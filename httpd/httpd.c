@@ -3,8 +3,11 @@
  * listening sockets (IMSG_LISTEN_FD).  It holds nothing secret; everything it
  * knows of the database comes from named operations.
  *
- * Routes today: GET /healthz -> 200 {"status","version","database"} when a
- * no-op named operation round-trips, 503 otherwise.
+ * This file: the process (set-up, the supervisor's messages), replies in
+ * the one error envelope, and the life of an API request (struct hreq)
+ * across its asynchronous database calls.  Routes are in router.c, bearer
+ * authentication in auth.c, the handlers in api.c; docs/api.md is the
+ * reference.
  */
 #include <sys/queue.h>
 
@@ -13,6 +16,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <jansson.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -25,15 +29,35 @@ static struct child httpd;
 static struct evhttp *http;
 static int nlisten;
 
-/* A /healthz request waiting for its database round trip. */
-struct hz {
-	struct evhttp_request *req; /* NULL once the client went away */
-	uint64_t id;
-	struct event *timer;
-};
+static const char *
+httpd_reason(int code)
+{
+	switch (code) {
+	case 200:
+		return "OK";
+	case 400:
+		return "Bad Request";
+	case 401:
+		return "Unauthorized";
+	case 404:
+		return "Not Found";
+	case 405:
+		return "Method Not Allowed";
+	case 413:
+		return "Payload Too Large";
+	case 415:
+		return "Unsupported Media Type";
+	case 422:
+		return "Unprocessable Entity";
+	case 503:
+		return "Service Unavailable";
+	default:
+		return "Internal Server Error";
+	}
+}
 
-static void
-httpd_send_json(struct evhttp_request *req, int code, const char *reason, json_t *body)
+void
+httpd_send_json(struct evhttp_request *req, int code, json_t *body)
 {
 	struct evbuffer *buf = evbuffer_new();
 	char *s = json_dumps(body, JSON_COMPACT);
@@ -43,96 +67,197 @@ httpd_send_json(struct evhttp_request *req, int code, const char *reason, json_t
 	evbuffer_add(buf, s, strlen(s));
 	evbuffer_add(buf, "\n", 1);
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-	    "application/json");
+	                  "application/json");
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Cache-Control", "no-store");
-	evhttp_send_reply(req, code, reason, buf);
+	evhttp_send_reply(req, code, httpd_reason(code), buf);
 	evbuffer_free(buf);
 	free(s);
 	json_decref(body);
 }
 
-static void
-httpd_error(struct evhttp_request *req, int code, const char *reason, const char *ecode,
-    const char *msg)
+void
+httpd_error_ex(struct evhttp_request *req, int code, const char *ecode, const char *msg,
+               json_t *extra)
 {
-	httpd_send_json(req, code, reason,
-	    json_pack("{s:{s:s,s:s}}", "error", "code", ecode, "message", msg));
+	json_t *e = json_pack("{s:s,s:s}", "code", ecode, "message", msg);
+
+	if (e == NULL)
+		fatalx("out of memory");
+	if (extra != NULL && json_object_update(e, extra) == -1)
+		fatalx("out of memory");
+	json_decref(extra);
+	httpd_send_json(req, code, json_pack("{s:o}", "error", e));
 }
 
-static void
-hz_finish(struct hz *h, int up)
+void
+httpd_error(struct evhttp_request *req, int code, const char *ecode, const char *msg)
 {
-	if (h->req != NULL) {
-		evhttp_connection_set_closecb(evhttp_request_get_connection(h->req), NULL, NULL);
-		httpd_send_json(h->req, up ? 200 : 503, up ? "OK" : "Service Unavailable",
-		    json_pack("{s:s,s:s,s:s}", "status", up ? "ok" : "unavailable", "version",
-			AGRIPPA_VERSION, "database", up ? "up" : "down"));
-	}
-	event_free(h->timer);
-	free(h);
+	httpd_error_ex(req, code, ecode, msg, NULL);
 }
 
-static void
-hz_db_done(struct child *c, const struct ipc_db_result *r, void *arg)
-{
-	hz_finish(arg, r->code == DB_OK);
-}
+/* ---- requests ------------------------------------------------------------ */
 
 static void
-hz_timeout(evutil_socket_t fd, short what, void *arg)
+hreq_client_gone(struct evhttp_connection *conn, void *arg)
 {
-	struct hz *h = arg;
-
-	child_db_forget(&httpd, h->id);
-	hz_finish(h, 0);
-}
-
-static void
-hz_client_gone(struct evhttp_connection *conn, void *arg)
-{
-	struct hz *h = arg;
+	struct hreq *h = arg;
 
 	h->req = NULL;
 }
 
 static void
-httpd_healthz(struct evhttp_request *req)
+hreq_free(struct hreq *h)
 {
-	struct timeval tv = { HTTPD_DB_TIMEOUT_SECS, 0 };
-	struct ipc_wbuf w;
-	struct hz *h;
+	if (h->req != NULL)
+		evhttp_connection_set_closecb(evhttp_request_get_connection(h->req), NULL, NULL);
+	if (h->dbid != 0)
+		child_db_forget(&httpd, h->dbid);
+	event_free(h->timer);
+	json_decref(h->body);
+	json_decref(h->user);
+	free(h);
+}
+
+static void
+hreq_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct hreq *h = arg;
+	hreq_db_cb cb = h->dbcb;
+
+	child_db_forget(&httpd, h->dbid);
+	h->dbid = 0;
+	if (h->req == NULL) {
+		hreq_free(h);
+		return;
+	}
+	cb(h, NULL);
+}
+
+/*
+ * A new request for route rt; the caller hands it to auth_begin or
+ * router_continue.  Watches for the client going away so that late database
+ * replies never touch a freed evhttp request.
+ */
+struct hreq *
+hreq_new(struct evhttp_request *req, const struct route *rt)
+{
+	struct hreq *h;
 
 	if ((h = calloc(1, sizeof(*h))) == NULL)
 		fatal("calloc");
 	h->req = req;
-	h->timer = evtimer_new(httpd.base, hz_timeout, h);
-	if (h->timer == NULL || evtimer_add(h->timer, &tv) == -1)
+	h->route = rt;
+	if ((h->timer = evtimer_new(httpd.base, hreq_timeout, h)) == NULL)
 		fatalx("evtimer");
-	evhttp_connection_set_closecb(evhttp_request_get_connection(req), hz_client_gone, h);
-	h->id = child_db_begin(&httpd, &w, "health", 0);
-	if (child_db_send(&httpd, &w, h->id, hz_db_done, h) == -1)
-		hz_finish(h, 0);
+	evhttp_connection_set_closecb(evhttp_request_get_connection(req), hreq_client_gone, h);
+	return h;
+}
+
+void
+hreq_reply(struct hreq *h, int code, json_t *body)
+{
+	if (h->req != NULL) {
+		evhttp_connection_set_closecb(evhttp_request_get_connection(h->req), NULL, NULL);
+		httpd_send_json(h->req, code, body);
+		h->req = NULL;
+	} else
+		json_decref(body);
+	hreq_free(h);
+}
+
+void
+hreq_error_ex(struct hreq *h, int code, const char *ecode, const char *msg, json_t *extra)
+{
+	if (h->req != NULL) {
+		evhttp_connection_set_closecb(evhttp_request_get_connection(h->req), NULL, NULL);
+		httpd_error_ex(h->req, code, ecode, msg, extra);
+		h->req = NULL;
+	} else
+		json_decref(extra);
+	hreq_free(h);
+}
+
+void
+hreq_error(struct hreq *h, int code, const char *ecode, const char *msg)
+{
+	hreq_error_ex(h, code, ecode, msg, NULL);
+}
+
+uint64_t
+hreq_db_begin(struct ipc_wbuf *w, const char *op, uint32_t nargs)
+{
+	return child_db_begin(&httpd, w, op, nargs);
 }
 
 static void
-httpd_route(struct evhttp_request *req, void *arg)
+hreq_db_done(struct child *c, const struct ipc_db_result *r, void *arg)
 {
-	const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
-	enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+	struct hreq *h = arg;
 
-	if (path != NULL && strcmp(path, "/healthz") == 0) {
-		if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
-			evhttp_add_header(evhttp_request_get_output_headers(req), "Allow",
-			    "GET, HEAD");
-			httpd_error(req, 405, "Method Not Allowed", "method_not_allowed",
-			    "use GET");
-			return;
-		}
-		httpd_healthz(req);
+	evtimer_del(h->timer);
+	h->dbid = 0;
+	if (h->req == NULL) {
+		hreq_free(h);
 		return;
 	}
-	httpd_error(req, 404, "Not Found", "not_found", "no such route");
+	h->dbcb(h, r);
 }
+
+void
+hreq_db_send(struct hreq *h, struct ipc_wbuf *w, uint64_t id, hreq_db_cb cb)
+{
+	struct timeval tv = {HTTPD_DB_TIMEOUT_SECS, 0};
+
+	h->dbcb = cb;
+	if (child_db_send(&httpd, w, id, hreq_db_done, h) == -1) {
+		hreq_error(h, 503, "unavailable", "the database is unavailable");
+		return;
+	}
+	h->dbid = id;
+	if (evtimer_add(h->timer, &tv) == -1)
+		fatalx("evtimer_add");
+}
+
+int
+hreq_db_ok(struct hreq *h, const struct ipc_db_result *r)
+{
+	if (r != NULL && r->code == DB_OK)
+		return 1;
+	if (r == NULL || r->code == DB_ERR_UNAVAILABLE)
+		hreq_error(h, 503, "unavailable", "the database is unavailable");
+	else {
+		log_warnx("database call failed: %.*s", (int)r->errlen, r->error);
+		hreq_error(h, 500, "internal", "internal error");
+	}
+	return 0;
+}
+
+json_t *
+hreq_db_rows(struct hreq *h, const struct ipc_db_result *r)
+{
+	struct ipc_cur rows = r->rows, row;
+	json_t *a = json_array(), *v;
+	const char *s;
+	size_t len;
+	uint32_t i;
+
+	if (a == NULL)
+		fatalx("out of memory");
+	for (i = 0; i < r->nrows; i++) {
+		if (r->ncols < 1 || ipc_get_array(&rows, &row, r->ncols) == -1 ||
+		    ipc_get_str(&row, &s, &len, SIZE_MAX) == -1 ||
+		    (v = json_loadb(s, len, 0, NULL)) == NULL) {
+			log_warnx("a database row is not JSON");
+			json_decref(a);
+			hreq_error(h, 500, "internal", "internal error");
+			return NULL;
+		}
+		json_array_append_new(a, v);
+	}
+	return a;
+}
+
+/* ---- the process --------------------------------------------------------- */
 
 static void
 httpd_dispatch_supervisor(struct child *c, struct ipc_msg *m)
@@ -163,11 +288,12 @@ httpd_main(void)
 	if ((httpd.base = event_base_new()) == NULL || (http = evhttp_new(httpd.base)) == NULL)
 		fatalx("libevent set-up failed");
 	evhttp_set_max_headers_size(http, 16 * 1024);
-	evhttp_set_max_body_size(http, 1024 * 1024);
+	evhttp_set_max_body_size(http, HTTPD_MAX_BODY);
 	evhttp_set_timeout(http, 60);
 	evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST |
-	    EVHTTP_REQ_PUT | EVHTTP_REQ_PATCH | EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS);
-	evhttp_set_gencb(http, httpd_route, NULL);
+	                                     EVHTTP_REQ_PUT | EVHTTP_REQ_PATCH | EVHTTP_REQ_DELETE |
+	                                     EVHTTP_REQ_OPTIONS);
+	evhttp_set_gencb(http, router_dispatch, NULL);
 	child_lockdown(&httpd);
 	child_run(&httpd, httpd_dispatch_supervisor);
 	log_debug("exiting");

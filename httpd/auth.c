@@ -1,0 +1,93 @@
+/*
+ * Bearer authentication.  "Authorization: Bearer agr_..." is hashed here
+ * (SHA-256 of the whole token string, as agrippactl stored it) and only the
+ * hash goes to the named operation httpd_auth, which answers with the user
+ * when the token exists, is neither revoked nor expired and its user is not
+ * disabled (and notes last_used_at).  Every refusal is the same 401, so a
+ * client learns nothing about why.  The token is never logged or kept.
+ */
+#include <sys/queue.h>
+
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <sodium.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/log.h"
+#include "httpd/httpd.h"
+
+#define AUTH_PREFIX "agr_"
+#define AUTH_TOKEN_MAX 128 /* base64url characters after the prefix */
+
+static void
+auth_refuse(struct hreq *h)
+{
+	if (h->req != NULL)
+		evhttp_add_header(evhttp_request_get_output_headers(h->req), "WWW-Authenticate",
+		                  "Bearer");
+	hreq_error(h, 401, "unauthorized", "a valid bearer token is required");
+}
+
+/* The token in an Authorization header value, or NULL when malformed. */
+static const char *
+auth_token(const char *hdr)
+{
+	size_t n;
+
+	if (hdr == NULL || strncasecmp(hdr, "Bearer ", 7) != 0)
+		return NULL;
+	hdr += 7;
+	hdr += strspn(hdr, " ");
+	if (strncmp(hdr, AUTH_PREFIX, strlen(AUTH_PREFIX)) != 0)
+		return NULL;
+	n = strspn(hdr + strlen(AUTH_PREFIX),
+	           "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_");
+	if (n == 0 || n > AUTH_TOKEN_MAX || hdr[strlen(AUTH_PREFIX) + n] != '\0')
+		return NULL;
+	return hdr;
+}
+
+static void
+auth_done(struct hreq *h, const struct ipc_db_result *r)
+{
+	json_t *rows, *id;
+
+	if (!hreq_db_ok(h, r) || (rows = hreq_db_rows(h, r)) == NULL)
+		return;
+	if (json_array_size(rows) != 1) {
+		json_decref(rows);
+		auth_refuse(h);
+		return;
+	}
+	h->user = json_incref(json_array_get(rows, 0));
+	json_decref(rows);
+	id = json_object_get(h->user, "id");
+	if (!json_is_string(id) || !router_is_uuid(json_string_value(id))) {
+		log_warnx("httpd_auth answered without a user id");
+		hreq_error(h, 500, "internal", "internal error");
+		return;
+	}
+	memcpy(h->uid, json_string_value(id), sizeof(h->uid));
+	router_continue(h);
+}
+
+void
+auth_begin(struct hreq *h)
+{
+	const char *tok = auth_token(
+	    evhttp_find_header(evhttp_request_get_input_headers(h->req), "Authorization"));
+	unsigned char hash[crypto_hash_sha256_BYTES];
+	struct ipc_wbuf w;
+	uint64_t id;
+
+	if (tok == NULL) {
+		auth_refuse(h);
+		return;
+	}
+	crypto_hash_sha256(hash, (const unsigned char *)tok, strlen(tok));
+	id = hreq_db_begin(&w, "httpd_auth", 1);
+	ipc_put_bin(&w, hash, sizeof(hash));
+	sodium_memzero(hash, sizeof(hash));
+	hreq_db_send(h, &w, id, auth_done);
+}
