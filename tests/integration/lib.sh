@@ -46,7 +46,11 @@ make_env() {
 	T=$(mktemp -d /tmp/agrippa-test.XXXXXX)
 	chmod 0755 "$T"
 	mkdir -p "$T/empty"
-	PORT=$((20000 + $$ % 20000))
+	# Below the kernel's ephemeral range (32768 and up by default), where
+	# a client connection of another test could already hold the port.
+	lo=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+	[ "$lo" -gt 11000 ] 2>/dev/null || lo=32768
+	PORT=$((10000 + $$ % (lo - 11000)))
 	CONF="$T/agrippad.yaml"
 	CTL="$T/ctl.sock"
 	LOG="$T/agrippad.log"
