@@ -7,6 +7,7 @@
  */
 #include <stdint.h>
 
+#include <event2/http.h>
 #include <jansson.h>
 
 #include "ipc/ipc.h"
@@ -49,6 +50,40 @@ struct hreq {
 /* A route handler: runs after routing, authentication and body checks. */
 typedef void (*route_fn)(struct hreq *h);
 
+/* A member of a request body: its name, JSON type and whether it must be there. */
+struct body_field {
+	const char *name;
+	json_type type;
+	int required;
+};
+
+/* One entry of router.c's static route table. */
+struct route {
+	enum evhttp_cmd_type method; /* a GET route answers HEAD too */
+	const char *pattern;         /* "/v1/projects/{id}": {id} or {name} segments */
+	route_fn handler;
+	int auth;                        /* a bearer token is required */
+	const struct body_field *fields; /* for POST/PUT/PATCH: the allowed members */
+	size_t nfields;
+};
+
+/* Why router_body_decode refused a body. */
+enum body_status {
+	BODY_OK,
+	BODY_BAD_JSON,      /* 400: not JSON, or not an object */
+	BODY_UNKNOWN_FIELD, /* 422 */
+	BODY_MISSING_FIELD, /* 422 */
+	BODY_INVALID_FIELD, /* 422: the member has the wrong JSON type */
+};
+
+struct body_error {
+	enum body_status status;
+	int http;         /* 400 or 422 */
+	const char *code; /* "bad_json", "unknown_field", "missing_field", "invalid_field" */
+	char message[JSON_ERROR_TEXT_LENGTH + 64]; /* printable ASCII, never empty */
+	char field[65]; /* for the 422s: the member's name, printable, cut at 64 */
+};
+
 /* httpd.c */
 __attribute__((noreturn)) void httpd_main(void);
 /* Send body (consumed) as the reply with status code. */
@@ -81,8 +116,36 @@ json_t *hreq_db_rows(struct hreq *h, const struct ipc_db_result *r);
 void router_dispatch(struct evhttp_request *req, void *arg);
 /* After authentication: the body checks, then the route's handler. */
 void router_continue(struct hreq *h);
+/*
+ * The route for method cmd on path, its {id} / {name} segment in param (sz
+ * bytes, NUL-terminated, "" when the route has none).  NULL when no route
+ * answers: *methods is then 0 (a 404) or the EVHTTP_REQ_* bits of the
+ * routes on that path (a 405; router_allow_list makes the Allow header) and
+ * param is "".  HEAD finds GET routes.  path may be NULL (a 404).
+ */
+const struct route *router_find(enum evhttp_cmd_type cmd, const char *path, char *param, size_t sz,
+                                int *methods);
+
+/* http_check.c: router.c's pure checks (no evhttp request), exposed for tests */
 /* Whether s is a canonical UUID (8-4-4-4-12 hex digits, either case). */
 int router_is_uuid(const char *s);
+/* Whether s is a template name: [a-z0-9][a-z0-9-]{0,63}. */
+int router_is_name(const char *s);
+/* Whether path matches pattern pat; the parameter segment goes to param
+ * (sz bytes, NUL-terminated; a segment that does not fit matches nothing). */
+int router_match(const char *pat, const char *path, char *param, size_t sz);
+/* The Allow value for methods (EVHTTP_REQ_* bits) into allow (sz >= 1). */
+void router_allow_list(int methods, char *allow, size_t sz);
+/* Whether a Content-Type value (NULL when absent) is application/json. */
+int router_is_json(const char *ct);
+/*
+ * Decode len bytes of buf (NULL when len is 0) as a JSON object whose
+ * members are all in fields (nfields), each of its type, the required ones
+ * present.  Returns the object (the caller owns the reference) or NULL with
+ * *e saying why (for bad_json the message gives jansson's line and column).
+ */
+json_t *router_body_decode(const void *buf, size_t len, const struct body_field *fields,
+                           size_t nfields, struct body_error *e);
 
 /* auth.c */
 /* Authenticate h's bearer token; router_continue(h) when it is good,

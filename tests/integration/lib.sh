@@ -137,10 +137,23 @@ our_processes() {
 	return 0
 }
 
+# Children of one process (by PPid).
+children_of() {
+	for d in /proc/[0-9]*; do
+		[ "$(awk '/^PPid:/ { print $2 }' "$d/status" 2>/dev/null)" = "$1" ] && echo "${d#/proc/}"
+	done
+	return 0
+}
+
 cleanup_env() {
 	# Written to be safe under `set -e` (bench/run.sh): no bare && chains.
-	if [ -n "$SUP_PID" ]; then kill -KILL "$SUP_PID" 2>/dev/null || true; fi
-	for p in $(our_processes); do kill -KILL "$p" 2>/dev/null || true; done
+	# Only this test's daemon and its children: another test run on the
+	# host (another build directory, a benchmark) keeps its own.
+	if [ -n "$SUP_PID" ]; then
+		kids=$(children_of "$SUP_PID")
+		kill -KILL "$SUP_PID" 2>/dev/null || true
+		for p in $kids; do kill -KILL "$p" 2>/dev/null || true; done
+	fi
 	if [ -n "${T:-}" ] && [ -d "$T/state/pgrun" ]; then
 		pkill -KILL -u _agrippadb -f "$T/state/pg" 2>/dev/null || true
 	fi

@@ -1,0 +1,828 @@
+/*
+ * Unit tests for the router's pure checks (httpd/http_check.c) and the real
+ * route table through router_find (httpd/router.c): what reaches which
+ * handler, what is a 404 or a 405 with which Allow, which Content-Types are
+ * JSON, and what a request body must be to reach a handler.
+ *
+ * Current behaviour these tests pin down (change them only on purpose):
+ *  - Content-Type: the media type is compared case-insensitively, so
+ *    "Application/JSON" is accepted; any parameters after ';' are accepted
+ *    unread (even charset=latin1: the body is decoded as UTF-8 regardless
+ *    and non-UTF-8 is a bad_json).  Leading whitespace is not skipped.
+ *  - Members are checked in body order before the required ones, so a body
+ *    with an unknown member and a missing one reports unknown_field.
+ *  - jansson types true and false apart (JSON_TRUE / JSON_FALSE): a field
+ *    declared JSON_TRUE refuses false.  No route declares a boolean yet.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "httpd/httpd.h"
+
+#define UUID "0f8fad5b-d9cb-469f-a165-70867728950e"
+#define UUID_UPPER "0F8FAD5B-D9CB-469F-A165-70867728950E"
+#define NAME64 "a123456789012345678901234567890123456789012345678901234567890123"
+#define NAME65 NAME64 "4"
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static const char *
+method_name(enum evhttp_cmd_type m)
+{
+	switch (m) {
+	case EVHTTP_REQ_GET:
+		return "GET";
+	case EVHTTP_REQ_HEAD:
+		return "HEAD";
+	case EVHTTP_REQ_POST:
+		return "POST";
+	case EVHTTP_REQ_PUT:
+		return "PUT";
+	case EVHTTP_REQ_PATCH:
+		return "PATCH";
+	case EVHTTP_REQ_DELETE:
+		return "DELETE";
+	case EVHTTP_REQ_OPTIONS:
+		return "OPTIONS";
+	default:
+		return "other";
+	}
+}
+
+/* router_find must answer path with a route for m, handler fn, param want. */
+static const struct route *
+expect_route(enum evhttp_cmd_type m, const char *path, route_fn fn, const char *want)
+{
+	char param[HTTPD_PARAM_MAX + 1];
+	const struct route *rt;
+	int methods = -1;
+
+	memset(param, 'Z', sizeof(param));
+	rt = router_find(m, path, param, sizeof(param), &methods);
+	if (rt == NULL)
+		fail_msg("%s %s: no route (methods %#x)", method_name(m), path, methods);
+	if (rt->handler != fn)
+		fail_msg("%s %s: reached %s, the wrong handler", method_name(m), path, rt->pattern);
+	if (strcmp(param, want) != 0)
+		fail_msg("%s %s: param \"%s\", want \"%s\"", method_name(m), path, param, want);
+	return rt;
+}
+
+/* router_find must answer m on path with a 404. */
+static void
+expect_404(enum evhttp_cmd_type m, const char *path)
+{
+	char param[HTTPD_PARAM_MAX + 1];
+	const struct route *rt;
+	int methods = -1;
+
+	memset(param, 'Z', sizeof(param));
+	rt = router_find(m, path, param, sizeof(param), &methods);
+	if (rt != NULL)
+		fail_msg("%s \"%s\": reached %s, want a 404", method_name(m),
+		         path ? path : "(null)", rt->pattern);
+	if (methods != 0)
+		fail_msg("%s \"%s\": a 405 (methods %#x), want a 404", method_name(m),
+		         path ? path : "(null)", methods);
+	if (param[0] != '\0')
+		fail_msg("%s \"%s\": param \"%.*s\" left behind", method_name(m),
+		         path ? path : "(null)", (int)sizeof(param), param);
+}
+
+/* router_find must answer m on path with a 405 whose Allow is allow. */
+static void
+expect_405(enum evhttp_cmd_type m, const char *path, const char *allow)
+{
+	char param[HTTPD_PARAM_MAX + 1], got[64];
+	const struct route *rt;
+	int methods = -1;
+
+	rt = router_find(m, path, param, sizeof(param), &methods);
+	if (rt != NULL)
+		fail_msg("%s %s: reached %s, want a 405", method_name(m), path, rt->pattern);
+	if (methods == 0)
+		fail_msg("%s %s: a 404, want a 405", method_name(m), path);
+	assert_string_equal(param, "");
+	router_allow_list(methods, got, sizeof(got));
+	if (strcmp(got, allow) != 0)
+		fail_msg("%s %s: Allow \"%s\", want \"%s\"", method_name(m), path, got, allow);
+}
+
+/* The contract of a refusal: a known code, a printable non-empty message. */
+static void
+check_error_shape(const struct body_error *e)
+{
+	size_t i;
+
+	assert_non_null(e->code);
+	assert_true(e->message[0] != '\0');
+	for (i = 0; e->message[i] != '\0'; i++)
+		if (e->message[i] < 0x20 || e->message[i] >= 0x7f)
+			fail_msg("message byte %zu is 0x%02x: %s", i, (unsigned char)e->message[i],
+			         e->message);
+	switch (e->status) {
+	case BODY_BAD_JSON:
+		assert_int_equal(e->http, 400);
+		assert_string_equal(e->code, "bad_json");
+		assert_string_equal(e->field, "");
+		break;
+	case BODY_UNKNOWN_FIELD:
+		assert_int_equal(e->http, 422);
+		assert_string_equal(e->code, "unknown_field");
+		break;
+	case BODY_MISSING_FIELD:
+		assert_int_equal(e->http, 422);
+		assert_string_equal(e->code, "missing_field");
+		break;
+	case BODY_INVALID_FIELD:
+		assert_int_equal(e->http, 422);
+		assert_string_equal(e->code, "invalid_field");
+		break;
+	default:
+		fail_msg("status %d is not a refusal", (int)e->status);
+	}
+}
+
+static const struct body_field validate_fields[] = {
+    {"source", JSON_STRING, 1},
+};
+
+/* Decode len bytes against the validate route's fields; must be refused. */
+static struct body_error
+refused_n(const char *body, size_t len, enum body_status want)
+{
+	struct body_error e;
+	json_t *o;
+
+	o = router_body_decode(body, len, validate_fields, 1, &e);
+	if (o != NULL) {
+		json_decref(o);
+		fail_msg("accepted: %.*s", (int)len, body);
+	}
+	check_error_shape(&e);
+	if (e.status != want)
+		fail_msg("for %.*s: %s (%s), want status %d", (int)len, body, e.code, e.message,
+		         (int)want);
+	return e;
+}
+
+static struct body_error
+refused(const char *body, enum body_status want)
+{
+	return refused_n(body, strlen(body), want);
+}
+
+static void
+expect_bad_json(const char *body, size_t len, const char *want)
+{
+	struct body_error e = refused_n(body, len, BODY_BAD_JSON);
+
+	if (strstr(e.message, want) == NULL)
+		fail_msg("message \"%s\" does not contain \"%s\"", e.message, want);
+}
+
+/* ---- routes ------------------------------------------------------------- */
+
+/* Every route of the table, reached by its method and a concrete path. */
+static void
+test_every_route(void **state)
+{
+	const struct route *rt;
+
+	(void)state;
+	rt = expect_route(EVHTTP_REQ_GET, "/healthz", api_healthz, "");
+	assert_int_equal(rt->auth, 0);
+	rt = expect_route(EVHTTP_REQ_GET, "/v1/me", api_me, "");
+	assert_int_equal(rt->auth, 1);
+	rt = expect_route(EVHTTP_REQ_GET, "/v1/projects", api_projects, "");
+	assert_int_equal(rt->auth, 1);
+	rt = expect_route(EVHTTP_REQ_GET, "/v1/projects/" UUID, api_project, UUID);
+	assert_int_equal(rt->auth, 1);
+	expect_route(EVHTTP_REQ_GET, "/v1/projects/" UUID_UPPER, api_project, UUID_UPPER);
+	rt = expect_route(EVHTTP_REQ_GET, "/v1/projects/" UUID "/members", api_project_members,
+	                  UUID);
+	assert_int_equal(rt->auth, 1);
+	rt = expect_route(EVHTTP_REQ_GET, "/v1/templates", api_templates, "");
+	assert_int_equal(rt->auth, 1);
+	rt = expect_route(EVHTTP_REQ_POST, "/v1/templates/validate", api_template_validate, "");
+	assert_int_equal(rt->auth, 1);
+	assert_int_equal(rt->nfields, 1);
+	assert_string_equal(rt->fields[0].name, "source");
+	assert_int_equal(rt->fields[0].type, JSON_STRING);
+	assert_int_equal(rt->fields[0].required, 1);
+	rt = expect_route(EVHTTP_REQ_GET, "/v1/templates/fix-failing-test", api_template,
+	                  "fix-failing-test");
+	assert_int_equal(rt->auth, 1);
+	assert_int_equal(rt->nfields, 0);
+	expect_route(EVHTTP_REQ_GET, "/v1/templates/" NAME64, api_template, NAME64);
+	expect_route(EVHTTP_REQ_GET, "/v1/templates/0", api_template, "0");
+	expect_route(EVHTTP_REQ_GET, "/v1/templates/a-", api_template, "a-");
+	/* "validate" is a valid name: GET passes the POST route and reaches {name} */
+	expect_route(EVHTTP_REQ_GET, "/v1/templates/validate", api_template, "validate");
+}
+
+/* HEAD reaches every GET route (with the GET route's method). */
+static void
+test_head_reaches_get(void **state)
+{
+	const struct route *rt;
+
+	(void)state;
+	rt = expect_route(EVHTTP_REQ_HEAD, "/healthz", api_healthz, "");
+	assert_int_equal(rt->method, EVHTTP_REQ_GET);
+	expect_route(EVHTTP_REQ_HEAD, "/v1/me", api_me, "");
+	expect_route(EVHTTP_REQ_HEAD, "/v1/projects", api_projects, "");
+	expect_route(EVHTTP_REQ_HEAD, "/v1/projects/" UUID, api_project, UUID);
+	expect_route(EVHTTP_REQ_HEAD, "/v1/projects/" UUID "/members", api_project_members, UUID);
+	expect_route(EVHTTP_REQ_HEAD, "/v1/templates", api_templates, "");
+	expect_route(EVHTTP_REQ_HEAD, "/v1/templates/foo", api_template, "foo");
+	expect_route(EVHTTP_REQ_HEAD, "/v1/templates/validate", api_template, "validate");
+}
+
+static void
+test_405_allow(void **state)
+{
+	(void)state;
+	expect_405(EVHTTP_REQ_POST, "/healthz", "GET, HEAD");
+	expect_405(EVHTTP_REQ_DELETE, "/v1/me", "GET, HEAD");
+	expect_405(EVHTTP_REQ_PUT, "/v1/projects", "GET, HEAD");
+	expect_405(EVHTTP_REQ_PATCH, "/v1/projects/" UUID, "GET, HEAD");
+	expect_405(EVHTTP_REQ_OPTIONS, "/v1/projects/" UUID "/members", "GET, HEAD");
+	expect_405(EVHTTP_REQ_POST, "/v1/templates", "GET, HEAD");
+	expect_405(EVHTTP_REQ_POST, "/v1/templates/foo", "GET, HEAD");
+	/* both the POST route and {name} match this path */
+	expect_405(EVHTTP_REQ_PUT, "/v1/templates/validate", "GET, HEAD, POST");
+	expect_405(EVHTTP_REQ_DELETE, "/v1/templates/validate", "GET, HEAD, POST");
+	expect_405(EVHTTP_REQ_TRACE, "/v1/templates/validate", "GET, HEAD, POST");
+}
+
+static void
+test_allow_list(void **state)
+{
+	char b[64];
+
+	(void)state;
+	router_allow_list(0, b, sizeof(b));
+	assert_string_equal(b, "");
+	router_allow_list(EVHTTP_REQ_POST, b, sizeof(b));
+	assert_string_equal(b, "POST");
+	router_allow_list(EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT | EVHTTP_REQ_PATCH |
+	                      EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS,
+	                  b, sizeof(b));
+	assert_string_equal(b, "GET, HEAD, POST, PUT, PATCH, DELETE");
+	/* a list that does not fit is cut at a method, never overflows */
+	memset(b, 'Z', sizeof(b));
+	router_allow_list(EVHTTP_REQ_GET | EVHTTP_REQ_POST, b, 12);
+	assert_string_equal(b, "GET, HEAD");
+	assert_int_equal(b[12], 'Z');
+	router_allow_list(EVHTTP_REQ_GET, b, 9);
+	assert_string_equal(b, "");
+	router_allow_list(EVHTTP_REQ_GET, b, 1);
+	assert_string_equal(b, "");
+}
+
+static void
+test_404_paths(void **state)
+{
+	static const char *const paths[] = {
+	    "",
+	    "/",
+	    "healthz",
+	    "/healthz2",
+	    "/HEALTHZ",
+	    "/health",
+	    "/v1",
+	    "/v1/",
+	    "/v2/me",
+	    "/v1/me/x",
+	    "/v1/projects/{id}",
+	    "/v1/templates/{name}",
+	    "/v1/projectsx",
+	    /* trailing slash */
+	    "/healthz/",
+	    "/v1/me/",
+	    "/v1/projects/",
+	    "/v1/projects/" UUID "/",
+	    "/v1/projects/" UUID "/members/",
+	    "/v1/templates/",
+	    "/v1/templates/validate/",
+	    "/v1/templates/foo/",
+	    /* double slash */
+	    "//healthz",
+	    "/v1//me",
+	    "//v1/me",
+	    "/v1/projects//members",
+	    "/v1/projects/" UUID "//members",
+	    "/v1//templates/foo",
+	    /* percent-encoded, matched without decoding */
+	    "/%68ealthz",
+	    "/v1/%6de",
+	    "/v1/templates%2fvalidate",
+	    "/v1/templates/f%6fo",
+	    "/v1/projects/0f8fad5b%2dd9cb-469f-a165-70867728950e",
+	    "/healthz%00",
+	    /* query or fragment text reaching the matcher is part of the path */
+	    "/healthz?x=1",
+	    "/healthz#x",
+	    /* traversal-looking segments */
+	    "/v1/templates/..",
+	    "/v1/templates/.",
+	    "/v1/templates/%2e%2e",
+	    "/v1/templates/%2E%2E",
+	    "/v1/templates/../me",
+	    "/v1/../v1/me",
+	    "/v1/projects/../me",
+	    "/healthz/..",
+	    "/v1/templates/..%2f..%2fetc%2fpasswd",
+	    "/v1/projects/" UUID "/../members",
+	    "/./healthz",
+	    "/v1/./me",
+	    /* other members of the ASCII zoo */
+	    "/v1/me ",
+	    " /v1/me",
+	    "/v1/me\t",
+	    "\\v1\\me",
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		expect_404(EVHTTP_REQ_GET, paths[i]);
+		expect_404(EVHTTP_REQ_POST, paths[i]);
+	}
+	expect_404(EVHTTP_REQ_GET, NULL);
+}
+
+static void
+test_404_bad_uuids(void **state)
+{
+	static const char *const ids[] = {
+	    "0f8fad5b-d9cb-469f-a165-70867728950",    /* 35 */
+	    "0f8fad5b-d9cb-469f-a165-70867728950e0",  /* 37 */
+	    "0f8fad5bd9cb469fa16570867728950e",       /* no dashes */
+	    "0f8fad5bd-9cb-469f-a165-70867728950e",   /* dash moved */
+	    "0f8fad5b-d9cb-469f-a16570867728950e-",   /* dash moved to the end */
+	    "0f8fad5b-d9cb-469f-a165-70867728950g",   /* non-hex */
+	    "0f8fad5b-d9cb-469f-a165-7086772895 e",   /* a space */
+	    "0f8fad5b_d9cb_469f_a165_70867728950e",   /* underscores */
+	    "{0f8fad5b-d9cb-469f-a165-70867728950e}", /* braces */
+	    "{0f8fad5b-d9cb-469f-a165-70867728950}",
+	    "urn:uuid:0f8fad5b-d9cb-469f-a165-70867728950e",
+	    UUID "x",
+	    UUID ";x",
+	    UUID "%00",
+	    UUID ".json", /* trailing data */
+	    "-0f8fad5b-d9cb-469f-a165-70867728950e",
+	    "------------------------------------",
+	    "",
+	    "x",
+	    "..",
+	    "%2e%2e",
+	    "0x0f8fad5b-d9cb-469f-a165-70867728950",
+	};
+	char path[256];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+		assert_false(router_is_uuid(ids[i]));
+		snprintf(path, sizeof(path), "/v1/projects/%s", ids[i]);
+		expect_404(EVHTTP_REQ_GET, path);
+		snprintf(path, sizeof(path), "/v1/projects/%s/members", ids[i]);
+		expect_404(EVHTTP_REQ_GET, path);
+	}
+	assert_true(router_is_uuid(UUID));
+	assert_true(router_is_uuid(UUID_UPPER));
+	assert_true(router_is_uuid("00000000-0000-0000-0000-000000000000"));
+	assert_true(router_is_uuid("0F8fad5b-D9cb-469F-a165-70867728950E"));
+}
+
+static void
+test_404_bad_names(void **state)
+{
+	static const char *const names[] = {
+	    "Foo",
+	    "FOO",
+	    "foO",
+	    "-foo",
+	    "-",
+	    NAME65,
+	    "a.b",
+	    ".",
+	    "..",
+	    "a_b",
+	    "_",
+	    "%2e%2e",
+	    "a%2db",
+	    "a b",
+	    "a+b",
+	    "a~b",
+	    "\xc3\xa9t\xc3\xa9",
+	    "a\x01",
+	    "",
+	};
+	char path[256];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		assert_false(router_is_name(names[i]));
+		snprintf(path, sizeof(path), "/v1/templates/%s", names[i]);
+		expect_404(EVHTTP_REQ_GET, path);
+	}
+	assert_true(router_is_name("a"));
+	assert_true(router_is_name("0"));
+	assert_true(router_is_name("a-"));
+	assert_true(router_is_name("a--b"));
+	assert_true(router_is_name(NAME64));
+}
+
+/* param is NUL-terminated inside its buffer, never written past it. */
+static void
+test_param_small_buffer(void **state)
+{
+	char buf[80];
+	const struct route *rt;
+	int methods;
+	size_t i;
+
+	(void)state;
+	/* a segment that does not fit matches nothing: a 404, buffer intact */
+	memset(buf, 'Z', sizeof(buf));
+	rt = router_find(EVHTTP_REQ_GET, "/v1/projects/" UUID, buf, 8, &methods);
+	assert_null(rt);
+	assert_int_equal(methods, 0);
+	assert_int_equal(buf[0], '\0');
+	for (i = 8; i < sizeof(buf); i++)
+		assert_int_equal(buf[i], 'Z');
+
+	/* exactly the UUID and its NUL fit */
+	memset(buf, 'Z', sizeof(buf));
+	rt = router_find(EVHTTP_REQ_GET, "/v1/projects/" UUID, buf, HTTPD_UUID_LEN + 1, &methods);
+	assert_non_null(rt);
+	assert_string_equal(buf, UUID);
+	for (i = HTTPD_UUID_LEN + 1; i < sizeof(buf); i++)
+		assert_int_equal(buf[i], 'Z');
+	memset(buf, 'Z', sizeof(buf));
+	assert_null(
+	    router_find(EVHTTP_REQ_GET, "/v1/projects/" UUID, buf, HTTPD_UUID_LEN, &methods));
+	assert_int_equal(buf[0], '\0');
+	assert_int_equal(buf[HTTPD_UUID_LEN], 'Z');
+
+	/* the daemon's buffer holds the longest name; one byte less does not */
+	memset(buf, 'Z', sizeof(buf));
+	assert_non_null(router_find(EVHTTP_REQ_GET, "/v1/templates/" NAME64, buf,
+	                            HTTPD_PARAM_MAX + 1, &methods));
+	assert_string_equal(buf, NAME64);
+	memset(buf, 'Z', sizeof(buf));
+	assert_null(
+	    router_find(EVHTTP_REQ_GET, "/v1/templates/" NAME64, buf, HTTPD_PARAM_MAX, &methods));
+	assert_int_equal(buf[HTTPD_PARAM_MAX], 'Z');
+
+	/* routes without a parameter need one byte; none at all matches nothing */
+	memset(buf, 'Z', sizeof(buf));
+	assert_non_null(router_find(EVHTTP_REQ_GET, "/healthz", buf, 1, &methods));
+	assert_int_equal(buf[0], '\0');
+	assert_int_equal(buf[1], 'Z');
+	memset(buf, 'Z', sizeof(buf));
+	assert_null(router_find(EVHTTP_REQ_GET, "/healthz", buf, 0, &methods));
+	assert_int_equal(methods, 0);
+	assert_int_equal(buf[0], 'Z');
+
+	/* a 405 clears what the matching left */
+	memset(buf, 'Z', sizeof(buf));
+	assert_null(router_find(EVHTTP_REQ_PUT, "/v1/templates/foo", buf, sizeof(buf), &methods));
+	assert_int_equal(methods, EVHTTP_REQ_GET);
+	assert_int_equal(buf[0], '\0');
+}
+
+/* router_match with patterns outside the table. */
+static void
+test_match(void **state)
+{
+	char p[HTTPD_PARAM_MAX + 1];
+
+	(void)state;
+	assert_true(router_match("/a/{id}/b", "/a/" UUID "/b", p, sizeof(p)));
+	assert_string_equal(p, UUID);
+	assert_false(router_match("/a/{id}/b", "/a/" UUID "/c", p, sizeof(p)));
+	assert_true(router_match("/{name}", "/x", p, sizeof(p)));
+	assert_string_equal(p, "x");
+	assert_true(router_match("/a", "/a", p, sizeof(p)));
+	assert_string_equal(p, "");
+	assert_false(router_match("/a", "/a/", p, sizeof(p)));
+	assert_false(router_match("/a/", "/a", p, sizeof(p)));
+	assert_false(router_match("/a", "", p, sizeof(p)));
+	assert_false(router_match("/a", "a", p, sizeof(p)));
+	assert_false(router_match("/ab", "/a", p, sizeof(p)));
+	assert_false(router_match("/a", "/ab", p, sizeof(p)));
+}
+
+/* ---- Content-Type -------------------------------------------------------- */
+
+static void
+test_content_type(void **state)
+{
+	static const char *const yes[] = {
+	    "application/json",
+	    "application/json; charset=utf-8",
+	    "application/json;charset=UTF-8",
+	    "application/json ; charset=utf-8",
+	    "application/json\t;x",
+	    "application/json;",
+	    "application/json ",
+	    "Application/JSON",
+	    "APPLICATION/JSON; CHARSET=UTF-8",
+	    "application/json; charset=latin1", /* parameters are not read */
+	};
+	static const char *const no[] = {
+	    "application/jsonx",
+	    "application/json+x",
+	    "application/json-patch+json",
+	    "application/json x",
+	    "application/json,text/plain",
+	    "application/js",
+	    "application/",
+	    "application/xml",
+	    "text/json",
+	    "text/plain",
+	    "text/plain; x=application/json",
+	    " application/json", /* leading whitespace is not skipped */
+	    "",
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+		if (!router_is_json(yes[i]))
+			fail_msg("refused Content-Type \"%s\"", yes[i]);
+	for (i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+		if (router_is_json(no[i]))
+			fail_msg("accepted Content-Type \"%s\"", no[i]);
+	assert_false(router_is_json(NULL)); /* no Content-Type header */
+}
+
+/* ---- bodies ------------------------------------------------------------- */
+
+static void
+test_body_valid(void **state)
+{
+	static const char body[] = "{\"source\": \"name: x\\n\"}";
+	struct body_error e;
+	json_t *o;
+
+	(void)state;
+	o = router_body_decode(body, strlen(body), validate_fields, 1, &e);
+	assert_non_null(o);
+	assert_true(json_is_object(o));
+	assert_string_equal(json_string_value(json_object_get(o, "source")), "name: x\n");
+	assert_int_equal(e.status, BODY_OK);
+	json_decref(o);
+
+	/* not NUL-terminated: only len bytes are read */
+	o = router_body_decode("{\"source\":\"a\"}garbage", 14, validate_fields, 1, &e);
+	assert_non_null(o);
+	json_decref(o);
+
+	/* a route without fields takes only {} */
+	o = router_body_decode(" {} \n", 5, NULL, 0, &e);
+	assert_non_null(o);
+	assert_int_equal(json_object_size(o), 0);
+	json_decref(o);
+}
+
+/*
+ * Without JSON_DECODE_ANY jansson itself refuses a scalar at the top level
+ * (with line and column); an array parses and is refused afterwards.
+ */
+static void
+test_body_not_object(void **state)
+{
+	static const char *const scalars[] = {
+	    "\"source\"", "1", "-1.5e3", "null", "true", "false",
+	};
+	static const char *const arrays[] = {"[]", "[{\"source\":\"x\"}]", " [1,2] "};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(scalars) / sizeof(scalars[0]); i++)
+		expect_bad_json(scalars[i], strlen(scalars[i]), "line 1, column ");
+	expect_bad_json("null", 4, "'[' or '{' expected near 'null'");
+	for (i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++)
+		expect_bad_json(arrays[i], strlen(arrays[i]), "the body must be a JSON object");
+}
+
+static void
+test_body_malformed(void **state)
+{
+	struct body_error e;
+	static const char deep_prefix[] = "{\"source\":";
+	char *deep;
+	size_t n = 100000;
+
+	(void)state;
+	e = refused("{\"source\": }", BODY_BAD_JSON);
+	assert_true(strncmp(e.message, "line 1, column 12: ", 19) == 0);
+	e = refused("{\n  \"source\": \"x\",\n}", BODY_BAD_JSON);
+	assert_true(strncmp(e.message, "line 3, column 1: ", 18) == 0);
+	expect_bad_json("{\"source\":\"x\"", 13, "line 1, column 13: ");
+	expect_bad_json("{\"source\":\"x\"} {}", 17, "end of file expected");
+	expect_bad_json("{'source':'x'}", 14, "line 1, column 2: ");
+	expect_bad_json("{\"source\":\"x\",}", 15, "line 1, column 15: ");
+	expect_bad_json("{\"source\":\"\x01\"}", 14, "control character 0x1");
+
+	/* nesting beyond jansson's limit is refused, not a stack overflow */
+	deep = malloc(sizeof(deep_prefix) + n);
+	assert_non_null(deep);
+	memcpy(deep, deep_prefix, sizeof(deep_prefix) - 1);
+	memset(deep + sizeof(deep_prefix) - 1, '[', n);
+	expect_bad_json(deep, sizeof(deep_prefix) - 1 + n, "maximum parsing depth reached");
+	free(deep);
+}
+
+static void
+test_body_empty(void **state)
+{
+	struct body_error e;
+
+	(void)state;
+	e = refused_n("", 0, BODY_BAD_JSON);
+	assert_string_equal(e.message, "line 1, column 0: '[' or '{' expected near end of file");
+	assert_null(router_body_decode(NULL, 0, validate_fields, 1, &e));
+	check_error_shape(&e);
+	assert_int_equal(e.status, BODY_BAD_JSON);
+	expect_bad_json(" \r\n\t", 4, "expected near end of file");
+}
+
+static void
+test_body_duplicate_keys(void **state)
+{
+	(void)state;
+	expect_bad_json("{\"source\":\"a\",\"source\":\"b\"}", 27, "duplicate object key");
+	expect_bad_json("{\"source\":\"a\",\"sourc\\u0065\":\"b\"}", 32, "duplicate object key");
+}
+
+static void
+test_body_nul(void **state)
+{
+	(void)state;
+	/* raw NUL bytes in a string, between tokens, after the object */
+	expect_bad_json("{\"source\":\"a\0b\"}", 16, "control character 0x0");
+	expect_bad_json("{\"source\":\0\"ab\"}", 16, "line 1, column 11: ");
+	expect_bad_json("{\"source\":\"ab\"}\0", 16, "end of file expected");
+	expect_bad_json("\0{\"source\":\"ab\"}", 16, "line 1, column 1: ");
+	/* escaped NULs, in a value and in a key */
+	expect_bad_json("{\"source\":\"a\\u0000b\"}", 21, "\\u0000 is not allowed");
+	expect_bad_json("{\"sou\\u0000rce\":\"ab\"}", 21, "NUL byte in object key not supported");
+}
+
+static void
+test_body_not_utf8(void **state)
+{
+	static const char *const bodies[] = {
+	    "{\"source\":\"\xff\"}",             /* never valid */
+	    "{\"source\":\"\xc3\"}",             /* cut sequence */
+	    "{\"source\":\"\xc0\xaf\"}",         /* overlong '/' */
+	    "{\"source\":\"\xe0\x80\xaf\"}",     /* overlong '/' */
+	    "{\"source\":\"\xed\xa0\x80\"}",     /* a surrogate */
+	    "{\"source\":\"\xf4\x90\x80\x80\"}", /* above U+10FFFF */
+	    "{\"sour\xe9\":\"x\"}",              /* latin-1 in a key */
+	    "{\"source\":\"\\ud800\"}",          /* escaped lone surrogate */
+	    "{\"source\":\"\\udc00\\ud800\"}",   /* escaped pair in the wrong order */
+	    "\xef\xbb\xbf{\"source\":\"x\"}",    /* a byte order mark */
+	};
+	struct body_error e;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
+		e = refused(bodies[i], BODY_BAD_JSON);
+		assert_true(strncmp(e.message, "line ", 5) == 0);
+	}
+}
+
+static void
+test_body_unknown_field(void **state)
+{
+	struct body_error e;
+	char big[256];
+
+	(void)state;
+	e = refused("{\"source\":\"x\",\"extra\":1}", BODY_UNKNOWN_FIELD);
+	assert_string_equal(e.field, "extra");
+	assert_string_equal(e.message, "field \"extra\" is unknown");
+	/* members are checked before the required ones */
+	e = refused("{\"Source\":\"x\"}", BODY_UNKNOWN_FIELD);
+	assert_string_equal(e.field, "Source");
+	/* a name is made printable and cut at 64 for the reply */
+	e = refused("{\"a\\u0001b\\u00e9\":1}", BODY_UNKNOWN_FIELD);
+	assert_string_equal(e.field, "a?b??");
+	assert_string_equal(e.message, "field \"a?b??\" is unknown");
+	snprintf(big, sizeof(big), "{\"%s%s\":1}", NAME64, NAME64);
+	e = refused(big, BODY_UNKNOWN_FIELD);
+	assert_string_equal(e.field, NAME64);
+	/* the empty name is a member like any other */
+	e = refused("{\"\":1}", BODY_UNKNOWN_FIELD);
+	assert_string_equal(e.field, "");
+	assert_string_equal(e.message, "field \"\" is unknown");
+}
+
+static void
+test_body_missing_field(void **state)
+{
+	struct body_error e;
+
+	(void)state;
+	e = refused("{}", BODY_MISSING_FIELD);
+	assert_string_equal(e.field, "source");
+	assert_string_equal(e.message, "field \"source\" is required");
+	e = refused(" { } ", BODY_MISSING_FIELD);
+	assert_string_equal(e.field, "source");
+}
+
+static void
+test_body_invalid_field(void **state)
+{
+	static const char *const bodies[] = {
+	    "{\"source\":1}",     "{\"source\":1.5}",     "{\"source\":null}", "{\"source\":true}",
+	    "{\"source\":false}", "{\"source\":[\"x\"]}", "{\"source\":{}}",
+	};
+	struct body_error e;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
+		e = refused(bodies[i], BODY_INVALID_FIELD);
+		assert_string_equal(e.field, "source");
+		assert_string_equal(e.message, "field \"source\" has the wrong type");
+	}
+}
+
+/* A table with optional members and other types (none in the real table yet). */
+static void
+test_body_optional_fields(void **state)
+{
+	static const struct body_field f[] = {
+	    {"n", JSON_INTEGER, 0},
+	    {"o", JSON_OBJECT, 1},
+	    {"t", JSON_TRUE, 0},
+	};
+	struct body_error e;
+	json_t *o;
+
+	(void)state;
+	o = router_body_decode("{\"o\":{}}", 8, f, 3, &e);
+	assert_non_null(o);
+	json_decref(o);
+	o = router_body_decode("{\"o\":{\"x\":1},\"n\":3,\"t\":true}", 28, f, 3, &e);
+	assert_non_null(o);
+	json_decref(o);
+	/* JSON_INTEGER refuses a real, and JSON_TRUE refuses false */
+	assert_null(router_body_decode("{\"o\":{},\"n\":3.0}", 16, f, 3, &e));
+	assert_int_equal(e.status, BODY_INVALID_FIELD);
+	assert_string_equal(e.field, "n");
+	assert_null(router_body_decode("{\"o\":{},\"t\":false}", 18, f, 3, &e));
+	assert_int_equal(e.status, BODY_INVALID_FIELD);
+	assert_string_equal(e.field, "t");
+	assert_null(router_body_decode("{\"n\":1}", 7, f, 3, &e));
+	assert_int_equal(e.status, BODY_MISSING_FIELD);
+	assert_string_equal(e.field, "o");
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_every_route),
+	    cmocka_unit_test(test_head_reaches_get),
+	    cmocka_unit_test(test_405_allow),
+	    cmocka_unit_test(test_allow_list),
+	    cmocka_unit_test(test_404_paths),
+	    cmocka_unit_test(test_404_bad_uuids),
+	    cmocka_unit_test(test_404_bad_names),
+	    cmocka_unit_test(test_param_small_buffer),
+	    cmocka_unit_test(test_match),
+	    cmocka_unit_test(test_content_type),
+	    cmocka_unit_test(test_body_valid),
+	    cmocka_unit_test(test_body_not_object),
+	    cmocka_unit_test(test_body_malformed),
+	    cmocka_unit_test(test_body_empty),
+	    cmocka_unit_test(test_body_duplicate_keys),
+	    cmocka_unit_test(test_body_nul),
+	    cmocka_unit_test(test_body_not_utf8),
+	    cmocka_unit_test(test_body_unknown_field),
+	    cmocka_unit_test(test_body_missing_field),
+	    cmocka_unit_test(test_body_invalid_field),
+	    cmocka_unit_test(test_body_optional_fields),
+	};
+
+	return cmocka_run_group_tests_name("router", tests, NULL, NULL);
+}
