@@ -1,6 +1,7 @@
 #ifndef AGRIPPA_UTIL_H
 #define AGRIPPA_UTIL_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 /*
@@ -9,5 +10,15 @@
  * must not be used as a path).
  */
 int fmt_ok(char *dst, size_t dstsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/*
+ * Append one formatted line to err (size errsz, used length *len) only if it
+ * fits whole; once one does not, *len becomes errsz and nothing more is
+ * appended (err stays NUL-terminated).  For "all errors of a file" buffers.
+ */
+void errbuf_append(char *err, size_t errsz, size_t *len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void errbuf_vappend(char *err, size_t errsz, size_t *len, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
 
 #endif

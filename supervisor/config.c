@@ -24,6 +24,9 @@
 #include <unistd.h>
 #include <yaml.h>
 
+#include "common/util.h"
+#include "common/yamlev.h"
+
 #define CONF_FMT(f, a) __attribute__((format(printf, f, a)))
 #define CONF_KEY_SHOW_MAX 64 /* longest unknown key name echoed back */
 #define CONF_LABEL_MAX 32    /* "listen[7]", "database.pool" */
@@ -31,17 +34,13 @@
 #define CONF_SUN_PATH_MAX (sizeof(((struct sockaddr_un *)0)->sun_path))
 
 struct conf_parse {
-	yaml_parser_t yp;
+	struct yamlev ye;         /* the event reader: depth, stop, the parser */
 	const char *name;         /* file name for messages */
-	const unsigned char *buf; /* the input, to place reader errors */
-	size_t len;
 	struct config *c;         /* the temporary being filled */
 	char *err;                /* caller's errbuf */
 	size_t errsz;
 	size_t errlen;            /* errsz once a line was dropped */
 	unsigned nerr;
-	int stop;                 /* after a syntax error: no more events */
-	size_t depth;             /* open sequences and mappings */
 	yaml_mark_t name_mark;    /* last user/db_user value, for the cross-check */
 };
 
@@ -58,34 +57,6 @@ struct conf_key {
 
 /* Errors */
 
-/* Append one formatted line to err (size errsz, length *len) if it fits whole;
- * once one does not, *len becomes errsz and nothing more is appended. */
-static void CONF_FMT(4, 0)
-conf_vappend(char *err, size_t errsz, size_t *len, const char *fmt, va_list ap)
-{
-	int n;
-
-	if (err == NULL || *len >= errsz)
-		return;
-	n = vsnprintf(err + *len, errsz - *len, fmt, ap);
-	if (n < 0 || (size_t)n >= errsz - *len) {
-		err[*len] = '\0';
-		*len = errsz;
-		return;
-	}
-	*len += (size_t)n;
-}
-
-static void CONF_FMT(4, 5)
-conf_append(char *err, size_t errsz, size_t *len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	conf_vappend(err, errsz, len, fmt, ap);
-	va_end(ap);
-}
-
 /* A whole-file error: "name: reason", the first line of err. */
 static void CONF_FMT(3, 4)
 conf_ferror(char *err, size_t errsz, const char *fmt, ...)
@@ -94,7 +65,7 @@ conf_ferror(char *err, size_t errsz, const char *fmt, ...)
 	size_t len = 0;
 
 	va_start(ap, fmt);
-	conf_vappend(err, errsz, &len, fmt, ap);
+	errbuf_vappend(err, errsz, &len, fmt, ap);
 	va_end(ap);
 }
 
@@ -109,48 +80,8 @@ conf_error(struct conf_parse *p, const yaml_mark_t *m, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	p->nerr++;
-	conf_append(p->err, p->errsz, &p->errlen, "%s:%lu:%lu: %s\n", p->name,
+	errbuf_append(p->err, p->errsz, &p->errlen, "%s:%lu:%lu: %s\n", p->name,
 	    (unsigned long)m->line + 1, (unsigned long)m->column + 1, msg);
-}
-
-/* The mark of byte offset off in the input: reader errors carry only an
- * offset.  Columns count UTF-8 characters, as libyaml's marks do. */
-static yaml_mark_t
-conf_offset_mark(const struct conf_parse *p, size_t off)
-{
-	yaml_mark_t m = {0, 0, 0};
-	size_t i;
-
-	for (i = 0; i < off && i < p->len; i++) {
-		if (p->buf[i] == '\n') {
-			m.line++;
-			m.column = 0;
-		} else if ((p->buf[i] & 0xc0) != 0x80) {
-			m.column++;
-		}
-	}
-	m.index = i;
-	return m;
-}
-
-/* Report the parser's error; libyaml's problem texts never quote input. */
-static void
-conf_syntax(struct conf_parse *p)
-{
-	const yaml_parser_t *yp = &p->yp;
-	const char *problem = yp->problem != NULL ? yp->problem : "invalid YAML";
-	yaml_mark_t m = yp->problem_mark;
-
-	if (yp->error == YAML_MEMORY_ERROR) {
-		conf_error(p, &yp->mark, "out of memory");
-		return;
-	}
-	if (yp->error == YAML_READER_ERROR)
-		m = conf_offset_mark(p, yp->problem_offset);
-	if (yp->context != NULL)
-		conf_error(p, &m, "syntax error: %s (%s)", problem, yp->context);
-	else
-		conf_error(p, &m, "syntax error: %s", problem);
 }
 
 /* Events */
@@ -172,67 +103,20 @@ conf_kind(const yaml_event_t *ev)
 	}
 }
 
-/* Anchors and aliases have no use in a config and enable alias bombs; tags
- * would change what a value means.  All three are refused wherever they are. */
+/* Problems yamlev found; out of memory is placed where the parser stopped. */
 static void
-conf_check_node(struct conf_parse *p, const yaml_event_t *ev)
+conf_yaml_error(void *arg, const yaml_mark_t *m, const char *msg)
 {
-	const yaml_char_t *anchor = NULL, *tag = NULL;
+	struct conf_parse *p = arg;
 
-	if (ev->type == YAML_ALIAS_EVENT) {
-		conf_error(p, &ev->start_mark, "aliases are not allowed");
-		return;
-	}
-	if (ev->type == YAML_SCALAR_EVENT) {
-		anchor = ev->data.scalar.anchor;
-		tag = ev->data.scalar.tag;
-	} else if (ev->type == YAML_SEQUENCE_START_EVENT) {
-		anchor = ev->data.sequence_start.anchor;
-		tag = ev->data.sequence_start.tag;
-	} else if (ev->type == YAML_MAPPING_START_EVENT) {
-		anchor = ev->data.mapping_start.anchor;
-		tag = ev->data.mapping_start.tag;
-	}
-	if (anchor != NULL)
-		conf_error(p, &ev->start_mark, "anchors are not allowed");
-	if (tag != NULL)
-		conf_error(p, &ev->start_mark, "tags are not allowed");
+	conf_error(p, m != NULL ? m : &p->ye.yp.mark, "%s", msg);
 }
 
-/*
- * Read the next event into *ev (the caller deletes it).  Returns 0, or -1
- * after a syntax error or too deep a nesting, which is reported once and
- * stops the parse; *ev is then empty (deleting it is harmless).
- *
- * The depth bound is not only tidiness: libyaml's scanner does work
- * proportional to the flow nesting for every token, so a megabyte of "["
- * would cost minutes.  Tokens are scanned lazily, so stopping here stops it.
- */
+/* The next event (common/yamlev.h): 0, or -1 once the parse stopped. */
 static int
 conf_next(struct conf_parse *p, yaml_event_t *ev)
 {
-	memset(ev, 0, sizeof(*ev));
-	if (p->stop)
-		return -1;
-	if (!yaml_parser_parse(&p->yp, ev)) {
-		conf_syntax(p);
-		p->stop = 1;
-		memset(ev, 0, sizeof(*ev));
-		return -1;
-	}
-	if (ev->type == YAML_SEQUENCE_START_EVENT || ev->type == YAML_MAPPING_START_EVENT) {
-		if (++p->depth > CONF_MAX_DEPTH) {
-			conf_error(p, &ev->start_mark, "nested deeper than %d levels",
-			    CONF_MAX_DEPTH);
-			p->stop = 1;
-			yaml_event_delete(ev);
-			return -1;
-		}
-	} else if (ev->type == YAML_SEQUENCE_END_EVENT || ev->type == YAML_MAPPING_END_EVENT) {
-		p->depth--;
-	}
-	conf_check_node(p, ev);
-	return 0;
+	return yamlev_next(&p->ye, ev);
 }
 
 /* Consume the rest of the node that start opened (nothing for a scalar). */
@@ -787,7 +671,7 @@ conf_set_database(struct conf_parse *p, const struct conf_key *k, yaml_event_t *
 		return;
 	}
 	if (conf_mapping(p, conf_db_keys, CONF_NKEYS(conf_db_keys), "database.", &seen) == 0 &&
-	    !p->stop)
+	    !p->ye.stop)
 		conf_error(p, &ev->start_mark, "%s: empty mapping (write \"embedded\")", k->label);
 	c->db_embedded = (seen & (UINT32_C(1) << CONF_DB_URL)) == 0;
 }
@@ -918,21 +802,17 @@ conf_run(const char *name, const unsigned char *buf, size_t len, struct config *
 
 	memset(&p, 0, sizeof(p));
 	p.name = name;
-	p.buf = buf;
-	p.len = len;
 	p.c = tmp;
 	p.err = errbuf;
 	p.errsz = errsz;
-	if (!yaml_parser_initialize(&p.yp)) {
+	if (yamlev_init(&p.ye, buf, len, CONF_MAX_DEPTH, conf_yaml_error, &p) == -1) {
 		conf_ferror(errbuf, errsz, "%s: out of memory\n", name);
 		return 1;
 	}
-	yaml_parser_set_encoding(&p.yp, YAML_UTF8_ENCODING);
-	yaml_parser_set_input_string(&p.yp, buf, len);
 	conf_stream(&p);
-	if (!p.stop)
+	if (!p.ye.stop)
 		conf_crosscheck(&p);
-	yaml_parser_delete(&p.yp);
+	yamlev_free(&p.ye);
 	return p.nerr;
 }
 

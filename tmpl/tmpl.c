@@ -34,6 +34,7 @@
 #include <yaml.h>
 
 #include "common/util.h"
+#include "common/yamlev.h"
 
 #define TMPL_FMT(f, a) __attribute__((format(printf, f, a)))
 #define TMPL_MAX_DEPTH 32 /* nesting a template never needs */
@@ -86,16 +87,14 @@ struct tparam {
 };
 
 struct tmpl_parse {
-	yaml_parser_t yp;
-	const char *name;         /* for messages */
-	const unsigned char *buf; /* the input, to place reader errors */
+	struct yamlev ye; /* the event reader: depth, stop, the parser */
+	const char *name; /* for messages */
+	const unsigned char *buf;
 	size_t len;
 	struct terr *err; /* errors found, in order of report */
 	size_t nerr, errcap;
 	unsigned count; /* errors found, stored or not */
-	int stop;       /* after a syntax error: no more events */
 	int oom;
-	size_t depth; /* open sequences and mappings */
 	struct tparam param[TMPL_MAX_PARAMS];
 	size_t nparam;
 	json_t *ids;    /* step ids seen (a set) */
@@ -174,26 +173,6 @@ tmpl_err_cmp(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* Append one formatted line to err (size errsz, length *len) if it fits whole;
- * once one does not, *len becomes errsz and nothing more is appended. */
-static void TMPL_FMT(4, 5) tmpl_append(char *err, size_t errsz, size_t *len, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (err == NULL || *len >= errsz)
-		return;
-	va_start(ap, fmt);
-	n = vsnprintf(err + *len, errsz - *len, fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= errsz - *len) {
-		err[*len] = '\0';
-		*len = errsz;
-		return;
-	}
-	*len += (size_t)n;
-}
-
 /* Write the errors in document order into errbuf and free them. */
 static void
 tmpl_err_flush(struct tmpl_parse *p, char *errbuf, size_t errsz)
@@ -203,120 +182,39 @@ tmpl_err_flush(struct tmpl_parse *p, char *errbuf, size_t errsz)
 	if (p->nerr > 1)
 		qsort(p->err, p->nerr, sizeof(*p->err), tmpl_err_cmp);
 	for (i = 0; i < p->nerr; i++) {
-		tmpl_append(errbuf, errsz, &len, "%s:%zu:%zu: %s\n", p->name, p->err[i].line,
+		errbuf_append(errbuf, errsz, &len, "%s:%zu:%zu: %s\n", p->name, p->err[i].line,
 		            p->err[i].col, p->err[i].msg);
 		free(p->err[i].msg);
 	}
 	if (p->oom) {
 		p->count++;
-		tmpl_append(errbuf, errsz, &len, "%s: out of memory\n", p->name);
+		errbuf_append(errbuf, errsz, &len, "%s: out of memory\n", p->name);
 	}
 	free(p->err);
 	p->err = NULL;
 	p->nerr = p->errcap = 0;
 }
 
-/* The mark of byte offset off in the input: reader errors carry only an
- * offset.  Columns count UTF-8 characters, as libyaml's marks do. */
-static yaml_mark_t
-tmpl_offset_mark(const struct tmpl_parse *p, size_t off)
-{
-	yaml_mark_t m = {0, 0, 0};
-	size_t i;
-
-	for (i = 0; i < off && i < p->len; i++) {
-		if (p->buf[i] == '\n') {
-			m.line++;
-			m.column = 0;
-		} else if ((p->buf[i] & 0xc0) != 0x80) {
-			m.column++;
-		}
-	}
-	m.index = i;
-	return m;
-}
-
-/* Report the parser's error; libyaml's problem texts never quote input. */
-static void
-tmpl_syntax(struct tmpl_parse *p)
-{
-	const yaml_parser_t *yp = &p->yp;
-	const char *problem = yp->problem != NULL ? yp->problem : "invalid YAML";
-	yaml_mark_t m = yp->problem_mark;
-
-	if (yp->error == YAML_MEMORY_ERROR) {
-		p->oom = 1;
-		return;
-	}
-	if (yp->error == YAML_READER_ERROR)
-		m = tmpl_offset_mark(p, yp->problem_offset);
-	if (yp->context != NULL)
-		tmpl_error(p, &m, "syntax error: %s (%s)", problem, yp->context);
-	else
-		tmpl_error(p, &m, "syntax error: %s", problem);
-}
-
 /* ---- events ------------------------------------------------------------- */
 
-/* Anchors and aliases have no use in a template and enable alias bombs;
- * tags would change what a value means.  All three are refused. */
+/* Problems the event reader found (common/yamlev.h); m NULL: out of memory. */
 static void
-tmpl_check_event(struct tmpl_parse *p, const yaml_event_t *ev)
+tmpl_yaml_error(void *arg, const yaml_mark_t *m, const char *msg)
 {
-	const yaml_char_t *anchor = NULL, *tag = NULL;
+	struct tmpl_parse *p = arg;
 
-	if (ev->type == YAML_ALIAS_EVENT) {
-		tmpl_error(p, &ev->start_mark, "aliases are not allowed");
-		return;
-	}
-	if (ev->type == YAML_SCALAR_EVENT) {
-		anchor = ev->data.scalar.anchor;
-		tag = ev->data.scalar.tag;
-	} else if (ev->type == YAML_SEQUENCE_START_EVENT) {
-		anchor = ev->data.sequence_start.anchor;
-		tag = ev->data.sequence_start.tag;
-	} else if (ev->type == YAML_MAPPING_START_EVENT) {
-		anchor = ev->data.mapping_start.anchor;
-		tag = ev->data.mapping_start.tag;
-	}
-	if (anchor != NULL)
-		tmpl_error(p, &ev->start_mark, "anchors are not allowed");
-	if (tag != NULL)
-		tmpl_error(p, &ev->start_mark, "tags are not allowed");
+	if (m == NULL)
+		p->oom = 1;
+	else
+		tmpl_error(p, m, "%s", msg);
 }
 
-/*
- * Read the next event into *ev (the caller deletes it).  Returns 0, or -1
- * after a syntax error or too deep a nesting, which is reported once and
- * stops the parse; *ev is then empty (deleting it is harmless).  libyaml's
- * scanner does work proportional to the flow nesting for every token, and
- * tokens are scanned lazily, so stopping at the depth bound stops that too.
- */
+/* The next event: 0, or -1 once the parse stopped (after a syntax error or
+ * too deep a nesting, reported once; *ev is then empty). */
 static int
 tmpl_next(struct tmpl_parse *p, yaml_event_t *ev)
 {
-	memset(ev, 0, sizeof(*ev));
-	if (p->stop)
-		return -1;
-	if (!yaml_parser_parse(&p->yp, ev)) {
-		tmpl_syntax(p);
-		p->stop = 1;
-		memset(ev, 0, sizeof(*ev));
-		return -1;
-	}
-	if (ev->type == YAML_SEQUENCE_START_EVENT || ev->type == YAML_MAPPING_START_EVENT) {
-		if (++p->depth > TMPL_MAX_DEPTH) {
-			tmpl_error(p, &ev->start_mark, "nested deeper than %d levels",
-			           TMPL_MAX_DEPTH);
-			p->stop = 1;
-			yaml_event_delete(ev);
-			return -1;
-		}
-	} else if (ev->type == YAML_SEQUENCE_END_EVENT || ev->type == YAML_MAPPING_END_EVENT) {
-		p->depth--;
-	}
-	tmpl_check_event(p, ev);
-	return 0;
+	return yamlev_next(&p->ye, ev);
 }
 
 /* ---- building the tree -------------------------------------------------- */
@@ -346,7 +244,7 @@ tn_push(struct tmpl_parse *p, struct tn *n, struct tn *kid)
 		cap = n->cap == 0 ? 4 : n->cap * 2;
 		if (cap < n->cap || (k = reallocarray(n->kid, cap, sizeof(*k))) == NULL) {
 			tn_free(kid);
-			p->oom = p->stop = 1;
+			p->oom = p->ye.stop = 1;
 			return -1;
 		}
 		n->kid = k;
@@ -377,8 +275,8 @@ tmpl_build_kids(struct tmpl_parse *p, struct tn *n, yaml_event_type_t end)
 
 /*
  * The node that starts with event ev, which is consumed (deleted).  Returns
- * the node (the caller frees it, also when p->stop is set and it is only
- * partly read), or NULL when out of memory (p->oom and p->stop set).
+ * the node (the caller frees it, also when p->ye.stop is set and it is only
+ * partly read), or NULL when out of memory (p->oom and p->ye.stop set).
  * Recursion is bounded by TMPL_MAX_DEPTH through tmpl_next.
  */
 static struct tn *
@@ -389,7 +287,7 @@ tmpl_build(struct tmpl_parse *p, yaml_event_t *ev)
 
 	if (n == NULL) {
 		yaml_event_delete(ev);
-		p->oom = p->stop = 1;
+		p->oom = p->ye.stop = 1;
 		return NULL;
 	}
 	n->mark = ev->start_mark;
@@ -403,7 +301,7 @@ tmpl_build(struct tmpl_parse *p, yaml_event_t *ev)
 		if ((n->s = malloc(n->len + 1)) == NULL) {
 			yaml_event_delete(ev);
 			free(n);
-			p->oom = p->stop = 1;
+			p->oom = p->ye.stop = 1;
 			return NULL;
 		}
 		memcpy(n->s, ev->data.scalar.value, n->len);
@@ -859,7 +757,7 @@ tmpl_enum(struct tmpl_parse *p, const struct tn *n, const char *label, const cha
 			if (tn_is(n, names[i]))
 				return (int)i;
 	for (i = 0; i < nnames; i++)
-		tmpl_append(want, sizeof(want), &len, "%s%s",
+		errbuf_append(want, sizeof(want), &len, "%s%s",
 		            i == 0            ? ""
 		            : i + 1 == nnames ? " or "
 		                              : ", ",
@@ -1757,15 +1655,13 @@ tmpl_run(struct tmpl_parse *p)
 	struct tn *root;
 	json_t *doc = NULL;
 
-	if (!yaml_parser_initialize(&p->yp)) {
+	if (yamlev_init(&p->ye, p->buf, p->len, TMPL_MAX_DEPTH, tmpl_yaml_error, p) == -1) {
 		p->oom = 1;
 		return NULL;
 	}
-	yaml_parser_set_encoding(&p->yp, YAML_UTF8_ENCODING);
-	yaml_parser_set_input_string(&p->yp, p->buf, p->len);
 	root = tmpl_stream(p);
-	yaml_parser_delete(&p->yp);
-	if (root != NULL && !p->stop) {
+	yamlev_free(&p->ye);
+	if (root != NULL && !p->ye.stop) {
 		p->ids = json_object();
 		p->keys = json_object();
 		p->phases = json_object();
@@ -1803,7 +1699,7 @@ tmpl_compile(const char *name, const unsigned char *buf, size_t len, json_t **ou
 	if (name == NULL)
 		name = "(template)";
 	if (len > TMPL_MAX_SIZE) {
-		tmpl_append(errbuf, errsz, &elen, "%s: larger than %d bytes\n", name,
+		errbuf_append(errbuf, errsz, &elen, "%s: larger than %d bytes\n", name,
 		            TMPL_MAX_SIZE);
 		return -1;
 	}
