@@ -131,21 +131,31 @@ tools_edit(struct tools *t, uint64_t id, const struct ipc_msg *m)
 	tools_send(t, &w);
 }
 
-/* data [truncated, [[name, type, size]...]] */
+/* The reply of list and glob: the error of rc != 0, or data [truncated,
+ * [[name, type, size]...]].  Frees e either way. */
 static void
-tools_put_entries(struct ipc_wbuf *w, const struct ws_entries *e)
+tools_reply_entries(struct tools *t, uint64_t id, int rc, struct ws_entries *e, const char *err)
 {
+	struct ipc_wbuf w;
 	size_t i;
 
-	ipc_put_array(w, 2);
-	ipc_put_bool(w, e->truncated);
-	ipc_put_array(w, (uint32_t)e->n);
-	for (i = 0; i < e->n; i++) {
-		ipc_put_array(w, 3);
-		ipc_put_str(w, e->v[i].name);
-		ipc_put_str(w, ws_type_name(e->v[i].type));
-		ipc_put_u64(w, e->v[i].size);
+	if (rc != 0) {
+		ws_entries_free(e);
+		tools_reply_error(t, id, rc, err);
+		return;
 	}
+	tools_ok_begin(&w, id);
+	ipc_put_array(&w, 2);
+	ipc_put_bool(&w, e->truncated);
+	ipc_put_array(&w, (uint32_t)e->n);
+	for (i = 0; i < e->n; i++) {
+		ipc_put_array(&w, 3);
+		ipc_put_str(&w, e->v[i].name);
+		ipc_put_str(&w, ws_type_name(e->v[i].type));
+		ipc_put_u64(&w, e->v[i].size);
+	}
+	ws_entries_free(e);
+	tools_send(t, &w);
 }
 
 static void
@@ -153,20 +163,12 @@ tools_list(struct tools *t, uint64_t id, const struct ipc_msg *m)
 {
 	struct ipc_sbx_list r;
 	struct ws_entries e = { 0 };
-	struct ipc_wbuf w;
 	char err[IPC_ERRMSG_MAX];
 	int rc;
 
 	(void)ipc_dec_sbx_list(m->body, &r);
-	if ((rc = ws_list(&t->ws, r.path, tools_cap(r.max, SBX_LIST_MAX), &e, err,
-		 sizeof(err))) != 0) {
-		tools_reply_error(t, id, rc, err);
-		return;
-	}
-	tools_ok_begin(&w, id);
-	tools_put_entries(&w, &e);
-	ws_entries_free(&e);
-	tools_send(t, &w);
+	rc = ws_list(&t->ws, r.path, tools_cap(r.max, SBX_LIST_MAX), &e, err, sizeof(err));
+	tools_reply_entries(t, id, rc, &e, err);
 }
 
 static void
@@ -174,20 +176,13 @@ tools_glob(struct tools *t, uint64_t id, const struct ipc_msg *m)
 {
 	struct ipc_sbx_glob r;
 	struct ws_entries e = { 0 };
-	struct ipc_wbuf w;
 	char err[IPC_ERRMSG_MAX];
 	int rc;
 
 	(void)ipc_dec_sbx_glob(m->body, &r);
-	if ((rc = ws_glob(&t->ws, r.pattern, r.base, tools_cap(r.max, SBX_LIST_MAX), &e, err,
-		 sizeof(err))) != 0) {
-		tools_reply_error(t, id, rc, err);
-		return;
-	}
-	tools_ok_begin(&w, id);
-	tools_put_entries(&w, &e);
-	ws_entries_free(&e);
-	tools_send(t, &w);
+	rc = ws_glob(&t->ws, r.pattern, r.base, tools_cap(r.max, SBX_LIST_MAX), &e, err,
+	    sizeof(err));
+	tools_reply_entries(t, id, rc, &e, err);
 }
 
 static void

@@ -20,7 +20,17 @@ sandbox:
   file_size: 16M
   output_max: 64K
   exec_timeout: 60
+  max: 4
 EOC
+# The sandbox user must map to an id no account owns: the daemon refuses
+# to start otherwise, and says which account.
+sed "s/^  max: 4\$/  max: 4\n  uid: $(id -u _agrippa)/" "$CONF" >"$T/bad-uid.yaml"
+chmod 0600 "$T/bad-uid.yaml"
+timeout 60 "$AGRIPPAD" -d -f "$T/bad-uid.yaml" >"$T/bad-uid.out" 2>&1
+rc=$?
+if [ "$rc" = 1 ] && grep -q "sandbox.uid $(id -u _agrippa) belongs to user _agrippa" "$T/bad-uid.out"; then
+	ok "a sandbox.uid that an account owns stops the daemon at start, named"
+else notok "a sandbox.uid that an account owns stops the daemon at start" "exit $rc $(cat "$T/bad-uid.out")"; fi
 if ! start_daemon; then
 	notok "daemon starts" "$(tail -20 "$LOG")"
 	cleanup_env
@@ -208,6 +218,19 @@ if [ "$(grep -c '^sh pwd: error 18 (EXDEV)' "$T/call")" = 3 ]; then
 else notok "a working directory outside the workspace is refused" "$(cat "$T/call")"; fi
 expect_call "a second command while one runs is refused, and SBX_KILL ends the first" \
 	"busykill sleep 100: second=EBUSY killed signal=9 status=-1 error=killed"
+printf x >"$WS/one"
+chown "$SBX_UID:$SBX_UID" "$WS/one"
+call -w "$WS" list src :: glob '**/*.c' :: grep 'int main' :: grep x one :: list ../ :: \
+	glob '*' /workspace/.. :: grep '(' src
+expect_call "list answers over the channel" 'list src: ok [false [["main.c" "file" 29]]]'
+expect_call "glob answers over the channel" 'glob **/*.c: ok [false [["src/main.c" "file" 29]]]'
+expect_call "grep answers with file, line and text" \
+	'grep int main: ok [false [["src/main.c" 1 "int main(void) { return 0; }"]]]'
+expect_call "grep reads a one-byte file (no read past its end)" 'grep x: ok [false [["one" 1 "x"]]]'
+expect_call "list cannot leave the workspace" 'list ../: error 18 (EXDEV)'
+expect_call "glob cannot leave the workspace" 'glob *: error 18 (EXDEV)'
+expect_call "a bad regex is a clear error" 'grep (: error 22 (EINVAL)'
+rm -f "$WS/one"
 
 # ---- read-only workspaces -------------------------------------------------
 
@@ -366,6 +389,23 @@ sed -i 's/^  pids: 128$/  pids: 96/' "$CONF"
 sbx -- sh -c "$limits"
 # The sandbox prepared before the reload must not be the one used after it.
 expect_out "after a reload, new sandboxes get the new limits" '^96$'
+
+# ---- sandbox.max ----------------------------------------------------------------
+
+sed -i 's/^  max: 4$/  max: 1/' "$CONF"
+"$AGRIPPACTL" -s "$CTL" reload >/dev/null
+"$AGRIPPACTL" -s "$CTL" sandbox run -- sleep 30 >/dev/null 2>&1 &
+HOLDER=$!
+wait_for 10 have_sandbox_procs
+sbx -- true
+if [ "$RC" = 125 ] && err_has 'too many sandboxes (sandbox.max is 1)'; then
+	ok "a sandbox beyond sandbox.max is refused, named"
+else notok "a sandbox beyond sandbox.max is refused" "exit $RC $(cat "$T/err")"; fi
+kill "$HOLDER" 2>/dev/null
+wait "$HOLDER" 2>/dev/null
+wait_for 10 no_sandbox_procs
+sbx -- true
+expect_rc "once it ended, a new sandbox is built again" 0
 
 # ---- bad requests -------------------------------------------------------------
 
