@@ -41,4 +41,15 @@ chmod 0755 "$T/benchws"
 command -v bwrap >/dev/null 2>&1 ||
 	echo "  hint: bwrap is not installed (apt-get install bubblewrap); no comparison"
 "$ROOT/$BUILD/bench/sandbox" "$CTL" "$T/benchws" "${BENCH_N:-1000}"
+echo
+# The tool server's memory while a command runs in its sandbox (its Pss:
+# pages shared with other processes are split among them).
+"$ROOT/$BUILD/agrippactl" -s "$CTL" sandbox run -- sleep 5 >/dev/null 2>&1 &
+SBXRUN=$!
+sleep 2
+for d in /proc/[0-9]*; do
+	[ "$(readlink "$d/exe" 2>/dev/null)" = "$ROOT/$BUILD/agrippa-sandbox" ] || continue
+	echo "sandbox tool server (agrippa-sandbox) Pss while serving: $(pss "${d#/proc/}") kB"
+done
+wait "$SBXRUN" || true
 stop_daemon
