@@ -145,6 +145,12 @@ children_of() {
 	return 0
 }
 
+# psql_q SQL: one query on the daemon's embedded database (tuples only,
+# unaligned), as the daemon's own database role.
+psql_q() {
+	PGPASSWORD=$(cat "$T/state/db.password") psql -X -A -t -h "$T/state/pgrun" -U agrippa agrippa -c "$1"
+}
+
 cleanup_env() {
 	# Written to be safe under `set -e` (bench/run.sh): no bare && chains.
 	# Only this test's daemon and its children: another test run on the

@@ -4,6 +4,7 @@
 # store, their errors (which change nothing), the audit rows, -j output,
 # and clients that hang up while their query is still running.
 . tests/integration/lib.sh
+. tests/integration/ctl_lib.sh
 need_root admin
 make_env
 trap cleanup_env EXIT
@@ -16,29 +17,11 @@ if ! start_daemon; then
 fi
 ok "daemon starts"
 
-psql_q() {
-	PGPASSWORD=$(cat "$T/state/db.password") psql -X -A -t -h "$T/state/pgrun" -U agrippa agrippa -c "$1"
-}
 # run ARG...: agrippactl; sets OUT (stdout and stderr) and RC.
 run() {
 	OUT=$("$AGRIPPACTL" -s "$CTL" "$@" 2>&1)
 	RC=$?
 }
-has() { printf '%s\n' "$OUT" | grep -q -e "$1"; }
-# expect_err RC_WANTED PATTERN DESCRIPTION
-expect() {
-	if [ "$RC" -eq "$1" ] && has "$2"; then
-		ok "$3"
-	else
-		notok "$3 (exit $RC: $OUT)"
-	fi
-}
-count() { psql_q "select count(*) from $1"; }
-audit() {
-	psql_q "select count(*) from audit_log where action = '$1' and actor_kind = 'operator'
-	        and remote_addr = 'control socket' and actor_user_id is null"
-}
-is_json() { printf '%s\n' "$OUT" | python3 -c 'import json,sys; json.load(sys.stdin)' 2>/dev/null; }
 
 # --- users ---------------------------------------------------------------------
 run user add alice "Alice Liddell"

@@ -5,6 +5,7 @@
 # or MCP credentials are write-only: in no reply, no -j output, no log line,
 # no audit row and nowhere in plain text in the database.
 . tests/integration/lib.sh
+. tests/integration/ctl_lib.sh
 need_root admin_resources
 make_env
 trap cleanup_env EXIT
@@ -17,9 +18,6 @@ if ! start_daemon; then
 fi
 ok "daemon starts"
 
-psql_q() {
-	PGPASSWORD=$(cat "$T/state/db.password") psql -X -A -t -h "$T/state/pgrun" -U agrippa agrippa -c "$1"
-}
 ALL_OUT="$T/all.out" # every agrippactl output, searched for secrets at the end
 : >"$ALL_OUT"
 # run ARG...: agrippactl with empty stdin; sets OUT (stdout and stderr) and RC.
@@ -36,20 +34,6 @@ run_in() {
 	RC=$?
 	printf '%s\n' "$OUT" >>"$ALL_OUT"
 }
-has() { printf '%s\n' "$OUT" | grep -q -e "$1"; }
-expect() {
-	if [ "$RC" -eq "$1" ] && has "$2"; then
-		ok "$3"
-	else
-		notok "$3 (exit $RC: $OUT)"
-	fi
-}
-count() { psql_q "select count(*) from $1"; }
-audit() {
-	psql_q "select count(*) from audit_log where action = '$1' and actor_kind = 'operator'
-	        and remote_addr = 'control socket' and actor_user_id is null"
-}
-is_json() { printf '%s\n' "$OUT" | python3 -c 'import json,sys; json.load(sys.stdin)' 2>/dev/null; }
 
 RND=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 TOKEN="tok_${RND}_secret"

@@ -17,9 +17,6 @@ if ! start_daemon; then
 fi
 ok "daemon starts"
 
-psql_q() {
-	PGPASSWORD=$(cat "$T/state/db.password") psql -X -A -t -h "$T/state/pgrun" -U agrippa agrippa -c "$1"
-}
 ctl() { "$AGRIPPACTL" -s "$CTL" "$@" >"$T/ctl.out" 2>&1 || { echo "agrippactl $*: $(cat "$T/ctl.out")"; return 1; }; }
 # new_token USER [DAYS]: prints the token (shown once by agrippactl).
 new_token() { ctl token create "$@" && tail -n 1 "$T/ctl.out"; }

@@ -76,9 +76,6 @@ check "the database directories are 0700 and owned by _agrippadb" \
 	[ "$(stat -c '%a %U' "$T/state/pg") $(stat -c '%a %U' "$T/state/pgrun")" = "700 _agrippadb 700 _agrippadb" ]
 
 # --- database: migrations and heartbeats -------------------------------------
-psql_q() {
-	PGPASSWORD=$(cat "$T/state/db.password") psql -X -A -t -h "$T/state/pgrun" -U agrippa agrippa -c "$1"
-}
 check "postgres listens on no TCP address" [ -z "$(psql_q 'show listen_addresses')" ]
 check "migrations are recorded" [ "$(psql_q 'select max(version) from schema_migrations')" -ge 1 ]
 wait_for 10 sh -c "[ \"\$(PGPASSWORD=\$(cat '$T/state/db.password') psql -X -A -t -h '$T/state/pgrun' -U agrippa agrippa -c 'select count(*) from engine_heartbeats')\" -ge 1 ]"
