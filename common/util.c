@@ -1,5 +1,9 @@
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "common/util.h"
 
@@ -39,4 +43,22 @@ errbuf_append(char *err, size_t errsz, size_t *len, const char *fmt, ...)
 	va_start(ap, fmt);
 	errbuf_vappend(err, errsz, len, fmt, ap);
 	va_end(ap);
+}
+
+int
+file_write_str(const char *path, const char *s)
+{
+	size_t len = strlen(s);
+	ssize_t n;
+	int fd, saved;
+
+	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1)
+		return -1;
+	n = write(fd, s, len);
+	saved = n == -1 ? errno : EIO;
+	close(fd);
+	if (n == (ssize_t)len)
+		return 0;
+	errno = saved;
+	return -1;
 }

@@ -12,6 +12,13 @@
 int fmt_ok(char *dst, size_t dstsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /*
+ * Write the string s to the existing file at path in one write(2), as
+ * control files under /proc and /sys want.  Returns 0, or -1 with errno set
+ * (a short write is EIO).
+ */
+int file_write_str(const char *path, const char *s);
+
+/*
  * Append one formatted line to err (size errsz, used length *len) only if it
  * fits whole; once one does not, *len becomes errsz and nothing more is
  * appended (err stays NUL-terminated).  For "all errors of a file" buffers.

@@ -45,20 +45,12 @@ static int
 cg_write(const char *dir, const char *file, const char *s)
 {
 	char path[PATH_MAX];
-	ssize_t n;
-	int fd, saved;
 
 	if (fmt_ok(path, sizeof(path), "%s/%s", dir, file) == -1) {
 		errno = ENAMETOOLONG;
 		return -1;
 	}
-	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1)
-		return -1;
-	n = write(fd, s, strlen(s));
-	saved = errno;
-	close(fd);
-	errno = saved;
-	return n == (ssize_t)strlen(s) ? 0 : -1;
+	return file_write_str(path, s);
 }
 
 static int

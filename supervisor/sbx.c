@@ -524,20 +524,12 @@ sbx_child_main(struct sbx_child *c)
 /* ---- the supervisor's side ----------------------------------------------- */
 
 static int
-sbx_write_file(pid_t pid, const char *file, const char *s)
+sbx_write_proc(pid_t pid, const char *file, const char *v)
 {
 	char path[64];
-	ssize_t n;
-	int fd, saved;
 
 	snprintf(path, sizeof(path), "/proc/%ld/%s", (long)pid, file);
-	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1)
-		return -1;
-	n = write(fd, s, strlen(s));
-	saved = errno;
-	close(fd);
-	errno = saved;
-	return n == (ssize_t)strlen(s) ? 0 : -1;
+	return file_write_str(path, v);
 }
 
 /* Map the sandbox user (1000 inside) on its host ids. */
@@ -548,13 +540,13 @@ sbx_maps(pid_t pid, char *err, size_t errsz)
 	unsigned long uid = sup.devmode ? (unsigned long)getuid() : sup.conf.sandbox.uid;
 	unsigned long gid = sup.devmode ? (unsigned long)getgid() : sup.conf.sandbox.gid;
 
-	if (sup.devmode && sbx_write_file(pid, "setgroups", "deny") == -1)
+	if (sup.devmode && sbx_write_proc(pid, "setgroups", "deny") == -1)
 		goto fail;
 	snprintf(map, sizeof(map), "%d %lu 1\n", SBX_INNER_ID, uid);
-	if (sbx_write_file(pid, "uid_map", map) == -1)
+	if (sbx_write_proc(pid, "uid_map", map) == -1)
 		goto fail;
 	snprintf(map, sizeof(map), "%d %lu 1\n", SBX_INNER_ID, gid);
-	if (sbx_write_file(pid, "gid_map", map) == -1)
+	if (sbx_write_proc(pid, "gid_map", map) == -1)
 		goto fail;
 	return 0;
 fail:
@@ -731,46 +723,33 @@ sbx_send_hello(struct sbx *s, int fd, int readonly)
 	ipc_wbuf_free(&w);
 }
 
-/* Wait for the child to exec (EOF on the error pipe) or say why it failed. */
+/*
+ * Wait for the child's next word on its error pipe: with mark 0, EOF (it
+ * executed the tool server); with mark 'D', that one byte (development mode:
+ * it made itself dumpable).  Anything else is its failure reason, in err.
+ */
 static int
-sbx_wait_exec(int errr, char *err, size_t errsz)
+sbx_wait_child(int errr, char mark, char *err, size_t errsz)
 {
 	struct pollfd pfd = { errr, POLLIN, 0 };
 	char buf[256];
-	ssize_t n;
+	ssize_t n, more;
 
 	if (poll(&pfd, 1, SBX_BUILD_TIMEOUT_MS) != 1) {
 		snprintf(err, errsz, "sandbox not built within %d ms", SBX_BUILD_TIMEOUT_MS);
 		return -1;
 	}
-	if ((n = read(errr, buf, sizeof(buf) - 1)) == 0)
+	n = read(errr, buf, mark != 0 ? 1 : sizeof(buf) - 1);
+	if ((n == 0 && mark == 0) || (n == 1 && mark != 0 && buf[0] == mark))
 		return 0;
+	if (n == 1 && mark != 0 && (more = read(errr, buf + 1, sizeof(buf) - 2)) > 0)
+		n += more;
 	if (n < 0)
 		snprintf(err, errsz, "sandbox: %s", strerror(errno));
+	else if (n == 0)
+		snprintf(err, errsz, "sandbox: the child ended before it was set up");
 	else
 		snprintf(err, errsz, "sandbox: %.*s", (int)n, buf);
-	return -1;
-}
-
-/* Development mode: the child's "D", sent once it made itself dumpable;
- * anything else is its failure reason. */
-static int
-sbx_wait_dumpable(int errr, char *err, size_t errsz)
-{
-	struct pollfd pfd = { errr, POLLIN, 0 };
-	char buf[256];
-	ssize_t n;
-
-	if (poll(&pfd, 1, SBX_BUILD_TIMEOUT_MS) != 1) {
-		snprintf(err, errsz, "sandbox not built within %d ms", SBX_BUILD_TIMEOUT_MS);
-		return -1;
-	}
-	if ((n = read(errr, buf, 1)) == 1 && buf[0] == 'D')
-		return 0;
-	if (n == 1 && (n = read(errr, buf + 1, sizeof(buf) - 2)) >= 0)
-		snprintf(err, errsz, "sandbox: %.*s", (int)n + 1, buf);
-	else
-		snprintf(err, errsz, "sandbox: the child ended before it was set up");
 	return -1;
 }
 
@@ -858,7 +837,7 @@ sbx_prepare(char *err, size_t errsz)
 	s->go = go[1];
 	s->errr = ep[0];
 	sbx_close_all((int[]){ c.bin, sv[1], go[0], ep[1] }, 4);
-	if ((c.devmode && sbx_wait_dumpable(s->errr, err, errsz) == -1) ||
+	if ((c.devmode && sbx_wait_child(s->errr, 'D', err, errsz) == -1) ||
 	    sbx_maps(s->pid, err, errsz) == -1 || cgroup_attach(&s->cg, s->pid, err, errsz) == -1) {
 		sbx_discard(s, 0);
 		return NULL;
@@ -890,7 +869,7 @@ sbx_launch(struct sbx *s, const struct sbx_launch *l, char *err, size_t errsz)
 	}
 	close(s->go);
 	s->go = -1;
-	if (sbx_wait_exec(s->errr, err, errsz) == -1)
+	if (sbx_wait_child(s->errr, 0, err, errsz) == -1)
 		return -1;
 	close(s->errr);
 	s->errr = -1;
