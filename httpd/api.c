@@ -5,9 +5,12 @@
  * that does not exist are the same empty result, and the same 404.  Each
  * row of an httpd_* operation is one JSON object (first column).
  */
+#include <event2/http.h>
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/log.h"
 #include "httpd/httpd.h"
@@ -15,17 +18,99 @@
 
 #define API_TMPL_ERRBUF (64 * 1024)
 
+uint64_t
+api_call_begin(struct hreq *h, struct ipc_wbuf *w, const char *op, int with_param,
+               uint32_t nmore)
+{
+	uint64_t id = hreq_db_begin(w, op, (with_param ? 2 : 1) + nmore);
+
+	ipc_put_str(w, h->uid);
+	if (with_param)
+		ipc_put_str(w, h->param);
+	return id;
+}
+
 /* Call op with the user's id and, when with_param, the path parameter. */
 static void
 api_call(struct hreq *h, const char *op, int with_param, hreq_db_cb cb)
 {
 	struct ipc_wbuf w;
-	uint64_t id = hreq_db_begin(&w, op, with_param ? 2 : 1);
+	uint64_t id = api_call_begin(h, &w, op, with_param, 0);
 
-	ipc_put_str(&w, h->uid);
-	if (with_param)
-		ipc_put_str(&w, h->param);
 	hreq_db_send(h, &w, id, cb);
+}
+
+const char *
+api_query(struct hreq *h, const char *name)
+{
+	return evhttp_find_header(&h->query, name);
+}
+
+int
+api_query_uint(struct hreq *h, const char *name, uint64_t max, uint64_t dflt, uint64_t *out)
+{
+	const char *v = api_query(h, name);
+	char msg[96];
+
+	*out = dflt;
+	if (v == NULL || router_uint(v, max, out) == 0)
+		return 0;
+	snprintf(msg, sizeof(msg), "query parameter \"%s\" must be an integer from 0 to %llu", name,
+	         (unsigned long long)max);
+	hreq_error(h, 400, "invalid_query", msg);
+	return -1;
+}
+
+/*
+ * An api_* envelope: {"status": N, "body": ...} or {"status": N, "error":
+ * {"code", "message", ...}}, with "role", the user's role in the object's
+ * project (null when not a member).  A success must also pass httpd's own
+ * check of that role against the route's least role: if the database
+ * allowed what httpd would not, the answer is 403 and the disagreement is
+ * logged.
+ */
+void
+api_envelope_done(struct hreq *h, const struct ipc_db_result *r)
+{
+	json_t *rows, *env, *err, *extra;
+	json_int_t status;
+	const char *role, *code, *msg;
+
+	if (!hreq_db_ok(h, r) || (rows = hreq_db_rows(h, r)) == NULL)
+		return;
+	env = json_array_get(rows, 0);
+	status = json_integer_value(json_object_get(env, "status"));
+	role = json_string_value(json_object_get(env, "role"));
+	if (json_array_size(rows) != 1 || status < 200 || status > 499) {
+		log_warnx("%s: the database's answer is not an envelope", h->route->pattern);
+		json_decref(rows);
+		hreq_error(h, 500, "internal", "internal error");
+		return;
+	}
+	if ((err = json_object_get(env, "error")) != NULL) {
+		code = json_string_value(json_object_get(err, "code"));
+		msg = json_string_value(json_object_get(err, "message"));
+		if (code == NULL || msg == NULL || (extra = json_deep_copy(err)) == NULL) {
+			json_decref(rows);
+			hreq_error(h, 500, "internal", "internal error");
+			return;
+		}
+		json_object_del(extra, "code");
+		json_object_del(extra, "message");
+		hreq_error_ex(h, (int)status, code, msg, extra);
+		json_decref(rows);
+		return;
+	}
+	if (h->route->min_role != API_ROLE_NONE &&
+	    router_role_rank(role) < h->route->min_role) {
+		log_warnx("%s: the database allowed a %s what httpd does not", h->route->pattern,
+		          role != NULL ? role : "non-member");
+		json_decref(rows);
+		hreq_error(h, 403, "forbidden", "your role in this project does not allow this");
+		return;
+	}
+	hreq_reply(h, (int)status, json_incref(json_object_get(env, "body")));
+	json_decref(rows);
 }
 
 /* Reply {key: rows}. */
@@ -219,4 +304,98 @@ api_template_validate(struct hreq *h)
 	hreq_error_ex(h, 422, "invalid_template", msg,
 	              json_pack("{s:o}", "details", validate_details(errbuf)));
 	free(errbuf);
+}
+
+/* ---- members --------------------------------------------------------------- */
+
+void
+api_member_add(struct hreq *h)
+{
+	struct ipc_wbuf w;
+	uint64_t id = api_call_begin(h, &w, "httpd_member_add", 1, 3);
+
+	ipc_put_str(&w, json_string_value(json_object_get(h->body, "user")));
+	ipc_put_str(&w, json_string_value(json_object_get(h->body, "role")));
+	ipc_put_str(&w, h->remote);
+	hreq_db_send(h, &w, id, api_envelope_done);
+}
+
+void
+api_member_update(struct hreq *h)
+{
+	struct ipc_wbuf w;
+	uint64_t id = api_call_begin(h, &w, "httpd_member_update", 1, 2);
+
+	ipc_put_str(&w, json_string_value(json_object_get(h->body, "role")));
+	ipc_put_str(&w, h->remote);
+	hreq_db_send(h, &w, id, api_envelope_done);
+}
+
+void
+api_member_remove(struct hreq *h)
+{
+	struct ipc_wbuf w;
+	uint64_t id = api_call_begin(h, &w, "httpd_member_remove", 1, 1);
+
+	ipc_put_str(&w, h->remote);
+	hreq_db_send(h, &w, id, api_envelope_done);
+}
+
+/* ---- grants, repositories, usage, audit ----------------------------------- */
+
+void
+api_project_grants(struct hreq *h)
+{
+	api_call(h, "httpd_project_grants", 1, api_envelope_done);
+}
+
+void
+api_project_repos(struct hreq *h)
+{
+	api_call(h, "httpd_project_repos", 1, api_envelope_done);
+}
+
+void
+api_project_usage(struct hreq *h)
+{
+	const char *month = api_query(h, "month");
+	char now[8];
+	struct ipc_wbuf w;
+	struct tm tm;
+	time_t t = time(NULL);
+	uint64_t id;
+
+	if (month == NULL) {
+		if (gmtime_r(&t, &tm) == NULL || strftime(now, sizeof(now), "%Y-%m", &tm) != 7)
+			fatalx("gmtime");
+		month = now;
+	} else if (!router_is_month(month)) {
+		hreq_error(h, 400, "invalid_query", "query parameter \"month\" must be YYYY-MM");
+		return;
+	}
+	id = api_call_begin(h, &w, "httpd_project_usage", 1, 1);
+	ipc_put_str(&w, month);
+	hreq_db_send(h, &w, id, api_envelope_done);
+}
+
+#define API_PAGE_MAX 1000
+#define API_PAGE_DEFAULT 100
+
+void
+api_project_audit(struct hreq *h)
+{
+	uint64_t after, limit, id;
+	struct ipc_wbuf w;
+
+	if (api_query_uint(h, "after", INT64_MAX, 0, &after) == -1 ||
+	    api_query_uint(h, "limit", API_PAGE_MAX, API_PAGE_DEFAULT, &limit) == -1)
+		return;
+	if (limit == 0) {
+		hreq_error(h, 400, "invalid_query", "query parameter \"limit\" must be at least 1");
+		return;
+	}
+	id = api_call_begin(h, &w, "httpd_project_audit", 1, 2);
+	ipc_put_i64(&w, (int64_t)after);
+	ipc_put_i64(&w, (int64_t)limit);
+	hreq_db_send(h, &w, id, api_envelope_done);
 }

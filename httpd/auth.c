@@ -69,6 +69,12 @@ auth_done(struct hreq *h, const struct ipc_db_result *r)
 		return;
 	}
 	memcpy(h->uid, json_string_value(id), sizeof(h->uid));
+	h->roles = json_object_get(h->user, "projects");
+	if (!json_is_object(h->roles)) {
+		log_warnx("httpd_auth answered without the user's roles");
+		hreq_error(h, 500, "internal", "internal error");
+		return;
+	}
 	router_continue(h);
 }
 

@@ -10,8 +10,12 @@
  * decoding.  A {id} segment must be a canonical UUID and a {name} segment a
  * template name; anything else names nothing, so the path is a 404.
  */
+#include <sys/queue.h>
+
 #include <event2/http.h>
+#include <event2/keyvalq_struct.h>
 #include <jansson.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -121,6 +125,107 @@ router_allow_list(int methods, char *allow, size_t sz)
 	}
 }
 
+/* Copy s into dst for a message: printable ASCII only, at most dstsz - 1. */
+static void
+router_printable(char *dst, size_t dstsz, const char *s)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < dstsz && s[i] != '\0'; i++)
+		dst[i] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
+	dst[i] = '\0';
+}
+
+int
+router_is_month(const char *s)
+{
+	if (strlen(s) != 7 || s[4] != '-' || strspn(s, "0123456789") != 4 ||
+	    strspn(s + 5, "0123456789") != 2 || s[0] < '2')
+		return 0;
+	return (s[5] == '0' && s[6] >= '1') || (s[5] == '1' && s[6] <= '2');
+}
+
+int
+router_uint(const char *s, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+	size_t i, n = strspn(s, "0123456789");
+
+	if (n == 0 || n > 19 || s[n] != '\0' || (s[0] == '0' && n > 1))
+		return -1;
+	for (i = 0; i < n; i++)
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	if (v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+enum api_role
+router_role_rank(const char *role)
+{
+	if (role == NULL)
+		return API_ROLE_NONE;
+	if (strcmp(role, "viewer") == 0)
+		return API_ROLE_VIEWER;
+	if (strcmp(role, "member") == 0)
+		return API_ROLE_MEMBER;
+	if (strcmp(role, "admin") == 0)
+		return API_ROLE_ADMIN;
+	return API_ROLE_NONE;
+}
+
+/* Whether name is one of the space-separated words of list. */
+static int
+router_word_in(const char *name, const char *list)
+{
+	size_t n = strlen(name), w;
+
+	while (list != NULL && *list != '\0') {
+		w = strcspn(list, " ");
+		if (w == n && strncmp(list, name, n) == 0)
+			return 1;
+		list += w;
+		list += strspn(list, " ");
+	}
+	return 0;
+}
+
+int
+router_query(const char *qs, const char *allowed, struct evkeyvalq *q, char *err, size_t errsz)
+{
+	struct evkeyval *kv, *o;
+	char name[33];
+
+	TAILQ_INIT(q);
+	if (qs == NULL || *qs == '\0')
+		return 0;
+	if (evhttp_parse_query_str(qs, q) == -1) {
+		snprintf(err, errsz, "the query string is malformed");
+		return -1;
+	}
+	TAILQ_FOREACH(kv, q, next) {
+		router_printable(name, sizeof(name), kv->key);
+		if (!router_word_in(kv->key, allowed)) {
+			snprintf(err, errsz, "unknown query parameter \"%s\"", name);
+			goto fail;
+		}
+		if (kv->value[0] == '\0') {
+			snprintf(err, errsz, "query parameter \"%s\" is empty", name);
+			goto fail;
+		}
+		for (o = TAILQ_FIRST(q); o != kv; o = TAILQ_NEXT(o, next))
+			if (strcmp(o->key, kv->key) == 0) {
+				snprintf(err, errsz, "query parameter \"%s\" is given twice", name);
+				goto fail;
+			}
+	}
+	return 0;
+fail:
+	evhttp_clear_headers(q);
+	return -1;
+}
+
 /* Media type application/json (any case), parameters (charset) allowed. */
 int
 router_is_json(const char *ct)
@@ -132,17 +237,6 @@ router_is_json(const char *ct)
 	ct += sizeof(mt) - 1;
 	ct += strspn(ct, " \t");
 	return *ct == '\0' || *ct == ';';
-}
-
-/* Copy s into dst for a message: printable ASCII only, at most dstsz - 1. */
-static void
-router_printable(char *dst, size_t dstsz, const char *s)
-{
-	size_t i;
-
-	for (i = 0; i + 1 < dstsz && s[i] != '\0'; i++)
-		dst[i] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
-	dst[i] = '\0';
 }
 
 static void

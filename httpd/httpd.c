@@ -17,6 +17,7 @@
 #include <event2/keyvalq_struct.h>
 #include <jansson.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -35,6 +36,18 @@ httpd_reason(int code)
 	switch (code) {
 	case 200:
 		return "OK";
+	case 201:
+		return "Created";
+	case 202:
+		return "Accepted";
+	case 204:
+		return "No Content";
+	case 403:
+		return "Forbidden";
+	case 409:
+		return "Conflict";
+	case 429:
+		return "Too Many Requests";
 	case 400:
 		return "Bad Request";
 	case 401:
@@ -97,6 +110,21 @@ httpd_error(struct evhttp_request *req, int code, const char *ecode, const char 
 
 /* ---- requests ------------------------------------------------------------ */
 
+/* The client's address as "host" (no port), or "" when unknown. */
+static void
+httpd_peer(struct evhttp_request *req, char *buf, size_t sz)
+{
+	struct evhttp_connection *conn = evhttp_request_get_connection(req);
+	const char *addr = NULL;
+	ev_uint16_t port;
+
+	buf[0] = '\0';
+	if (conn != NULL)
+		evhttp_connection_get_peer(conn, (char **)&addr, &port);
+	if (addr != NULL)
+		snprintf(buf, sz, "%s", addr);
+}
+
 static void
 hreq_client_gone(struct evhttp_connection *conn, void *arg)
 {
@@ -113,6 +141,7 @@ hreq_free(struct hreq *h)
 	if (h->dbid != 0)
 		child_db_forget(&httpd, h->dbid);
 	event_free(h->timer);
+	evhttp_clear_headers(&h->query);
 	json_decref(h->body);
 	json_decref(h->user);
 	free(h);
@@ -147,6 +176,8 @@ hreq_new(struct evhttp_request *req, const struct route *rt)
 		fatal("calloc");
 	h->req = req;
 	h->route = rt;
+	TAILQ_INIT(&h->query);
+	httpd_peer(req, h->remote, sizeof(h->remote));
 	if ((h->timer = evtimer_new(httpd.base, hreq_timeout, h)) == NULL)
 		fatalx("evtimer");
 	evhttp_connection_set_closecb(evhttp_request_get_connection(req), hreq_client_gone, h);
@@ -163,6 +194,24 @@ hreq_reply(struct hreq *h, int code, json_t *body)
 	} else
 		json_decref(body);
 	hreq_free(h);
+}
+
+struct evhttp_request *
+hreq_detach(struct hreq *h)
+{
+	struct evhttp_request *req = h->req;
+
+	if (req != NULL)
+		evhttp_connection_set_closecb(evhttp_request_get_connection(req), NULL, NULL);
+	h->req = NULL;
+	hreq_free(h);
+	return req;
+}
+
+void
+hreq_done(struct hreq *h)
+{
+	(void)hreq_detach(h);
 }
 
 void
@@ -259,6 +308,13 @@ hreq_db_rows(struct hreq *h, const struct ipc_db_result *r)
 
 /* ---- the process --------------------------------------------------------- */
 
+struct child *
+httpd_child(void)
+{
+	return &httpd;
+}
+
+
 static void
 httpd_dispatch_supervisor(struct child *c, struct ipc_msg *m)
 {
@@ -276,6 +332,15 @@ httpd_dispatch_supervisor(struct child *c, struct ipc_msg *m)
 		nlisten++;
 		log_info("listening on %s", addr);
 		return;
+	case IMSG_RUN_WAKE: {
+		char run[IPC_UUID_LEN + 1];
+		uint64_t seq;
+
+		if (ipc_dec_run_wake(m->body, run, &seq) == -1)
+			fatalx("bad run wake-up message");
+		sse_wake(run, seq);
+		return;
+	}
 	default:
 		fatalx("unexpected %s from the supervisor", ipc_msg_name(m->type));
 	}

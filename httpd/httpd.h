@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include <event2/http.h>
+#include <event2/keyvalq_struct.h>
 #include <jansson.h>
 
 #include "ipc/ipc.h"
@@ -41,11 +42,17 @@ struct hreq {
 	char param[HTTPD_PARAM_MAX + 1]; /* the validated {id} / {name} segment, or "" */
 	json_t *body;                    /* the request's JSON object, or NULL */
 	json_t *user;                    /* {id, name, display_name} once authenticated */
+	json_t *roles;                   /* {project id: role} of the user (in user) */
 	char uid[HTTPD_UUID_LEN + 1];    /* the user's id once authenticated */
+	struct evkeyvalq query;          /* the decoded query string, checked */
+	char remote[64];                 /* the peer's address, for audit rows */
 	struct event *timer;
 	uint64_t dbid; /* pending database call, 0 when none */
 	hreq_db_cb dbcb;
 };
+
+/* Roles in a project, in order of what they may do; ROLE_NONE: no check. */
+enum api_role { API_ROLE_NONE, API_ROLE_VIEWER, API_ROLE_MEMBER, API_ROLE_ADMIN };
 
 /* A route handler: runs after routing, authentication and body checks. */
 typedef void (*route_fn)(struct hreq *h);
@@ -65,6 +72,9 @@ struct route {
 	int auth;                        /* a bearer token is required */
 	const struct body_field *fields; /* for POST/PUT/PATCH: the allowed members */
 	size_t nfields;
+	enum api_role min_role; /* the least role, in the object's project, that may call it */
+	int project;            /* {id} is a project: httpd checks min_role before the call */
+	const char *query;      /* the query parameters it takes, space-separated, or NULL */
 };
 
 /* Why router_body_decode refused a body. */
@@ -86,6 +96,9 @@ struct body_error {
 
 /* httpd.c */
 __attribute__((noreturn)) void httpd_main(void);
+struct child;
+/* The process's channel to the supervisor (and its event base). */
+struct child *httpd_child(void);
 /* Send body (consumed) as the reply with status code. */
 void httpd_send_json(struct evhttp_request *req, int code, json_t *body);
 /* The one error envelope: {"error":{"code":ecode,"message":msg}}. */
@@ -97,6 +110,11 @@ struct hreq *hreq_new(struct evhttp_request *req, const struct route *rt);
 /* Reply (body consumed) and free h; when the client is gone only free. */
 void hreq_reply(struct hreq *h, int code, json_t *body);
 void hreq_error(struct hreq *h, int code, const char *ecode, const char *msg);
+/* Free h after its handler answered h->req itself. */
+void hreq_done(struct hreq *h);
+/* Free h but keep its request, which the caller now owns (a stream); the
+ * close callback h set is removed. */
+struct evhttp_request *hreq_detach(struct hreq *h);
 /* The same with extra members (consumed) in "error". */
 void hreq_error_ex(struct hreq *h, int code, const char *ecode, const char *msg, json_t *extra);
 /* Start a named call (then append nargs values with ipc_put_*). */
@@ -136,6 +154,22 @@ int router_is_name(const char *s);
 int router_match(const char *pat, const char *path, char *param, size_t sz);
 /* The Allow value for methods (EVHTTP_REQ_* bits) into allow (sz >= 1). */
 void router_allow_list(int methods, char *allow, size_t sz);
+/* Whether s is a month "YYYY-MM" (years 2000-9999). */
+int router_is_month(const char *s);
+/* s as a decimal integer 0..max without sign, spaces or leading zeros
+ * (but "0"); -1 when it is anything else. */
+int router_uint(const char *s, uint64_t max, uint64_t *out);
+/* The rank of a role name ("viewer" < "member" < "admin"), API_ROLE_NONE
+ * for anything else or NULL. */
+enum api_role router_role_rank(const char *role);
+/*
+ * Decode query string qs (NULL or "" for none) into q (initialised here;
+ * free with evhttp_clear_headers) and check it: every name in the
+ * space-separated list allowed, none twice, each value non-empty.  Returns
+ * 0, or -1 with a message in err (printable, names cut at 32 bytes).
+ */
+int router_query(const char *qs, const char *allowed, struct evkeyvalq *q, char *err,
+                 size_t errsz);
 /* Whether a Content-Type value (NULL when absent) is application/json. */
 int router_is_json(const char *ct);
 /*
@@ -147,12 +181,29 @@ int router_is_json(const char *ct);
 json_t *router_body_decode(const void *buf, size_t len, const struct body_field *fields,
                            size_t nfields, struct body_error *e);
 
+/* The route's role check against the user's role in a project (NULL when
+ * not a member): 0 when it may go on, else h is answered 404 or 403 and
+ * freed. */
+int router_role_check(struct hreq *h, const char *role);
+
 /* auth.c */
 /* Authenticate h's bearer token; router_continue(h) when it is good,
  * otherwise a 401 (or 503 when the database cannot answer). */
 void auth_begin(struct hreq *h);
 
 /* api.c */
+/* Call op with the user's id, then the path parameter when with_param, then
+ * nmore values the caller appends to *w before hreq_db_send (api_call_send). */
+uint64_t api_call_begin(struct hreq *h, struct ipc_wbuf *w, const char *op, int with_param,
+                        uint32_t nmore);
+/* The reply callback for ops that answer one api_* envelope (0003_api.sql):
+ * {status, body | error, role}. */
+void api_envelope_done(struct hreq *h, const struct ipc_db_result *r);
+/* A query parameter (NULL when absent) */
+const char *api_query(struct hreq *h, const char *name);
+/* The query parameter name as an integer 0..max, dflt when absent; -1 with
+ * h answered 400 and freed when malformed. */
+int api_query_uint(struct hreq *h, const char *name, uint64_t max, uint64_t dflt, uint64_t *out);
 void api_healthz(struct hreq *h);
 void api_me(struct hreq *h);
 void api_projects(struct hreq *h);
@@ -161,5 +212,31 @@ void api_project_members(struct hreq *h);
 void api_templates(struct hreq *h);
 void api_template(struct hreq *h);
 void api_template_validate(struct hreq *h);
+void api_member_add(struct hreq *h);
+void api_member_update(struct hreq *h);
+void api_member_remove(struct hreq *h);
+void api_project_grants(struct hreq *h);
+void api_project_repos(struct hreq *h);
+void api_project_usage(struct hreq *h);
+void api_project_audit(struct hreq *h);
+
+/* api_runs.c */
+void api_runs_submit(struct hreq *h);
+void api_runs_list(struct hreq *h);
+void api_run(struct hreq *h);
+void api_run_cancel(struct hreq *h);
+void api_run_steps(struct hreq *h);
+void api_run_events(struct hreq *h);
+void api_run_approvals(struct hreq *h);
+void api_approval_decide(struct hreq *h);
+void api_run_artifacts(struct hreq *h);
+void api_artifact(struct hreq *h);
+
+/* sse.c: GET /v1/runs/{id}/events/stream (DESIGN.md 3.5) */
+void api_run_stream(struct hreq *h);
+/* IMSG_RUN_WAKE: run (or "" for every run) may have events up to seq. */
+void sse_wake(const char *run, uint64_t seq);
+/* How many streams are open (for tests and benchmarks, in the log). */
+unsigned sse_clients(void);
 
 #endif

@@ -13,6 +13,7 @@
 #include <event2/buffer.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <ctype.h>
 #include <jansson.h>
 #include <string.h>
 
@@ -22,18 +23,60 @@
 static const struct body_field validate_fields[] = {
 	{ "source", JSON_STRING, 1 },
 };
-
-static const struct route routes[] = {
-	{ EVHTTP_REQ_GET,  "/healthz",                  api_healthz,           0, NULL, 0 },
-	{ EVHTTP_REQ_GET,  "/v1/me",                    api_me,                1, NULL, 0 },
-	{ EVHTTP_REQ_GET,  "/v1/projects",              api_projects,          1, NULL, 0 },
-	{ EVHTTP_REQ_GET,  "/v1/projects/{id}",         api_project,           1, NULL, 0 },
-	{ EVHTTP_REQ_GET,  "/v1/projects/{id}/members", api_project_members,   1, NULL, 0 },
-	{ EVHTTP_REQ_GET,  "/v1/templates",             api_templates,         1, NULL, 0 },
-	{ EVHTTP_REQ_POST, "/v1/templates/validate",    api_template_validate, 1,
-	  validate_fields, sizeof(validate_fields) / sizeof(validate_fields[0]) },
-	{ EVHTTP_REQ_GET,  "/v1/templates/{name}",      api_template,          1, NULL, 0 },
+static const struct body_field member_add_fields[] = {
+	{ "user", JSON_STRING, 1 },
+	{ "role", JSON_STRING, 1 },
 };
+static const struct body_field member_update_fields[] = {
+	{ "role", JSON_STRING, 1 },
+};
+static const struct body_field submit_fields[] = {
+	{ "template", JSON_STRING, 1 },
+	{ "params",   JSON_OBJECT, 0 },
+};
+static const struct body_field decide_fields[] = {
+	{ "decision", JSON_STRING, 1 },
+	{ "comment",  JSON_STRING, 0 },
+};
+#define F(a) a, sizeof(a) / sizeof(a[0])
+#define V API_ROLE_VIEWER
+#define M API_ROLE_MEMBER
+#define A API_ROLE_ADMIN
+
+/* method, pattern, handler, auth, body fields, least role, {id} is a project, query */
+static const struct route routes[] = {
+	{ EVHTTP_REQ_GET,    "/healthz",                     api_healthz,           0, NULL, 0, 0, 0, NULL },
+	{ EVHTTP_REQ_GET,    "/v1/me",                       api_me,                1, NULL, 0, 0, 0, NULL },
+	{ EVHTTP_REQ_GET,    "/v1/projects",                 api_projects,          1, NULL, 0, 0, 0, NULL },
+	{ EVHTTP_REQ_GET,    "/v1/projects/{id}",            api_project,           1, NULL, 0, V, 1, NULL },
+	{ EVHTTP_REQ_GET,    "/v1/projects/{id}/members",    api_project_members,   1, NULL, 0, V, 1, NULL },
+	{ EVHTTP_REQ_POST,   "/v1/projects/{id}/members",    api_member_add,        1, F(member_add_fields), A, 1, NULL },
+	{ EVHTTP_REQ_PATCH,  "/v1/memberships/{id}",         api_member_update,     1, F(member_update_fields), A, 0, NULL },
+	{ EVHTTP_REQ_DELETE, "/v1/memberships/{id}",         api_member_remove,     1, NULL, 0, A, 0, NULL },
+	{ EVHTTP_REQ_GET,    "/v1/projects/{id}/grants",     api_project_grants,    1, NULL, 0, V, 1, NULL },
+	{ EVHTTP_REQ_GET,    "/v1/projects/{id}/repos",      api_project_repos,     1, NULL, 0, V, 1, NULL },
+	{ EVHTTP_REQ_GET,    "/v1/projects/{id}/usage",      api_project_usage,     1, NULL, 0, V, 1, "month" },
+	{ EVHTTP_REQ_GET,    "/v1/projects/{id}/audit",      api_project_audit,     1, NULL, 0, A, 1, "after limit" },
+	{ EVHTTP_REQ_GET,    "/v1/projects/{id}/runs",       api_runs_list,         1, NULL, 0, V, 1,
+	  "status template cursor limit" },
+	{ EVHTTP_REQ_POST,   "/v1/projects/{id}/runs",       api_runs_submit,       1, F(submit_fields), M, 1, NULL },
+	{ EVHTTP_REQ_GET,    "/v1/runs/{id}",                api_run,               1, NULL, 0, V, 0, NULL },
+	{ EVHTTP_REQ_POST,   "/v1/runs/{id}/cancel",         api_run_cancel,        1, NULL, 0, M, 0, NULL },
+	{ EVHTTP_REQ_GET,    "/v1/runs/{id}/steps",          api_run_steps,         1, NULL, 0, V, 0, NULL },
+	{ EVHTTP_REQ_GET,    "/v1/runs/{id}/events",         api_run_events,        1, NULL, 0, V, 0, "after limit" },
+	{ EVHTTP_REQ_GET,    "/v1/runs/{id}/events/stream",  api_run_stream,        1, NULL, 0, V, 0, "after" },
+	{ EVHTTP_REQ_GET,    "/v1/runs/{id}/approvals",      api_run_approvals,     1, NULL, 0, V, 0, NULL },
+	{ EVHTTP_REQ_POST,   "/v1/approvals/{id}/decide",    api_approval_decide,   1, F(decide_fields), M, 0, NULL },
+	{ EVHTTP_REQ_GET,    "/v1/runs/{id}/artifacts",      api_run_artifacts,     1, NULL, 0, V, 0, NULL },
+	{ EVHTTP_REQ_GET,    "/v1/artifacts/{id}",           api_artifact,          1, NULL, 0, V, 0, NULL },
+	{ EVHTTP_REQ_GET,    "/v1/templates",                api_templates,         1, NULL, 0, 0, 0, NULL },
+	{ EVHTTP_REQ_POST,   "/v1/templates/validate",       api_template_validate, 1, F(validate_fields), 0, 0, NULL },
+	{ EVHTTP_REQ_GET,    "/v1/templates/{name}",         api_template,          1, NULL, 0, 0, 0, NULL },
+};
+#undef F
+#undef V
+#undef M
+#undef A
 /* clang-format on */
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
 
@@ -69,6 +112,7 @@ router_dispatch(struct evhttp_request *req, void *arg)
 	const struct route *rt;
 	struct hreq *h;
 	int methods;
+	size_t i;
 
 	(void)arg;
 	rt = router_find(evhttp_request_get_command(req), path, param, sizeof(param), &methods);
@@ -83,6 +127,9 @@ router_dispatch(struct evhttp_request *req, void *arg)
 		return;
 	}
 	h = hreq_new(req, rt);
+	/* ids are answered in lower case; so are they looked up */
+	for (i = 0; param[i] != '\0'; i++)
+		param[i] = (char)tolower((unsigned char)param[i]);
 	memcpy(h->param, param, sizeof(h->param));
 	if (rt->auth)
 		auth_begin(h);
@@ -90,7 +137,8 @@ router_dispatch(struct evhttp_request *req, void *arg)
 		router_continue(h);
 }
 
-/* Content type, JSON object, fields; on failure h is answered and freed. */
+/* Content type, JSON object, fields; on failure h is answered and freed.
+ * A route that takes no fields also takes no body at all. */
 static int
 router_body(struct hreq *h)
 {
@@ -101,6 +149,8 @@ router_body(struct hreq *h)
 	const unsigned char *p;
 	struct body_error e;
 
+	if (h->route->nfields == 0 && len == 0)
+		return 0;
 	if (!router_is_json(ct)) {
 		hreq_error(h, 415, "unsupported_media_type", "the body must be application/json");
 		return -1;
@@ -128,9 +178,68 @@ router_has_body(enum evhttp_cmd_type m)
 	return m == EVHTTP_REQ_POST || m == EVHTTP_REQ_PUT || m == EVHTTP_REQ_PATCH;
 }
 
+int
+router_role_check(struct hreq *h, const char *role)
+{
+	enum api_role have = router_role_rank(role);
+
+	if (have == API_ROLE_NONE) {
+		hreq_error(h, 404, "not_found", "no such project");
+		return -1;
+	}
+	if (have < h->route->min_role) {
+		hreq_error(h, 403, "forbidden", "your role in this project does not allow this");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * httpd's own share of authorization, before any operation runs (the SQL
+ * of each operation checks again, and for objects other than projects it
+ * is the first check): for a project route, the user's role in that
+ * project from the token's lookup; for another route that needs more than
+ * viewing, some project where the user holds that role.
+ */
+static int
+router_authorize(struct hreq *h)
+{
+	const char *pid, *role;
+	json_t *r;
+	enum api_role best = API_ROLE_NONE;
+
+	if (h->route->min_role == API_ROLE_NONE)
+		return 0;
+	if (h->route->project)
+		return router_role_check(h, json_string_value(json_object_get(h->roles, h->param)));
+	json_object_foreach(h->roles, pid, r)
+	{
+		role = json_string_value(r);
+		if (router_role_rank(role) > best)
+			best = router_role_rank(role);
+	}
+	if (best < h->route->min_role) {
+		hreq_error(h, best == API_ROLE_NONE ? 404 : 403,
+		           best == API_ROLE_NONE ? "not_found" : "forbidden",
+		           best == API_ROLE_NONE ? "no such resource"
+		                                 : "your role does not allow this");
+		return -1;
+	}
+	return 0;
+}
+
 void
 router_continue(struct hreq *h)
 {
+	const char *qs = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(h->req));
+	char err[160];
+
+	if (router_query(qs, h->route->query, &h->query, err, sizeof(err)) == -1) {
+		hreq_error(h, 400, "invalid_query", err);
+		return;
+	}
+	if (h->route->auth && router_authorize(h) == -1)
+		return;
 	if (router_has_body(h->route->method) && router_body(h) == -1)
 		return;
 	h->route->handler(h);

@@ -183,6 +183,44 @@ ipc_dec_listen_fd(const msgpack_object *body, char *addr, size_t addrsz)
 }
 
 int
+ipc_is_uuid(const char *s, size_t len)
+{
+	size_t i;
+
+	if (len != IPC_UUID_LEN)
+		return 0;
+	for (i = 0; i < len; i++) {
+		if (i == 8 || i == 13 || i == 18 || i == 23) {
+			if (s[i] != '-')
+				return 0;
+		} else if (strchr("0123456789abcdef", s[i]) == NULL || s[i] == '\0')
+			return 0;
+	}
+	return 1;
+}
+
+int
+ipc_dec_run_wake(const msgpack_object *body, char run[IPC_UUID_LEN + 1], uint64_t *seq)
+{
+	struct ipc_cur c;
+	const char *s;
+	size_t len;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_str(&c, &s, &len, IPC_UUID_LEN) == -1 || ipc_get_u64(&c, seq) == -1 ||
+	    ipc_end(&c) == -1)
+		return -1;
+	if (len == 0) {
+		if (*seq != 0)
+			return -1;
+	} else if (!ipc_is_uuid(s, len) || *seq == 0)
+		return -1;
+	memcpy(run, s, len);
+	run[len] = '\0';
+	return 0;
+}
+
+int
 ipc_dec_chunk(const msgpack_object *body, struct ipc_chunk *out)
 {
 	struct ipc_cur c;
@@ -491,6 +529,15 @@ val_IMSG_LISTEN_FD(const msgpack_object *body)
 	char addr[IPC_ADDR_MAX + 1];
 
 	return ipc_dec_listen_fd(body, addr, sizeof(addr));
+}
+
+static int
+val_IMSG_RUN_WAKE(const msgpack_object *body)
+{
+	char run[IPC_UUID_LEN + 1];
+	uint64_t seq;
+
+	return ipc_dec_run_wake(body, run, &seq);
 }
 
 static int

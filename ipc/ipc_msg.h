@@ -107,6 +107,13 @@
  *               duration_ms u64, output_bytes u64]
  *  SBX_RESULT  [code u32, error str(<=IPC_ERRMSG_MAX), data any]
  *  (paths are str(<=IPC_SBX_PATH_MAX))
+ *
+ * Live events (supervisor -> httpd):
+ *  RUN_WAKE    [run str (a canonical UUID, or "" for every run), seq u64]
+ *              a wake-up only: an event of run up to seq may be in the
+ *              database (NOTIFY run_events), or ("", 0) notifications may
+ *              have been lost (the LISTEN connection was re-established).
+ *              The receiver replays from the database; it never trusts seq.
  */
 #define IPC_MSG_LIST(X)                                                                     \
 	X(IMSG_HELLO, 1, SUP, CHILDREN_ALL, 0)                                              \
@@ -134,7 +141,8 @@
 	X(IMSG_SBX_ARTIFACT, 23, SBX_DRIVERS, SBX, 0)                                       \
 	X(IMSG_SBX_OUTPUT, 24, SBX, SBX_DRIVERS, 0)                                         \
 	X(IMSG_SBX_EXIT, 25, SBX, SBX_DRIVERS, 0)                                           \
-	X(IMSG_SBX_RESULT, 26, SBX, SBX_DRIVERS, 0)
+	X(IMSG_SBX_RESULT, 26, SBX, SBX_DRIVERS, 0)                                         \
+	X(IMSG_RUN_WAKE, 27, SUP, ROLE_BIT(ROLE_HTTPD), 0)
 
 enum ipc_msg_type {
 #define IPC_X_ENUM(sym, num, snd, rcv, fl) sym = num,
@@ -210,6 +218,12 @@ struct ipc_db_result {
 int ipc_dec_db_result(const msgpack_object *body, struct ipc_db_result *out);
 
 int ipc_dec_listen_fd(const msgpack_object *body, char *addr, size_t addrsz);
+
+#define IPC_UUID_LEN 36
+/* IMSG_RUN_WAKE: run gets the id NUL-terminated ("" for every run). */
+int ipc_dec_run_wake(const msgpack_object *body, char run[IPC_UUID_LEN + 1], uint64_t *seq);
+/* Whether s[0..len) is a canonical UUID (8-4-4-4-12 hex digits, lower case). */
+int ipc_is_uuid(const char *s, size_t len);
 
 /* IMSG_CHUNK; data points into the message.  See ipc_asm_feed(). */
 struct ipc_chunk {

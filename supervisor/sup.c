@@ -151,6 +151,7 @@ static void
 sup_finish(void)
 {
 	db_pool_shutdown();
+	notify_shutdown();
 	if (sup.pg_embedded)
 		pg_embed_stop(&sup.pg, 30);
 	control_cleanup(sup.conf.control_socket);
@@ -453,6 +454,7 @@ supervisor_main(const char *conf_path, int foreground, int verbose, int check_on
 	sup.pg_restart_ev = evtimer_new(sup.base, sup_pg_restart, NULL);
 	if (db_pool_init(sup.base, ci, sup.conf.db_pool) == -1)
 		fatalx("database pool");
+	notify_init(sup.base, ci);
 	proc_start_all();
 	control_start(sup.base, sup.ctl_fd);
 	sbx_rewarm();

@@ -118,4 +118,8 @@ int listen_bind_all(const struct config *conf, int *fds, size_t *nfds, char *err
 int listen_rebind(const struct config *oldc, int *oldfds, const struct config *newc, int *fds,
     size_t *nfds, char *errbuf, size_t errsz);
 
+/* notify.c: the LISTEN connection (NOTIFY run_events -> IMSG_RUN_WAKE) */
+void notify_init(struct event_base *base, const char *conninfo);
+void notify_shutdown(void);
+
 #endif

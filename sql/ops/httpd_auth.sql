@@ -3,8 +3,9 @@
 -- args: bytea
 -- scope: none
 -- Bearer authentication: $1 is the SHA-256 of the token (httpd hashes it;
--- the token never leaves httpd).  One row, {id, name, display_name} as
--- JSON, only when the token exists, is not revoked, has not expired and its
+-- the token never leaves httpd).  One row, {id, name, display_name,
+-- projects: {project id: role}} as JSON (the roles are httpd's own,
+-- first authorization check; every operation checks again), only when the token exists, is not revoked, has not expired and its
 -- user is not disabled; no row for every other reason alike.  last_used_at
 -- is written at most once a minute per token, in the same statement.
 WITH t AS (
@@ -18,5 +19,7 @@ WITH t AS (
 	WHERE api_tokens.id = t.id
 	  AND (t.last_used_at IS NULL OR t.last_used_at <= now() - interval '1 minute')
 )
-SELECT json_build_object('id', user_id, 'name', name, 'display_name', display_name)::text AS j
+SELECT json_build_object('id', user_id, 'name', name, 'display_name', display_name,
+       'projects', (SELECT coalesce(json_object_agg(m.project_id, m.role), '{}')
+                    FROM memberships m WHERE m.user_id = t.user_id))::text AS j
 FROM t

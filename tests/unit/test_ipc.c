@@ -1011,6 +1011,37 @@ t_v_listen_fd(void **state)
 }
 
 static void
+t_v_run_wake(void **state)
+{
+	static const char run[] = "0b6a4a8e-1c2d-4e5f-8a9b-0c1d2e3f4a5b";
+	char out[IPC_UUID_LEN + 1];
+	struct ipc_msg m;
+	uint64_t seq;
+
+	assert_int_equal(valid(IMSG_RUN_WAKE, 2, "sU", run, (uint64_t)7), 0);
+	assert_int_equal(valid(IMSG_RUN_WAKE, 2, "sU", "", (uint64_t)0), 0);
+	/* "every run" carries no seq; a named run always has one */
+	assert_int_equal(valid(IMSG_RUN_WAKE, 2, "sU", "", (uint64_t)3), -1);
+	assert_int_equal(valid(IMSG_RUN_WAKE, 2, "sU", run, (uint64_t)0), -1);
+	/* only canonical lower-case UUIDs */
+	assert_int_equal(valid(IMSG_RUN_WAKE, 2, "sU", "0B6A4A8E-1C2D-4E5F-8A9B-0C1D2E3F4A5B",
+	    (uint64_t)1), -1);
+	assert_int_equal(valid(IMSG_RUN_WAKE, 2, "sU", "0b6a4a8e-1c2d-4e5f-8a9b-0c1d2e3f4a5", (uint64_t)1),
+	    -1);
+	assert_int_equal(valid(IMSG_RUN_WAKE, 2, "sU", "0b6a4a8e-1c2d-4e5f-8a9b-0c1d2e3f4a5b0",
+	    (uint64_t)1), -1);
+	assert_int_equal(valid(IMSG_RUN_WAKE, 2, "sU", "0b6a4a8e+1c2d-4e5f-8a9b-0c1d2e3f4a5b",
+	    (uint64_t)1), -1);
+	assert_int_equal(valid(IMSG_RUN_WAKE, 1, "s", run), -1);
+	assert_int_equal(valid(IMSG_RUN_WAKE, 3, "sUu", run, (uint64_t)1, 1u), -1);
+	build(&m, IMSG_RUN_WAKE, 2, "sU", run, (uint64_t)42);
+	assert_int_equal(ipc_dec_run_wake(m.body, out, &seq), 0);
+	assert_string_equal(out, run);
+	assert_true(seq == 42);
+	ipc_msg_free(&m);
+}
+
+static void
 t_v_chunk(void **state)
 {
 	static uint8_t data[IPC_CHUNK_SIZE + 1];
@@ -2486,6 +2517,7 @@ main(void)
 		cmocka_unit_test(t_v_db_result_rows),
 		cmocka_unit_test(t_v_db_result_limits),
 		cmocka_unit_test(t_v_listen_fd),
+		cmocka_unit_test(t_v_run_wake),
 		cmocka_unit_test(t_v_chunk),
 		cmocka_unit_test(t_v_ctl_request),
 		cmocka_unit_test(t_v_ctl_reply),

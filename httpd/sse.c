@@ -1,0 +1,431 @@
+/*
+ * GET /v1/runs/{id}/events/stream: a run's events as Server-Sent Events
+ * (DESIGN.md 3.5, docs/api.md).
+ *
+ * Opening a stream: authentication, then httpd_run_events (with limit 0)
+ * decides in SQL whether the user may see the run and tells its last seq
+ * and whether it has finished.  The client then joins its run's group
+ * (subscribe) and the group replays from the database (replay): so an event
+ * committed between the check and the join is still read, and nothing is
+ * missed.
+ *
+ * All the streams of one run share one group, and the group reads each
+ * event once for all of them: a replay asks for the events after the
+ * lowest seq any of its clients has, and writes each event only to the
+ * clients that have not had it (seq > client's after).  Each client's seq
+ * only grows, so delivery is ordered and free of duplicates whatever
+ * mixture of wake-ups, replays and reconnections leads to it.
+ *
+ * Replays are started by: a client joining, an IMSG_RUN_WAKE for the run
+ * (NOTIFY run_events through the supervisor; a wake-up only, its seq is
+ * never trusted), a wake-up for every run (the LISTEN connection came
+ * back), a full page (there is more), and a timer every SSE_REPLAY_SECS (a
+ * lost notification costs at most that).  One replay per group is in
+ * flight at a time; a request meanwhile sets "again".
+ *
+ * The run's terminal event is marked final by the replay query; a client
+ * gets it and then the end of its stream.  A client that already has it
+ * (Last-Event-ID = the terminal seq) gets 204, which tells EventSource not
+ * to reconnect.  Comments (":") every SSE_HEARTBEAT_SECS keep proxies and
+ * clients from timing out; a client that stops reading is dropped once
+ * SSE_OUTBUF_MAX bytes wait for it.
+ */
+#include <sys/queue.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/child.h"
+#include "common/log.h"
+#include "httpd/httpd.h"
+
+#define SSE_REPLAY_SECS 5
+#define SSE_HEARTBEAT_TICKS 3 /* heartbeat every 3 replay ticks: 15 s */
+#define SSE_PAGE 1000
+#define SSE_RETRY_MS 2000
+#define SSE_OUTBUF_MAX (1024 * 1024)
+#define SSE_STREAM_TIMEOUT_SECS (24 * 3600)
+
+struct sse_run;
+
+struct sse_client {
+	TAILQ_ENTRY(sse_client) entry;
+	struct sse_run *run;
+	struct evhttp_request *req;
+	uint64_t after; /* the last seq this client has */
+};
+TAILQ_HEAD(sse_clientq, sse_client);
+
+struct sse_run {
+	LIST_ENTRY(sse_run) entry;
+	char id[HTTPD_UUID_LEN + 1];
+	struct sse_clientq clients;
+	unsigned nclients;
+	uint64_t seen;   /* the highest seq a replay has read */
+	uint64_t dbid;   /* the replay in flight, 0 when none */
+	int again;       /* replay once more when this one ends */
+	int hold;        /* a loop over the clients is running: do not free */
+	unsigned ticks;
+	struct event *timer;
+};
+LIST_HEAD(sse_runq, sse_run);
+
+static struct sse_runq runs = LIST_HEAD_INITIALIZER(runs);
+static unsigned nclients;
+
+static void sse_replay(struct sse_run *g);
+
+unsigned
+sse_clients(void)
+{
+	return nclients;
+}
+
+static struct sse_run *
+sse_find(const char *id)
+{
+	struct sse_run *g;
+
+	LIST_FOREACH(g, &runs, entry)
+	if (strcmp(g->id, id) == 0)
+		return g;
+	return NULL;
+}
+
+static void
+sse_run_free(struct sse_run *g)
+{
+	if (g->dbid != 0)
+		child_db_forget(httpd_child(), g->dbid);
+	LIST_REMOVE(g, entry);
+	event_free(g->timer);
+	free(g);
+}
+
+/* Take c out of its group (and free the group when it was the last). */
+static void
+sse_client_free(struct sse_client *c)
+{
+	struct sse_run *g = c->run;
+
+	TAILQ_REMOVE(&g->clients, c, entry);
+	g->nclients--;
+	nclients--;
+	free(c);
+	if (g->nclients == 0 && !g->hold)
+		sse_run_free(g);
+}
+
+/* After a loop that held g: free it when its last client left meanwhile.
+ * Returns 0 when g lives on. */
+static int
+sse_release(struct sse_run *g)
+{
+	g->hold = 0;
+	if (g->nclients > 0)
+		return 0;
+	sse_run_free(g);
+	return -1;
+}
+
+/* The client went away (evhttp frees the request itself). */
+static void
+sse_client_gone(struct evhttp_connection *conn, void *arg)
+{
+	sse_client_free(arg);
+}
+
+/* End c's stream cleanly (after its terminal event) and free it. */
+static void
+sse_client_end(struct sse_client *c)
+{
+	evhttp_connection_set_closecb(evhttp_request_get_connection(c->req), NULL, NULL);
+	evhttp_send_reply_end(c->req);
+	sse_client_free(c);
+}
+
+/* Drop a client that does not read: close its connection. */
+static void
+sse_client_drop(struct sse_client *c)
+{
+	struct evhttp_connection *conn = evhttp_request_get_connection(c->req);
+
+	log_debug("stream of run %s: a client stopped reading, dropped", c->run->id);
+	evhttp_connection_set_closecb(conn, NULL, NULL);
+	sse_client_free(c);
+	evhttp_connection_free(conn);
+}
+
+/* Queue text for c; 0, or -1 when c was dropped for not reading. */
+static int
+sse_write(struct sse_client *c, struct evbuffer *text)
+{
+	struct evhttp_connection *conn = evhttp_request_get_connection(c->req);
+	struct bufferevent *bev = evhttp_connection_get_bufferevent(conn);
+
+	if (bev != NULL && evbuffer_get_length(bufferevent_get_output(bev)) > SSE_OUTBUF_MAX) {
+		sse_client_drop(c);
+		return -1;
+	}
+	evhttp_send_reply_chunk(c->req, text);
+	return 0;
+}
+
+static void
+sse_heartbeat(struct sse_run *g)
+{
+	struct sse_client *c, *next;
+	struct evbuffer *b;
+
+	g->hold = 1;
+	for (c = TAILQ_FIRST(&g->clients); c != NULL; c = next) {
+		next = TAILQ_NEXT(c, entry);
+		if ((b = evbuffer_new()) == NULL)
+			fatalx("out of memory");
+		evbuffer_add(b, ":\n\n", 3);
+		sse_write(c, b);
+		evbuffer_free(b);
+	}
+}
+
+static void
+sse_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct sse_run *g = arg;
+
+	if (++g->ticks % SSE_HEARTBEAT_TICKS == 0) {
+		sse_heartbeat(g);
+		if (sse_release(g) == -1)
+			return;
+	}
+	sse_replay(g);
+}
+
+/*
+ * One replay's rows: seq, type, payload, final.  Each event goes to the
+ * clients that do not have it; a final event ends their streams.
+ */
+static void
+sse_replay_done(struct child *ch, const struct ipc_db_result *r, void *arg)
+{
+	struct sse_run *g = arg;
+	struct sse_client *c, *next;
+	struct ipc_cur rows = r != NULL ? r->rows : (struct ipc_cur){0}, row;
+	const char *seqs, *type, *payload, *final;
+	size_t seqlen, typelen, paylen, finlen;
+	char num[24];
+	uint64_t seq;
+	uint32_t i;
+	struct evbuffer *b;
+
+	g->dbid = 0;
+	if (r == NULL || r->code != DB_OK || (r->nrows > 0 && r->ncols != 4)) {
+		if (r != NULL)
+			log_warnx("stream of run %s: replay failed: %.*s", g->id, (int)r->errlen,
+			          r->error);
+		return; /* the next tick tries again */
+	}
+	g->hold = 1;
+	for (i = 0; i < r->nrows; i++) {
+		if (ipc_get_array(&rows, &row, 4) == -1 ||
+		    ipc_get_str(&row, &seqs, &seqlen, 20) == -1 ||
+		    ipc_get_str(&row, &type, &typelen, 64) == -1 ||
+		    ipc_get_str(&row, &payload, &paylen, SIZE_MAX) == -1 ||
+		    ipc_get_str(&row, &final, &finlen, 5) == -1 || seqlen >= sizeof(num)) {
+			log_warnx("stream of run %s: a malformed event row", g->id);
+			sse_release(g);
+			return;
+		}
+		memcpy(num, seqs, seqlen);
+		num[seqlen] = '\0';
+		if (router_uint(num, INT64_MAX, &seq) == -1 ||
+		    memchr(payload, '\n', paylen) != NULL || memchr(type, '\n', typelen) != NULL) {
+			log_warnx("stream of run %s: a malformed event row", g->id);
+			sse_release(g);
+			return;
+		}
+		if (seq > g->seen)
+			g->seen = seq;
+		for (c = TAILQ_FIRST(&g->clients); c != NULL; c = next) {
+			next = TAILQ_NEXT(c, entry);
+			if (seq <= c->after)
+				continue;
+			if ((b = evbuffer_new()) == NULL)
+				fatalx("out of memory");
+			evbuffer_add_printf(b, "id: %s\nevent: %.*s\ndata: %.*s\n\n", num, (int)typelen,
+			                    type, (int)paylen, payload);
+			c->after = seq;
+			if (sse_write(c, b) == 0 && finlen == 4 && memcmp(final, "true", 4) == 0)
+				sse_client_end(c);
+			evbuffer_free(b);
+		}
+	}
+	if (sse_release(g) == -1)
+		return;
+	if (r->nrows == SSE_PAGE || g->again) {
+		g->again = 0;
+		sse_replay(g);
+	}
+}
+
+static void
+sse_replay(struct sse_run *g)
+{
+	struct child *ch = httpd_child();
+	struct sse_client *c;
+	struct ipc_wbuf w;
+	uint64_t from = UINT64_MAX, id;
+
+	if (g->dbid != 0) {
+		g->again = 1;
+		return;
+	}
+	TAILQ_FOREACH(c, &g->clients, entry)
+	if (c->after < from)
+		from = c->after;
+	if (from == UINT64_MAX)
+		return;
+	id = child_db_begin(ch, &w, "httpd_stream_events", 3);
+	ipc_put_str(&w, g->id);
+	ipc_put_i64(&w, (int64_t)from);
+	ipc_put_i64(&w, SSE_PAGE);
+	if (child_db_send(ch, &w, id, sse_replay_done, g) == 0)
+		g->dbid = id;
+}
+
+void
+sse_wake(const char *run, uint64_t seq)
+{
+	struct sse_run *g;
+
+	if (run[0] == '\0') {
+		LIST_FOREACH(g, &runs, entry)
+		sse_replay(g);
+		return;
+	}
+	if ((g = sse_find(run)) != NULL && seq > g->seen)
+		sse_replay(g);
+}
+
+/* Join the group of h's run as a client that has everything up to after. */
+static void
+sse_join(struct hreq *h, uint64_t after)
+{
+	struct timeval tick = {SSE_REPLAY_SECS, 0}, forever = {SSE_STREAM_TIMEOUT_SECS, 0};
+	struct evhttp_request *req;
+	struct evkeyvalq *out;
+	struct sse_client *c;
+	struct sse_run *g;
+	struct evbuffer *b;
+	char id[HTTPD_UUID_LEN + 1];
+
+	snprintf(id, sizeof(id), "%.36s", h->param);
+	out = evhttp_request_get_output_headers(h->req);
+	evhttp_add_header(out, "Content-Type", "text/event-stream");
+	evhttp_add_header(out, "Cache-Control", "no-store");
+	evhttp_add_header(out, "X-Accel-Buffering", "no");
+	req = hreq_detach(h);
+	if (req == NULL)
+		return;
+	if ((g = sse_find(id)) == NULL) {
+		if ((g = calloc(1, sizeof(*g))) == NULL)
+			fatal("calloc");
+		memcpy(g->id, id, sizeof(g->id));
+		TAILQ_INIT(&g->clients);
+		if ((g->timer = event_new(httpd_child()->base, -1, EV_PERSIST, sse_tick, g)) ==
+		        NULL ||
+		    event_add(g->timer, &tick) == -1)
+			fatalx("event_new");
+		LIST_INSERT_HEAD(&runs, g, entry);
+	}
+	if ((c = calloc(1, sizeof(*c))) == NULL)
+		fatal("calloc");
+	c->run = g;
+	c->req = req;
+	c->after = after;
+	TAILQ_INSERT_TAIL(&g->clients, c, entry);
+	g->nclients++;
+	nclients++;
+	evhttp_connection_set_timeout_tv(evhttp_request_get_connection(req), &forever);
+	evhttp_connection_set_closecb(evhttp_request_get_connection(req), sse_client_gone, c);
+	evhttp_send_reply_start(req, 200, "OK");
+	if ((b = evbuffer_new()) == NULL)
+		fatalx("out of memory");
+	evbuffer_add_printf(b, "retry: %d\n\n", SSE_RETRY_MS);
+	if (sse_write(c, b) == 0)
+		sse_replay(g);
+	evbuffer_free(b);
+}
+
+/* The check at connect: httpd_run_events with limit 0. */
+static void
+sse_check_done(struct hreq *h, const struct ipc_db_result *r)
+{
+	json_t *rows, *env, *body;
+	uint64_t after = 0, last;
+	const char *lei;
+
+	if (!hreq_db_ok(h, r) || (rows = hreq_db_rows(h, r)) == NULL)
+		return;
+	env = json_array_get(rows, 0);
+	body = json_object_get(env, "body");
+	if (body == NULL || json_integer_value(json_object_get(env, "status")) != 200 ||
+	    router_role_rank(json_string_value(json_object_get(env, "role"))) < API_ROLE_VIEWER) {
+		json_decref(rows);
+		api_envelope_done(h, r);
+		return;
+	}
+	last = (uint64_t)json_integer_value(json_object_get(body, "last_seq"));
+	lei = evhttp_find_header(evhttp_request_get_input_headers(h->req), "Last-Event-ID");
+	if (lei == NULL)
+		lei = api_query(h, "after");
+	if (lei != NULL)
+		(void)router_uint(lei, INT64_MAX, &after); /* checked in api_run_stream */
+	if (after > last) {
+		json_decref(rows);
+		hreq_error(h, 400, "invalid_query", "the run has no event with that seq yet");
+		return;
+	}
+	if (json_is_true(json_object_get(body, "finished")) && after == last) {
+		json_decref(rows);
+		evhttp_send_reply(h->req, 204, "No Content", NULL);
+		hreq_done(h);
+		return;
+	}
+	json_decref(rows);
+	sse_join(h, after);
+}
+
+/* GET /v1/runs/{id}/events/stream; Last-Event-ID or ?after= resumes. */
+void
+api_run_stream(struct hreq *h)
+{
+	const char *lei = evhttp_find_header(evhttp_request_get_input_headers(h->req),
+	                                     "Last-Event-ID");
+	uint64_t after = 0, id;
+	struct ipc_wbuf w;
+
+	if (evhttp_request_get_command(h->req) == EVHTTP_REQ_HEAD) {
+		hreq_error(h, 405, "method_not_allowed", "a stream is read with GET");
+		return;
+	}
+	if (lei != NULL && router_uint(lei, INT64_MAX, &after) == -1) {
+		hreq_error(h, 400, "invalid_header",
+		           "Last-Event-ID must be an event's seq (a non-negative integer)");
+		return;
+	}
+	if (lei == NULL && api_query_uint(h, "after", INT64_MAX, 0, &after) == -1)
+		return;
+	id = api_call_begin(h, &w, "httpd_run_events", 1, 2);
+	ipc_put_i64(&w, 0);
+	ipc_put_i64(&w, 0);
+	hreq_db_send(h, &w, id, sse_check_done);
+}

@@ -1,0 +1,459 @@
+-- The API's operations that change several rows or decide with several
+-- lookups (submit a run, cancel it, decide an approval, manage members).
+-- Each takes the acting user and checks, itself, that the user is an
+-- enabled member of the object's project with a role that may act, so the
+-- rule holds whoever calls (httpd checks too, but is not trusted to).
+--
+-- Each api_* function answers one jsonb document:
+--   {"status": 200|201|202, "body": {...}, "role": R} on success, R the
+--                                                      user's role there
+--   {"status": 4xx, "error": {"code": "...", "message": "...", ...}}
+-- so that refusals are data, never exceptions, and an API request maps to
+-- exactly one statement.  A refusal writes nothing.
+
+------------------------------------------------------------------------
+-- Helpers
+------------------------------------------------------------------------
+
+-- The API's time format: UTC, seconds, "Z".
+CREATE FUNCTION api_ts(t timestamptz) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+	SELECT to_char(t AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+$$;
+
+-- The role of user p_user in project p_project, or NULL when the user is
+-- not an enabled member of it (or either does not exist).
+CREATE FUNCTION api_role(p_user uuid, p_project uuid) RETURNS text
+LANGUAGE sql STABLE AS $$
+	SELECT m.role FROM memberships m JOIN users u ON u.id = m.user_id
+	WHERE m.user_id = p_user AND m.project_id = p_project AND u.disabled_at IS NULL
+$$;
+
+CREATE FUNCTION api_err(p_status integer, p_code text, p_message text,
+                        p_extra jsonb DEFAULT '{}') RETURNS jsonb
+LANGUAGE sql IMMUTABLE AS $$
+	SELECT jsonb_build_object('status', p_status, 'error',
+	    jsonb_build_object('code', p_code, 'message', p_message) || coalesce(p_extra, '{}'))
+$$;
+
+-- role: the acting user's role in the object's project, which httpd
+-- checks again before it answers.
+CREATE FUNCTION api_ok(p_status integer, p_body jsonb, p_role text DEFAULT NULL) RETURNS jsonb
+LANGUAGE sql IMMUTABLE AS $$
+	SELECT jsonb_build_object('status', p_status, 'body', p_body, 'role', p_role)
+$$;
+
+-- A run as the API shows it.  The manifest names what was pinned (ids,
+-- versions, digests), never a secret.
+CREATE FUNCTION run_json(r runs) RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+	SELECT jsonb_build_object(
+	    'id', r.id, 'project_id', r.project_id,
+	    'template', jsonb_build_object('name', r.template_name, 'version', r.template_version),
+	    'status', r.status, 'params', r.params, 'manifest', r.manifest,
+	    'submitted_by', r.submitted_by,
+	    'cancel_requested', r.cancel_requested_at IS NOT NULL,
+	    'budget_usd_micros', r.budget_usd_micros, 'spent_usd_micros', r.spent_usd_micros,
+	    'tokens_in', r.tokens_in, 'tokens_out', r.tokens_out,
+	    'base_commit', r.base_commit, 'error', r.error,
+	    'last_event_seq', r.next_event_seq - 1,
+	    'created_at', api_ts(r.created_at), 'started_at', api_ts(r.started_at),
+	    'finished_at', api_ts(r.finished_at))
+$$;
+
+------------------------------------------------------------------------
+-- Submitting a run (DESIGN 3.7)
+------------------------------------------------------------------------
+
+-- api_submit_run(user, project, template, params, idempotency_key, remote)
+-- In one transaction: the caller is an admin or member of the project; the
+-- latest version of the template; params checked against its declarations
+-- (every unknown, missing or mistyped one reported in "details"), defaults
+-- filled in, repoRef params resolved to a repository connection of THIS
+-- project only; the resource manifest resolved against this project's
+-- grants and pinned (a required resource not granted, or granted but not
+-- registered, is a named 422); the run inserted queued with its first
+-- event 'run.queued' and an audit row; NOTIFY run_queued '<run>'.
+-- With an idempotency key, a run of the same project with the same key is
+-- returned as it is (200) when it was submitted with the same template and
+-- params, and refused (409 idempotency_conflict) otherwise; two racing
+-- submits with one key make one run.
+CREATE FUNCTION api_submit_run(p_user uuid, p_project uuid, p_template text, p_params jsonb,
+                               p_idem text, p_remote text) RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+	v_role     text;
+	v_tmpl     templates%ROWTYPE;
+	v_decl     jsonb;
+	v_params   jsonb := '{}';
+	v_repos    jsonb := '{}';
+	v_details  jsonb := '[]';
+	v_skills   jsonb := '[]';
+	v_mcps     jsonb := '[]';
+	v_manifest jsonb;
+	v_run      runs%ROWTYPE;
+	k          text;
+	v          jsonb;
+	d          jsonb;
+	t          text;
+	rc         repo_connections%ROWTYPE;
+	need       record;
+BEGIN
+	v_role := api_role(p_user, p_project);
+	IF v_role IS NULL THEN
+		RETURN api_err(404, 'not_found', 'no such project');
+	ELSIF v_role NOT IN ('admin', 'member') THEN
+		RETURN api_err(403, 'forbidden', 'a viewer may not submit runs');
+	END IF;
+	IF p_params IS NULL OR jsonb_typeof(p_params) <> 'object' THEN
+		RETURN api_err(422, 'invalid_field', 'params must be an object',
+		               '{"field":"params"}');
+	END IF;
+
+	IF p_idem IS NOT NULL THEN
+		SELECT * INTO v_run FROM runs WHERE project_id = p_project AND idempotency_key = p_idem;
+		IF FOUND THEN
+			RETURN api_submit_replay(v_run, p_template, p_params, v_role);
+		END IF;
+	END IF;
+
+	SELECT * INTO v_tmpl FROM templates WHERE name = p_template ORDER BY version DESC LIMIT 1;
+	IF NOT FOUND THEN
+		RETURN api_err(422, 'unknown_template', format('no template named %s', p_template),
+		               '{"field":"template"}');
+	END IF;
+	v_decl := v_tmpl.compiled->'params';
+
+	-- params: unknown names, then each declared one
+	FOR k IN SELECT jsonb_object_keys(p_params) ORDER BY 1 LOOP
+		IF NOT v_decl ? k THEN
+			v_details := v_details || jsonb_build_object('param', left(k, 64),
+			    'code', 'unknown_param', 'message', 'the template declares no such parameter');
+		END IF;
+	END LOOP;
+	FOR k, d IN SELECT key, value FROM jsonb_each(v_decl) ORDER BY key LOOP
+		v := p_params->k;
+		IF v IS NULL OR jsonb_typeof(v) = 'null' THEN
+			v := nullif(d->'default', 'null'::jsonb);
+			IF v IS NULL THEN
+				IF (d->>'required')::boolean THEN
+					v_details := v_details || jsonb_build_object('param', k,
+					    'code', 'missing_param', 'message', 'the parameter is required');
+				END IF;
+				CONTINUE;
+			END IF;
+		END IF;
+		t := d->>'type';
+		IF t = 'int' THEN
+			IF jsonb_typeof(v) <> 'number' OR v::text !~ '^-?[0-9]{1,18}$' THEN
+				v_details := v_details || jsonb_build_object('param', k,
+				    'code', 'invalid_param', 'message', 'expected an integer');
+				CONTINUE;
+			END IF;
+		ELSIF t = 'bool' THEN
+			IF jsonb_typeof(v) <> 'boolean' THEN
+				v_details := v_details || jsonb_build_object('param', k,
+				    'code', 'invalid_param', 'message', 'expected true or false');
+				CONTINUE;
+			END IF;
+		ELSIF jsonb_typeof(v) <> 'string' OR octet_length(v#>>'{}') > 4096
+		      OR (v#>>'{}') ~ '[[:cntrl:]]' THEN
+			v_details := v_details || jsonb_build_object('param', k, 'code', 'invalid_param',
+			    'message', 'expected a string of at most 4096 bytes without control characters');
+			CONTINUE;
+		ELSIF t = 'repoRef' THEN
+			-- only this project's connections: another project's name is
+			-- simply not found here
+			SELECT * INTO rc FROM repo_connections
+			WHERE project_id = p_project AND name = v#>>'{}';
+			IF NOT FOUND THEN
+				v_details := v_details || jsonb_build_object('param', k,
+				    'code', 'unknown_repo',
+				    'message', 'no repository connection of this project has that name');
+				CONTINUE;
+			END IF;
+			v_repos := v_repos || jsonb_build_object(k,
+			    jsonb_build_object('id', rc.id, 'name', rc.name));
+		END IF;
+		v_params := v_params || jsonb_build_object(k, v);
+	END LOOP;
+	IF jsonb_array_length(v_details) > 0 THEN
+		RETURN api_err(422, 'invalid_params', v_details->0->>'param' || ': ' ||
+		               (v_details->0->>'message'), jsonb_build_object('details', v_details));
+	END IF;
+
+	-- the manifest: every resource any step requires, required when any
+	-- step requires it without "optional"
+	FOR need IN
+		SELECT x.kind, x.name, bool_and(x.optional) AS optional
+		FROM (SELECT 'skill' AS kind, s->>'name' AS name, (s->>'optional')::boolean AS optional
+		      FROM jsonb_array_elements(v_tmpl.compiled->'phases') ph,
+		           jsonb_array_elements(ph->'steps') st,
+		           jsonb_array_elements(st->'requires'->'skills') s
+		      UNION ALL
+		      SELECT 'mcp_server', s->>'name', (s->>'optional')::boolean
+		      FROM jsonb_array_elements(v_tmpl.compiled->'phases') ph,
+		           jsonb_array_elements(ph->'steps') st,
+		           jsonb_array_elements(st->'requires'->'mcp_servers') s) x
+		GROUP BY x.kind, x.name ORDER BY x.kind, x.name
+	LOOP
+		IF NOT EXISTS (SELECT 1 FROM grants WHERE project_id = p_project
+		               AND resource_kind = need.kind AND resource_name = need.name) THEN
+			IF NOT need.optional THEN
+				v_details := v_details || jsonb_build_object('kind', need.kind,
+				    'name', need.name, 'code', 'resource_not_granted',
+				    'message', format('%s %s is required but not granted to this project',
+				                      replace(need.kind, '_', ' '), need.name));
+			END IF;
+			CONTINUE;
+		END IF;
+		IF need.kind = 'skill' THEN
+			SELECT jsonb_build_object('name', name, 'version', version, 'id', id,
+			                          'sha256', encode(sha256, 'hex'))
+			INTO v FROM skills WHERE name = need.name ORDER BY version DESC LIMIT 1;
+		ELSE
+			SELECT jsonb_build_object('name', name, 'version', version, 'id', id)
+			INTO v FROM mcp_servers WHERE name = need.name ORDER BY version DESC LIMIT 1;
+		END IF;
+		IF v IS NULL THEN
+			IF NOT need.optional THEN
+				v_details := v_details || jsonb_build_object('kind', need.kind,
+				    'name', need.name, 'code', 'resource_unavailable',
+				    'message', format('%s %s is granted but not registered',
+				                      replace(need.kind, '_', ' '), need.name));
+			END IF;
+			CONTINUE;
+		END IF;
+		v := v || jsonb_build_object('optional', need.optional);
+		IF need.kind = 'skill' THEN
+			v_skills := v_skills || v;
+		ELSE
+			v_mcps := v_mcps || v;
+		END IF;
+	END LOOP;
+	IF jsonb_array_length(v_details) > 0 THEN
+		RETURN api_err(422, v_details->0->>'code', v_details->0->>'message',
+		               jsonb_build_object('details', v_details));
+	END IF;
+	v_manifest := jsonb_build_object(
+	    'template', jsonb_build_object('id', v_tmpl.id, 'name', v_tmpl.name,
+	                                   'version', v_tmpl.version,
+	                                   'sha256', encode(v_tmpl.sha256, 'hex')),
+	    'skills', v_skills, 'mcp_servers', v_mcps, 'repos', v_repos);
+
+	BEGIN
+		INSERT INTO runs (project_id, template_id, template_name, template_version, params,
+		                  manifest, submitted_by, idempotency_key, budget_usd_micros)
+		VALUES (p_project, v_tmpl.id, v_tmpl.name, v_tmpl.version, v_params, v_manifest,
+		        p_user, p_idem, (v_tmpl.compiled->'budget'->>'usd_micros')::bigint)
+		RETURNING * INTO v_run;
+	EXCEPTION WHEN unique_violation THEN
+		-- a concurrent submit with the same key committed first
+		SELECT * INTO v_run FROM runs WHERE project_id = p_project AND idempotency_key = p_idem;
+		RETURN api_submit_replay(v_run, p_template, p_params, v_role);
+	END;
+	PERFORM append_run_event(v_run.id, 'run.queued',
+	    jsonb_build_object('template', v_tmpl.name, 'version', v_tmpl.version,
+	                       'submitted_by', p_user));
+	INSERT INTO audit_log (actor_user_id, actor_kind, action, object_kind, object_id,
+	                       project_id, remote_addr, detail)
+	VALUES (p_user, 'user', 'run.submit', 'run', v_run.id::text, p_project, p_remote,
+	        jsonb_build_object('template', v_tmpl.name, 'version', v_tmpl.version,
+	                           'idempotency_key', p_idem));
+	PERFORM pg_notify('run_queued', v_run.id::text);
+	SELECT * INTO v_run FROM runs WHERE id = v_run.id;
+	RETURN api_ok(201, run_json(v_run), v_role);
+END
+$$;
+
+-- The answer to a submit whose idempotency key names run r: r itself when
+-- the request is the same (template name, and the params as given match
+-- the run's where given), a conflict otherwise.
+CREATE FUNCTION api_submit_replay(r runs, p_template text, p_params jsonb, p_role text)
+RETURNS jsonb LANGUAGE sql STABLE AS $$
+	SELECT CASE WHEN r.template_name = p_template AND r.params @> p_params
+	            THEN api_ok(200, run_json(r), p_role)
+	            ELSE api_err(409, 'idempotency_conflict',
+	                         'this Idempotency-Key was used for a different request',
+	                         jsonb_build_object('run_id', r.id)) END
+$$;
+
+------------------------------------------------------------------------
+-- Cancelling a run (DESIGN 3.3)
+------------------------------------------------------------------------
+
+-- api_cancel_run(user, run, remote)
+-- Admins and members.  A queued run or one waiting for an approval has no
+-- live runner: it is finalized cancelled here (200, terminal event
+-- written).  A running run gets cancel_requested_at (which makes every
+-- later transition_run and non-cancel finalize_run refuse), the event
+-- 'run.cancel_requested' and NOTIFY run_cancel '<run>' for the engine
+-- (202).  Asking again is harmless (202, nothing new written); a finished
+-- run is 409.
+CREATE FUNCTION api_cancel_run(p_user uuid, p_run uuid, p_remote text) RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+	v_run  runs%ROWTYPE;
+	v_role text;
+	v_code integer := 202;
+BEGIN
+	SELECT * INTO v_run FROM runs WHERE id = p_run FOR NO KEY UPDATE;
+	v_role := CASE WHEN FOUND THEN api_role(p_user, v_run.project_id) END;
+	IF v_role IS NULL THEN
+		RETURN api_err(404, 'not_found', 'no such run');
+	ELSIF v_role NOT IN ('admin', 'member') THEN
+		RETURN api_err(403, 'forbidden', 'a viewer may not cancel runs');
+	ELSIF v_run.finished_at IS NOT NULL THEN
+		RETURN api_err(409, 'run_finished', format('the run has already ended (%s)', v_run.status),
+		               jsonb_build_object('status', v_run.status));
+	ELSIF v_run.cancel_requested_at IS NOT NULL THEN
+		RETURN api_ok(202, run_json(v_run), v_role);
+	END IF;
+	UPDATE runs SET cancel_requested_at = now() WHERE id = p_run;
+	IF v_run.status IN ('queued', 'waiting_approval') THEN
+		PERFORM finalize_run(p_run, v_run.status, 'cancelled', NULL, 'run.cancelled',
+		                     jsonb_build_object('by', p_user));
+		v_code := 200;
+	ELSE
+		PERFORM append_run_event(p_run, 'run.cancel_requested', jsonb_build_object('by', p_user));
+		PERFORM pg_notify('run_cancel', p_run::text);
+	END IF;
+	INSERT INTO audit_log (actor_user_id, actor_kind, action, object_kind, object_id,
+	                       project_id, remote_addr, detail)
+	VALUES (p_user, 'user', 'run.cancel', 'run', p_run::text, v_run.project_id, p_remote,
+	        jsonb_build_object('status', v_run.status));
+	SELECT * INTO v_run FROM runs WHERE id = p_run;
+	RETURN api_ok(v_code, run_json(v_run), v_role);
+END
+$$;
+
+------------------------------------------------------------------------
+-- Deciding an approval
+------------------------------------------------------------------------
+
+-- api_decide_approval(user, approval, decision, comment, remote)
+-- Admins and members of the run's project; decide_approval does the
+-- compare-and-swap, the event and the audit row.  Losing the race, an
+-- expired approval, a finished run: 409 with the approval's status.
+CREATE FUNCTION api_decide_approval(p_user uuid, p_approval uuid, p_decision text,
+                                    p_comment text, p_remote text) RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+	v_role text;
+	v_a    approvals%ROWTYPE;
+BEGIN
+	SELECT api_role(p_user, r.project_id) INTO v_role
+	FROM approvals a JOIN runs r ON r.id = a.run_id WHERE a.id = p_approval;
+	IF v_role IS NULL THEN
+		RETURN api_err(404, 'not_found', 'no such approval');
+	ELSIF v_role NOT IN ('admin', 'member') THEN
+		RETURN api_err(403, 'forbidden', 'a viewer may not decide approvals');
+	ELSIF p_decision IS NULL OR p_decision NOT IN ('approved', 'rejected') THEN
+		RETURN api_err(422, 'invalid_field', 'decision must be "approved" or "rejected"',
+		               '{"field":"decision"}');
+	ELSIF octet_length(p_comment) > 4096 THEN
+		RETURN api_err(422, 'invalid_field', 'comment is longer than 4096 bytes',
+		               '{"field":"comment"}');
+	END IF;
+	IF NOT decide_approval(p_approval, p_decision, p_user, p_comment, p_remote) THEN
+		SELECT * INTO v_a FROM approvals WHERE id = p_approval;
+		RETURN api_err(409, 'not_pending', CASE v_a.status
+		    WHEN 'pending' THEN 'the approval has expired or its run has finished'
+		    ELSE format('the approval is already %s', v_a.status) END,
+		    jsonb_build_object('status', v_a.status));
+	END IF;
+	SELECT * INTO v_a FROM approvals WHERE id = p_approval;
+	RETURN api_ok(200, approval_json(v_a), v_role);
+END
+$$;
+
+CREATE FUNCTION approval_json(a approvals) RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+	SELECT jsonb_build_object('id', a.id, 'run_id', a.run_id, 'step_id', a.step_id,
+	    'status', a.status, 'requested_at', api_ts(a.requested_at),
+	    'expires_at', api_ts(a.expires_at), 'decided_by', a.decided_by,
+	    'decided_at', api_ts(a.decided_at), 'comment', a.comment)
+$$;
+
+------------------------------------------------------------------------
+-- Members
+------------------------------------------------------------------------
+
+CREATE FUNCTION membership_json(m memberships) RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+	SELECT jsonb_build_object('membership_id', m.id, 'id', u.id, 'name', u.name,
+	    'display_name', u.display_name, 'role', m.role, 'disabled', u.disabled_at IS NOT NULL,
+	    'since', api_ts(m.created_at))
+	FROM users u WHERE u.id = m.user_id
+$$;
+
+-- api_member_change(user, project, membership, target_user_name, role, remote)
+-- Project admins only.  Adds (membership NULL: target_user_name, role), changes a
+-- role (role set) or removes (role NULL) a membership of the project.  The
+-- project row is locked, so concurrent changes cannot together remove or
+-- demote the last admin (409 last_admin).
+CREATE FUNCTION api_member_change(p_user uuid, p_project uuid, p_membership uuid,
+                                  p_name text, p_role text, p_remote text) RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+	v_role    text;
+	v_m       memberships%ROWTYPE;
+	v_target  uuid;
+	v_action  text;
+	v_code    integer := 200;
+BEGIN
+	IF p_membership IS NOT NULL THEN
+		SELECT project_id INTO p_project FROM memberships WHERE id = p_membership;
+	END IF;
+	v_role := api_role(p_user, p_project);
+	IF v_role IS NULL THEN
+		RETURN api_err(404, 'not_found',
+		               CASE WHEN p_membership IS NULL THEN 'no such project'
+		                    ELSE 'no such membership' END);
+	ELSIF v_role <> 'admin' THEN
+		RETURN api_err(403, 'forbidden', 'only a project admin may manage members');
+	ELSIF p_role IS NOT NULL AND p_role NOT IN ('admin', 'member', 'viewer') THEN
+		RETURN api_err(422, 'invalid_field', 'role must be admin, member or viewer',
+		               '{"field":"role"}');
+	END IF;
+	PERFORM 1 FROM projects WHERE id = p_project FOR UPDATE;
+
+	IF p_membership IS NULL THEN
+		SELECT id INTO v_target FROM users WHERE name = p_name;
+		IF NOT FOUND THEN
+			RETURN api_err(422, 'unknown_user', 'no user has that name', '{"field":"user"}');
+		END IF;
+		INSERT INTO memberships (project_id, user_id, role)
+		VALUES (p_project, v_target, p_role)
+		ON CONFLICT (project_id, user_id) DO NOTHING
+		RETURNING * INTO v_m;
+		IF NOT FOUND THEN
+			RETURN api_err(409, 'already_member', 'the user is already a member');
+		END IF;
+		v_action := 'member.add';
+		v_code := 201;
+	ELSE
+		SELECT * INTO v_m FROM memberships WHERE id = p_membership;
+		IF v_m.role = 'admin' AND coalesce(p_role, '') <> 'admin' AND
+		   (SELECT count(*) FROM memberships WHERE project_id = p_project
+		    AND role = 'admin') = 1 THEN
+			RETURN api_err(409, 'last_admin', 'a project keeps at least one admin');
+		END IF;
+		IF p_role IS NULL THEN
+			DELETE FROM memberships WHERE id = p_membership;
+			v_action := 'member.remove';
+		ELSE
+			UPDATE memberships SET role = p_role WHERE id = p_membership RETURNING * INTO v_m;
+			v_action := 'member.role';
+		END IF;
+	END IF;
+	INSERT INTO audit_log (actor_user_id, actor_kind, action, object_kind, object_id,
+	                       project_id, remote_addr, detail)
+	VALUES (p_user, 'user', v_action, 'membership', v_m.id::text, p_project, p_remote,
+	        jsonb_build_object('user_id', v_m.user_id, 'role', p_role));
+	IF v_action = 'member.remove' THEN
+		RETURN api_ok(200, jsonb_build_object('removed', v_m.id), v_role);
+	END IF;
+	RETURN api_ok(v_code, membership_json(v_m), v_role);
+END
+$$;
