@@ -130,6 +130,8 @@ int hreq_db_ok(struct hreq *h, const struct ipc_db_result *r);
 json_t *hreq_db_rows(struct hreq *h, const struct ipc_db_result *r);
 
 /* router.c */
+/* The route table (for tests): *n routes. */
+const struct route *router_routes(size_t *n);
 /* evhttp's callback for every request. */
 void router_dispatch(struct evhttp_request *req, void *arg);
 /* After authentication: the body checks, then the route's handler. */

@@ -80,6 +80,13 @@ static const struct route routes[] = {
 /* clang-format on */
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
 
+const struct route *
+router_routes(size_t *n)
+{
+	*n = NROUTES;
+	return routes;
+}
+
 /*
  * The first route in table order whose pattern matches and whose method is
  * cmd (HEAD finds GET routes): GET /v1/templates/validate passes the POST

@@ -14,6 +14,8 @@
  *  - jansson types true and false apart (JSON_TRUE / JSON_FALSE): a field
  *    declared JSON_TRUE refuses false.  No route declares a boolean yet.
  */
+#include <sys/queue.h>
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -229,6 +231,220 @@ test_every_route(void **state)
 	expect_route(EVHTTP_REQ_GET, "/v1/templates/validate", api_template, "validate");
 }
 
+/* The routes of the runs API, their least role, and project flag. */
+static void
+test_runs_routes(void **state)
+{
+	static const struct {
+		enum evhttp_cmd_type m;
+		const char *path;
+		route_fn fn;
+		enum api_role role;
+		int project;
+		size_t nfields;
+		const char *query;
+	} t[] = {
+	    {EVHTTP_REQ_GET, "/v1/projects/" UUID, api_project, API_ROLE_VIEWER, 1, 0, NULL},
+	    {EVHTTP_REQ_POST, "/v1/projects/" UUID "/members", api_member_add, API_ROLE_ADMIN, 1, 2,
+	     NULL},
+	    {EVHTTP_REQ_PATCH, "/v1/memberships/" UUID, api_member_update, API_ROLE_ADMIN, 0, 1,
+	     NULL},
+	    {EVHTTP_REQ_DELETE, "/v1/memberships/" UUID, api_member_remove, API_ROLE_ADMIN, 0, 0,
+	     NULL},
+	    {EVHTTP_REQ_GET, "/v1/projects/" UUID "/grants", api_project_grants, API_ROLE_VIEWER, 1,
+	     0, NULL},
+	    {EVHTTP_REQ_GET, "/v1/projects/" UUID "/repos", api_project_repos, API_ROLE_VIEWER, 1, 0,
+	     NULL},
+	    {EVHTTP_REQ_GET, "/v1/projects/" UUID "/usage", api_project_usage, API_ROLE_VIEWER, 1, 0,
+	     "month"},
+	    {EVHTTP_REQ_GET, "/v1/projects/" UUID "/audit", api_project_audit, API_ROLE_ADMIN, 1, 0,
+	     "after limit"},
+	    {EVHTTP_REQ_GET, "/v1/projects/" UUID "/runs", api_runs_list, API_ROLE_VIEWER, 1, 0,
+	     "status template cursor limit"},
+	    {EVHTTP_REQ_POST, "/v1/projects/" UUID "/runs", api_runs_submit, API_ROLE_MEMBER, 1, 2,
+	     NULL},
+	    {EVHTTP_REQ_GET, "/v1/runs/" UUID, api_run, API_ROLE_VIEWER, 0, 0, NULL},
+	    {EVHTTP_REQ_POST, "/v1/runs/" UUID "/cancel", api_run_cancel, API_ROLE_MEMBER, 0, 0,
+	     NULL},
+	    {EVHTTP_REQ_GET, "/v1/runs/" UUID "/steps", api_run_steps, API_ROLE_VIEWER, 0, 0, NULL},
+	    {EVHTTP_REQ_GET, "/v1/runs/" UUID "/events", api_run_events, API_ROLE_VIEWER, 0, 0,
+	     "after limit"},
+	    {EVHTTP_REQ_GET, "/v1/runs/" UUID "/events/stream", api_run_stream, API_ROLE_VIEWER, 0, 0,
+	     "after"},
+	    {EVHTTP_REQ_GET, "/v1/runs/" UUID "/approvals", api_run_approvals, API_ROLE_VIEWER, 0, 0,
+	     NULL},
+	    {EVHTTP_REQ_POST, "/v1/approvals/" UUID "/decide", api_approval_decide, API_ROLE_MEMBER,
+	     0, 2, NULL},
+	    {EVHTTP_REQ_GET, "/v1/runs/" UUID "/artifacts", api_run_artifacts, API_ROLE_VIEWER, 0, 0,
+	     NULL},
+	    {EVHTTP_REQ_GET, "/v1/artifacts/" UUID, api_artifact, API_ROLE_VIEWER, 0, 0, NULL},
+	};
+	const struct route *rt;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		rt = expect_route(t[i].m, t[i].path, t[i].fn, UUID);
+		assert_int_equal(rt->auth, 1);
+		assert_int_equal(rt->min_role, t[i].role);
+		assert_int_equal(rt->project, t[i].project);
+		assert_int_equal(rt->nfields, t[i].nfields);
+		if (t[i].query == NULL)
+			assert_null(rt->query);
+		else
+			assert_string_equal(rt->query, t[i].query);
+	}
+	/* the routes every user may call name no project role */
+	rt = expect_route(EVHTTP_REQ_GET, "/v1/templates", api_templates, "");
+	assert_int_equal(rt->min_role, API_ROLE_NONE);
+	rt = expect_route(EVHTTP_REQ_GET, "/v1/me", api_me, "");
+	assert_int_equal(rt->min_role, API_ROLE_NONE);
+	expect_405(EVHTTP_REQ_GET, "/v1/runs/" UUID "/cancel", "POST");
+	expect_405(EVHTTP_REQ_PUT, "/v1/memberships/" UUID, "PATCH, DELETE");
+	expect_405(EVHTTP_REQ_DELETE, "/v1/projects/" UUID "/runs", "GET, HEAD, POST");
+	expect_405(EVHTTP_REQ_GET, "/v1/approvals/" UUID "/decide", "POST");
+	expect_404(EVHTTP_REQ_GET, "/v1/runs/not-a-uuid");
+	expect_404(EVHTTP_REQ_GET, "/v1/runs/" UUID "/events/stream/x");
+	expect_404(EVHTTP_REQ_GET, "/v1/approvals/" UUID);
+}
+
+/* router_query: only the route's names, once each, never empty. */
+static void
+test_query(void **state)
+{
+	struct evkeyvalq q;
+	char err[160];
+
+	(void)state;
+	assert_int_equal(router_query(NULL, NULL, &q, err, sizeof(err)), 0);
+	assert_true(TAILQ_EMPTY(&q));
+	assert_int_equal(router_query("", "after", &q, err, sizeof(err)), 0);
+	assert_int_equal(router_query("after=3&limit=10", "after limit", &q, err, sizeof(err)), 0);
+	assert_string_equal(evhttp_find_header(&q, "after"), "3");
+	assert_string_equal(evhttp_find_header(&q, "limit"), "10");
+	evhttp_clear_headers(&q);
+	/* percent-decoded values */
+	assert_int_equal(router_query("template=run%2Dtests", "template", &q, err, sizeof(err)), 0);
+	assert_string_equal(evhttp_find_header(&q, "template"), "run-tests");
+	evhttp_clear_headers(&q);
+	assert_int_equal(router_query("x=1", "after limit", &q, err, sizeof(err)), -1);
+	assert_string_equal(err, "unknown query parameter \"x\"");
+	assert_true(TAILQ_EMPTY(&q));
+	assert_int_equal(router_query("after=1", NULL, &q, err, sizeof(err)), -1);
+	/* a prefix or a longer name of an allowed one is not it */
+	assert_int_equal(router_query("afte=1", "after", &q, err, sizeof(err)), -1);
+	assert_int_equal(router_query("afterx=1", "after", &q, err, sizeof(err)), -1);
+	assert_int_equal(router_query("limit=1", "after limitx", &q, err, sizeof(err)), -1);
+	assert_int_equal(router_query("after=1&after=2", "after", &q, err, sizeof(err)), -1);
+	assert_string_equal(err, "query parameter \"after\" is given twice");
+	assert_int_equal(router_query("after=", "after", &q, err, sizeof(err)), -1);
+	assert_string_equal(err, "query parameter \"after\" is empty");
+	assert_int_equal(router_query("after", "after", &q, err, sizeof(err)), -1);
+	/* names are compared as sent: percent-encoding does not reach a name */
+	assert_int_equal(router_query("%61fter=1", "after", &q, err, sizeof(err)), -1);
+	assert_string_equal(err, "unknown query parameter \"%61fter\"");
+}
+
+static void
+test_uint(void **state)
+{
+	uint64_t v = 7;
+
+	(void)state;
+	assert_int_equal(router_uint("0", 10, &v), 0);
+	assert_true(v == 0);
+	assert_int_equal(router_uint("10", 10, &v), 0);
+	assert_true(v == 10);
+	assert_int_equal(router_uint("9223372036854775807", INT64_MAX, &v), 0);
+	assert_true(v == INT64_MAX);
+	v = 7;
+	assert_int_equal(router_uint("11", 10, &v), -1);
+	assert_int_equal(router_uint("9223372036854775808", INT64_MAX, &v), -1);
+	assert_int_equal(router_uint("99999999999999999999", UINT64_MAX, &v), -1);
+	assert_int_equal(router_uint("-1", 10, &v), -1);
+	assert_int_equal(router_uint("+1", 10, &v), -1);
+	assert_int_equal(router_uint(" 1", 10, &v), -1);
+	assert_int_equal(router_uint("1 ", 10, &v), -1);
+	assert_int_equal(router_uint("01", 10, &v), -1);
+	assert_int_equal(router_uint("", 10, &v), -1);
+	assert_int_equal(router_uint("0x1", 10, &v), -1);
+	assert_int_equal(router_uint("1e3", 10000, &v), -1);
+	assert_true(v == 7); /* untouched on failure */
+}
+
+static void
+test_month_and_role(void **state)
+{
+	(void)state;
+	assert_true(router_is_month("2026-01"));
+	assert_true(router_is_month("2026-12"));
+	assert_true(router_is_month("9999-10"));
+	assert_false(router_is_month("2026-00"));
+	assert_false(router_is_month("2026-13"));
+	assert_false(router_is_month("2026-1"));
+	assert_false(router_is_month("2026-011"));
+	assert_false(router_is_month("1999-12"));
+	assert_false(router_is_month("2026/01"));
+	assert_false(router_is_month("２026-01"));
+	assert_false(router_is_month(""));
+	assert_int_equal(router_role_rank("viewer"), API_ROLE_VIEWER);
+	assert_int_equal(router_role_rank("member"), API_ROLE_MEMBER);
+	assert_int_equal(router_role_rank("admin"), API_ROLE_ADMIN);
+	assert_true(API_ROLE_VIEWER < API_ROLE_MEMBER && API_ROLE_MEMBER < API_ROLE_ADMIN);
+	assert_int_equal(router_role_rank(NULL), API_ROLE_NONE);
+	assert_int_equal(router_role_rank("Admin"), API_ROLE_NONE);
+	assert_int_equal(router_role_rank("owner"), API_ROLE_NONE);
+	assert_int_equal(router_role_rank(""), API_ROLE_NONE);
+}
+
+/*
+ * docs/api.md describes every route as a heading "### `METHOD PATTERN`",
+ * and describes no route the table does not have.
+ */
+static void
+test_routes_documented(void **state)
+{
+	size_t n, i, len = 0;
+	const struct route *rt = router_routes(&n);
+	char *doc = NULL, want[160], *p, *end;
+	FILE *f = fopen("docs/api.md", "r");
+	size_t cap = 0;
+	int found;
+
+	(void)state;
+	if (f == NULL)
+		fail_msg("docs/api.md: cannot open (run from the source tree)");
+	assert_true(getdelim(&doc, &cap, '\0', f) > 0);
+	fclose(f);
+	len = strlen(doc);
+	for (i = 0; i < n; i++) {
+		snprintf(want, sizeof(want), "### `%s %s`", method_name(rt[i].method),
+		         rt[i].pattern);
+		if (strstr(doc, want) == NULL)
+			fail_msg("docs/api.md does not document %s", want + 4);
+	}
+	/* every documented route exists */
+	for (p = doc; (p = strstr(p, "\n### `")) != NULL; p = end) {
+		p += 6;
+		if ((end = strchr(p, '`')) == NULL || (size_t)(end - p) >= sizeof(want))
+			fail_msg("docs/api.md: a malformed route heading");
+		memcpy(want, p, (size_t)(end - p));
+		want[end - p] = '\0';
+		found = 0;
+		for (i = 0; i < n && !found; i++) {
+			char route[160];
+
+			snprintf(route, sizeof(route), "%s %s", method_name(rt[i].method),
+			         rt[i].pattern);
+			found = strcmp(route, want) == 0;
+		}
+		if (!found)
+			fail_msg("docs/api.md documents %s, which is not a route", want);
+	}
+	assert_true(len > 0);
+	free(doc);
+}
+
 /* HEAD reaches every GET route (with the GET route's method). */
 static void
 test_head_reaches_get(void **state)
@@ -255,7 +471,7 @@ test_405_allow(void **state)
 	expect_405(EVHTTP_REQ_DELETE, "/v1/me", "GET, HEAD");
 	expect_405(EVHTTP_REQ_PUT, "/v1/projects", "GET, HEAD");
 	expect_405(EVHTTP_REQ_PATCH, "/v1/projects/" UUID, "GET, HEAD");
-	expect_405(EVHTTP_REQ_OPTIONS, "/v1/projects/" UUID "/members", "GET, HEAD");
+	expect_405(EVHTTP_REQ_OPTIONS, "/v1/projects/" UUID "/members", "GET, HEAD, POST");
 	expect_405(EVHTTP_REQ_POST, "/v1/templates", "GET, HEAD");
 	expect_405(EVHTTP_REQ_POST, "/v1/templates/foo", "GET, HEAD");
 	/* both the POST route and {name} match this path */
@@ -802,6 +1018,11 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_every_route),
+	    cmocka_unit_test(test_runs_routes),
+	    cmocka_unit_test(test_query),
+	    cmocka_unit_test(test_uint),
+	    cmocka_unit_test(test_month_and_role),
+	    cmocka_unit_test(test_routes_documented),
 	    cmocka_unit_test(test_head_reaches_get),
 	    cmocka_unit_test(test_405_allow),
 	    cmocka_unit_test(test_allow_list),
