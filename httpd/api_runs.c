@@ -5,6 +5,8 @@
  * itself from the acting user; api_envelope_done turns it into the reply.
  * The event stream is in sse.c.
  */
+#include <sys/queue.h>
+
 #include <event2/buffer.h>
 #include <event2/http.h>
 #include <jansson.h>
@@ -13,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/child.h"
 #include "common/log.h"
 #include "httpd/httpd.h"
 
@@ -231,68 +234,30 @@ artifact_type(const char *kind)
 	return "text/plain; charset=utf-8";
 }
 
+/* The requests waiting for the supervisor to open a stored artifact. */
+struct art_wait {
+	TAILQ_ENTRY(art_wait) entry;
+	struct hreq *h;
+};
+static TAILQ_HEAD(, art_wait) art_waits = TAILQ_HEAD_INITIALIZER(art_waits);
+
 /*
- * The bytes of an inline artifact, as an attachment, with its sha256 as a
- * strong ETag (If-None-Match answers 304).  The digest is checked against
- * the bytes before anything is sent.
+ * Answer h with an artifact's bytes (buf, consumed; NULL for a 304 when
+ * If-None-Match names its tag), described by h->art {key, kind, sha256}: an
+ * attachment, with its sha256 as a strong ETag.
  */
 static void
-artifact_done(struct hreq *h, const struct ipc_db_result *r)
+artifact_send(struct hreq *h, struct evbuffer *buf)
 {
-	json_t *rows, *env, *body;
-	const char *b64, *kind, *key, *sha, *inm;
-	unsigned char *bin = NULL, digest[crypto_hash_sha256_BYTES];
-	char hex[crypto_hash_sha256_BYTES * 2 + 1], etag[80], disp[128];
-	struct evkeyvalq *out;
-	struct evbuffer *buf;
-	size_t b64len, binlen;
+	const char *kind = json_string_value(json_object_get(h->art, "kind"));
+	const char *key = json_string_value(json_object_get(h->art, "key"));
+	const char *sha = json_string_value(json_object_get(h->art, "sha256"));
+	struct evkeyvalq *out = evhttp_request_get_output_headers(h->req);
+	char etag[80], disp[128];
+	const char *inm;
 
-	if (!hreq_db_ok(h, r) || (rows = hreq_db_rows(h, r)) == NULL)
-		return;
-	env = json_array_get(rows, 0);
-	body = json_object_get(env, "body");
-	if (body == NULL || json_integer_value(json_object_get(env, "status")) != 200) {
-		json_decref(rows);
-		/* the same envelope again, through the common path */
-		api_envelope_done(h, r);
-		return;
-	}
-	b64 = json_string_value(json_object_get(body, "inline"));
-	kind = json_string_value(json_object_get(body, "kind"));
-	key = json_string_value(json_object_get(body, "key"));
-	sha = json_string_value(json_object_get(body, "sha256"));
-	if (kind == NULL || key == NULL || sha == NULL ||
-	    router_role_rank(json_string_value(json_object_get(env, "role"))) < API_ROLE_VIEWER) {
-		json_decref(rows);
-		hreq_error(h, 500, "internal", "internal error");
-		return;
-	}
-	if (b64 == NULL) {
-		/* in the content-addressed store: the supervisor's to open */
-		json_decref(rows);
-		hreq_error(h, 503, "unavailable", "stored artifacts cannot be served yet");
-		return;
-	}
-	b64len = strlen(b64);
-	if ((bin = malloc(b64len / 4 * 3 + 3)) == NULL)
-		fatal("malloc");
-	if (sodium_base642bin(bin, b64len / 4 * 3 + 3, b64, b64len, NULL, &binlen, NULL,
-	                      sodium_base64_VARIANT_ORIGINAL) != 0) {
-		binlen = (size_t)-1;
-	} else {
-		crypto_hash_sha256(digest, bin, binlen);
-		sodium_bin2hex(hex, sizeof(hex), digest, sizeof(digest));
-	}
-	if (binlen == (size_t)-1 || strcmp(hex, sha) != 0) {
-		log_warnx("artifact %s: its bytes do not match its digest", h->param);
-		free(bin);
-		json_decref(rows);
-		hreq_error(h, 500, "internal", "internal error");
-		return;
-	}
 	snprintf(etag, sizeof(etag), "\"%s\"", sha);
 	snprintf(disp, sizeof(disp), "attachment; filename=\"%s%s\"", key, artifact_ext(kind));
-	out = evhttp_request_get_output_headers(h->req);
 	evhttp_add_header(out, "ETag", etag);
 	evhttp_add_header(out, "Cache-Control", "private, no-cache");
 	evhttp_add_header(out, "X-Content-Type-Options", "nosniff");
@@ -302,15 +267,171 @@ artifact_done(struct hreq *h, const struct ipc_db_result *r)
 	} else {
 		evhttp_add_header(out, "Content-Type", artifact_type(kind));
 		evhttp_add_header(out, "Content-Disposition", disp);
-		if ((buf = evbuffer_new()) == NULL)
-			fatalx("out of memory");
-		evbuffer_add(buf, bin, binlen);
 		evhttp_send_reply(h->req, 200, "OK", buf);
-		evbuffer_free(buf);
 	}
-	free(bin);
-	json_decref(rows);
+	evbuffer_free(buf);
 	hreq_done(h);
+}
+
+/* The bytes of an inline artifact, checked against its digest. */
+static void
+artifact_inline(struct hreq *h, const char *b64)
+{
+	const char *sha = json_string_value(json_object_get(h->art, "sha256"));
+	unsigned char *bin, digest[crypto_hash_sha256_BYTES];
+	char hex[crypto_hash_sha256_BYTES * 2 + 1];
+	size_t b64len = strlen(b64), binlen = 0, cap = b64len / 4 * 3 + 3;
+	struct evbuffer *buf;
+	int bad;
+
+	if ((bin = malloc(cap)) == NULL)
+		fatal("malloc");
+	bad = sodium_base642bin(bin, cap, b64, b64len, NULL, &binlen, NULL,
+	                        sodium_base64_VARIANT_ORIGINAL) != 0;
+	if (!bad) {
+		crypto_hash_sha256(digest, bin, binlen);
+		sodium_bin2hex(hex, sizeof(hex), digest, sizeof(digest));
+		bad = strcmp(hex, sha) != 0;
+	}
+	if (bad) {
+		log_warnx("artifact %s: its bytes do not match its digest", h->param);
+		free(bin);
+		hreq_error(h, 500, "internal", "internal error");
+		return;
+	}
+	if ((buf = evbuffer_new()) == NULL)
+		fatalx("out of memory");
+	evbuffer_add(buf, bin, binlen);
+	free(bin);
+	artifact_send(h, buf);
+}
+
+static void
+artifact_wait_timeout(struct hreq *h, const struct ipc_db_result *r)
+{
+	api_artifact_forget(h);
+	hreq_error(h, 503, "unavailable", "the artifact store did not answer");
+}
+
+/* Ask the supervisor for the stored file; api_artifact_reply answers. */
+static void
+artifact_stored(struct hreq *h)
+{
+	struct child *ch = httpd_child();
+	struct art_wait *a;
+	struct ipc_wbuf w;
+
+	h->artid = ++ch->next_id;
+	ipc_wbuf_begin(&w, IMSG_ARTIFACT_OPEN, h->artid, 2);
+	ipc_put_str(&w, h->uid);
+	ipc_put_str(&w, h->param);
+	if (ipc_wbuf_finish(&w, ch->max_frame) == -1 || ipc_chan_send(ch->sup, &w, -1) == -1) {
+		ipc_wbuf_free(&w);
+		h->artid = 0;
+		hreq_error(h, 503, "unavailable", "the artifact store is unavailable");
+		return;
+	}
+	ipc_wbuf_free(&w);
+	if ((a = calloc(1, sizeof(*a))) == NULL)
+		fatal("calloc");
+	a->h = h;
+	TAILQ_INSERT_TAIL(&art_waits, a, entry);
+	hreq_wait(h, artifact_wait_timeout);
+}
+
+void
+api_artifact_forget(struct hreq *h)
+{
+	struct art_wait *a;
+
+	TAILQ_FOREACH(a, &art_waits, entry)
+	if (a->h == h) {
+		TAILQ_REMOVE(&art_waits, a, entry);
+		free(a);
+		break;
+	}
+	h->artid = 0;
+}
+
+void
+api_artifact_reply(struct ipc_msg *m)
+{
+	struct art_wait *a;
+	struct evbuffer *buf;
+	struct hreq *h = NULL;
+	uint64_t size;
+	uint32_t status;
+
+	TAILQ_FOREACH(a, &art_waits, entry)
+	if (a->h->artid == m->id) {
+		h = a->h;
+		break;
+	}
+	if (h == NULL)
+		return; /* timed out already; the descriptor is closed with m */
+	api_artifact_forget(h);
+	hreq_wait_end(h);
+	if (h->req == NULL) {
+		hreq_done(h);
+		return;
+	}
+	if (m->type == IMSG_ARTIFACT_ERR) {
+		if (ipc_dec_artifact_err(m->body, &status) == -1)
+			fatalx("bad artifact reply");
+		if (status == 404)
+			hreq_error(h, 404, "not_found", "no such artifact");
+		else if (status == 503)
+			hreq_error(h, 503, "unavailable", "the database is unavailable");
+		else
+			hreq_error(h, 500, "internal", "internal error");
+		return;
+	}
+	if (ipc_dec_artifact_fd(m->body, &size) == -1 ||
+	    (json_int_t)size != json_integer_value(json_object_get(h->art, "size")))
+		fatalx("bad artifact reply");
+	if ((buf = evbuffer_new()) == NULL)
+		fatalx("out of memory");
+	/* the file is streamed from the descriptor (sendfile where it can be) */
+	if (evbuffer_add_file(buf, m->fd, 0, (ev_off_t)size) == -1)
+		fatalx("evbuffer_add_file");
+	m->fd = -1;
+	artifact_send(h, buf);
+}
+
+/*
+ * GET /v1/artifacts/{id}: the metadata (and inline bytes) from
+ * httpd_artifact_get, which decides who may read it; then the bytes.
+ */
+static void
+artifact_done(struct hreq *h, const struct ipc_db_result *r)
+{
+	json_t *rows, *env, *body;
+	const char *b64;
+
+	if (!hreq_db_ok(h, r) || (rows = hreq_db_rows(h, r)) == NULL)
+		return;
+	env = json_array_get(rows, 0);
+	body = json_object_get(env, "body");
+	if (body == NULL || json_integer_value(json_object_get(env, "status")) != 200) {
+		json_decref(rows);
+		api_envelope_done(h, r); /* the refusal, through the common path */
+		return;
+	}
+	if (!json_is_string(json_object_get(body, "kind")) ||
+	    !json_is_string(json_object_get(body, "key")) ||
+	    !json_is_string(json_object_get(body, "sha256")) ||
+	    router_role_rank(json_string_value(json_object_get(env, "role"))) < API_ROLE_VIEWER) {
+		json_decref(rows);
+		hreq_error(h, 500, "internal", "internal error");
+		return;
+	}
+	h->art = json_incref(body);
+	b64 = json_string_value(json_object_get(body, "inline"));
+	if (b64 != NULL)
+		artifact_inline(h, b64);
+	else
+		artifact_stored(h);
+	json_decref(rows);
 }
 
 void

@@ -140,6 +140,9 @@ hreq_free(struct hreq *h)
 		evhttp_connection_set_closecb(evhttp_request_get_connection(h->req), NULL, NULL);
 	if (h->dbid != 0)
 		child_db_forget(&httpd, h->dbid);
+	if (h->artid != 0)
+		api_artifact_forget(h);
+	json_decref(h->art);
 	event_free(h->timer);
 	evhttp_clear_headers(&h->query);
 	json_decref(h->body);
@@ -267,6 +270,22 @@ hreq_db_send(struct hreq *h, struct ipc_wbuf *w, uint64_t id, hreq_db_cb cb)
 		fatalx("evtimer_add");
 }
 
+void
+hreq_wait(struct hreq *h, hreq_db_cb cb)
+{
+	struct timeval tv = {HTTPD_DB_TIMEOUT_SECS, 0};
+
+	h->dbcb = cb;
+	if (evtimer_add(h->timer, &tv) == -1)
+		fatalx("evtimer_add");
+}
+
+void
+hreq_wait_end(struct hreq *h)
+{
+	evtimer_del(h->timer);
+}
+
 int
 hreq_db_ok(struct hreq *h, const struct ipc_db_result *r)
 {
@@ -331,6 +350,10 @@ httpd_dispatch_supervisor(struct child *c, struct ipc_msg *m)
 		m->fd = -1; /* evhttp owns it now */
 		nlisten++;
 		log_info("listening on %s", addr);
+		return;
+	case IMSG_ARTIFACT_FD:
+	case IMSG_ARTIFACT_ERR:
+		api_artifact_reply(m);
 		return;
 	case IMSG_RUN_WAKE: {
 		char run[IPC_UUID_LEN + 1];

@@ -49,6 +49,8 @@ struct hreq {
 	struct event *timer;
 	uint64_t dbid; /* pending database call, 0 when none */
 	hreq_db_cb dbcb;
+	uint64_t artid; /* pending IMSG_ARTIFACT_OPEN, 0 when none */
+	json_t *art;    /* the artifact being served (api_runs.c) */
 };
 
 /* Roles in a project, in order of what they may do; ROLE_NONE: no check. */
@@ -117,6 +119,10 @@ void hreq_done(struct hreq *h);
 struct evhttp_request *hreq_detach(struct hreq *h);
 /* The same with extra members (consumed) in "error". */
 void hreq_error_ex(struct hreq *h, int code, const char *ecode, const char *msg, json_t *extra);
+/* Wait for a reply other than a database call: cb(h, NULL) after the
+ * usual timeout, unless hreq_wait_end is called first. */
+void hreq_wait(struct hreq *h, hreq_db_cb cb);
+void hreq_wait_end(struct hreq *h);
 /* Start a named call (then append nargs values with ipc_put_*). */
 uint64_t hreq_db_begin(struct ipc_wbuf *w, const char *op, uint32_t nargs);
 /* Send it with a timeout; cb gets the reply.  On a send failure h is
@@ -233,6 +239,10 @@ void api_run_approvals(struct hreq *h);
 void api_approval_decide(struct hreq *h);
 void api_run_artifacts(struct hreq *h);
 void api_artifact(struct hreq *h);
+/* IMSG_ARTIFACT_FD / IMSG_ARTIFACT_ERR from the supervisor. */
+void api_artifact_reply(struct ipc_msg *m);
+/* h goes away with an artifact request pending. */
+void api_artifact_forget(struct hreq *h);
 
 /* sse.c: GET /v1/runs/{id}/events/stream (DESIGN.md 3.5) */
 void api_run_stream(struct hreq *h);

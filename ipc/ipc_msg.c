@@ -220,6 +220,56 @@ ipc_dec_run_wake(const msgpack_object *body, char run[IPC_UUID_LEN + 1], uint64_
 	return 0;
 }
 
+/* One canonical UUID string into out. */
+static int
+ipc_get_uuid(struct ipc_cur *c, char out[IPC_UUID_LEN + 1])
+{
+	const char *s;
+	size_t len;
+
+	if (ipc_get_str(c, &s, &len, IPC_UUID_LEN) == -1 || !ipc_is_uuid(s, len))
+		return -1;
+	memcpy(out, s, len);
+	out[len] = '\0';
+	return 0;
+}
+
+int
+ipc_dec_artifact_open(const msgpack_object *body, char user[IPC_UUID_LEN + 1],
+                      char art[IPC_UUID_LEN + 1])
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_uuid(&c, user) == -1 || ipc_get_uuid(&c, art) == -1 || ipc_end(&c) == -1)
+		return -1;
+	return 0;
+}
+
+int
+ipc_dec_artifact_fd(const msgpack_object *body, uint64_t *size)
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_u64(&c, size) == -1 || ipc_end(&c) == -1 || *size == 0 ||
+	    *size > INT64_MAX)
+		return -1;
+	return 0;
+}
+
+int
+ipc_dec_artifact_err(const msgpack_object *body, uint32_t *status)
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_u32(&c, status) == -1 || ipc_end(&c) == -1 ||
+	    (*status != 404 && *status != 500 && *status != 503))
+		return -1;
+	return 0;
+}
+
 int
 ipc_dec_chunk(const msgpack_object *body, struct ipc_chunk *out)
 {
@@ -538,6 +588,30 @@ val_IMSG_RUN_WAKE(const msgpack_object *body)
 	uint64_t seq;
 
 	return ipc_dec_run_wake(body, run, &seq);
+}
+
+static int
+val_IMSG_ARTIFACT_OPEN(const msgpack_object *body)
+{
+	char user[IPC_UUID_LEN + 1], art[IPC_UUID_LEN + 1];
+
+	return ipc_dec_artifact_open(body, user, art);
+}
+
+static int
+val_IMSG_ARTIFACT_FD(const msgpack_object *body)
+{
+	uint64_t size;
+
+	return ipc_dec_artifact_fd(body, &size);
+}
+
+static int
+val_IMSG_ARTIFACT_ERR(const msgpack_object *body)
+{
+	uint32_t status;
+
+	return ipc_dec_artifact_err(body, &status);
 }
 
 static int

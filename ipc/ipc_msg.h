@@ -114,6 +114,14 @@
  *              database (NOTIFY run_events), or ("", 0) notifications may
  *              have been lost (the LISTEN connection was re-established).
  *              The receiver replays from the database; it never trusts seq.
+ *
+ * Stored artifacts (httpd <-> supervisor; the reply has the request's id):
+ *  ARTIFACT_OPEN [user str (UUID), artifact str (UUID)]  the supervisor
+ *              checks in the database that user may read the artifact and
+ *              opens its file in the content-addressed store
+ *  ARTIFACT_FD  [size u64] + the file, opened read-only
+ *  ARTIFACT_ERR [status u32: 404 not visible or not stored, 500 the store
+ *              does not hold what the database says, 503 no database]
  */
 #define IPC_MSG_LIST(X)                                                                     \
 	X(IMSG_HELLO, 1, SUP, CHILDREN_ALL, 0)                                              \
@@ -142,7 +150,10 @@
 	X(IMSG_SBX_OUTPUT, 24, SBX, SBX_DRIVERS, 0)                                         \
 	X(IMSG_SBX_EXIT, 25, SBX, SBX_DRIVERS, 0)                                           \
 	X(IMSG_SBX_RESULT, 26, SBX, SBX_DRIVERS, 0)                                         \
-	X(IMSG_RUN_WAKE, 27, SUP, ROLE_BIT(ROLE_HTTPD), 0)
+	X(IMSG_RUN_WAKE, 27, SUP, ROLE_BIT(ROLE_HTTPD), 0)                                  \
+	X(IMSG_ARTIFACT_OPEN, 28, ROLE_BIT(ROLE_HTTPD), SUP, 0)                              \
+	X(IMSG_ARTIFACT_FD, 29, SUP, ROLE_BIT(ROLE_HTTPD), IPC_F_FD)                         \
+	X(IMSG_ARTIFACT_ERR, 30, SUP, ROLE_BIT(ROLE_HTTPD), 0)
 
 enum ipc_msg_type {
 #define IPC_X_ENUM(sym, num, snd, rcv, fl) sym = num,
@@ -222,6 +233,10 @@ int ipc_dec_listen_fd(const msgpack_object *body, char *addr, size_t addrsz);
 #define IPC_UUID_LEN 36
 /* IMSG_RUN_WAKE: run gets the id NUL-terminated ("" for every run). */
 int ipc_dec_run_wake(const msgpack_object *body, char run[IPC_UUID_LEN + 1], uint64_t *seq);
+int ipc_dec_artifact_open(const msgpack_object *body, char user[IPC_UUID_LEN + 1],
+                          char art[IPC_UUID_LEN + 1]);
+int ipc_dec_artifact_fd(const msgpack_object *body, uint64_t *size);
+int ipc_dec_artifact_err(const msgpack_object *body, uint32_t *status);
 /* Whether s[0..len) is a canonical UUID (8-4-4-4-12 hex digits, lower case). */
 int ipc_is_uuid(const char *s, size_t len);
 

@@ -114,6 +114,9 @@ proc_on_msg(struct ipc_chan *ch, struct ipc_msg *m, void *arg)
 	case IMSG_DB_OP:
 		sup_db_op(p, m);
 		return;
+	case IMSG_ARTIFACT_OPEN:
+		sup_artifact_open(p, m);
+		return;
 	default:
 		/* The catalog let it through, but this peer has no use for it here. */
 		proc_abort(p, "sent a message the supervisor does not accept from it");
