@@ -261,6 +261,15 @@ hreq_db_send(struct hreq *h, struct ipc_wbuf *w, uint64_t id, hreq_db_cb cb)
 	struct timeval tv = {HTTPD_DB_TIMEOUT_SECS, 0};
 
 	h->dbcb = cb;
+	if (httpd.npending >= CHILD_DB_PENDING_MAX) {
+		/* as many requests wait for the database as httpd will let wait */
+		ipc_wbuf_free(w);
+		if (h->req != NULL)
+			evhttp_add_header(evhttp_request_get_output_headers(h->req), "Retry-After",
+			                  "1");
+		hreq_error(h, 429, "too_many_requests", "too many requests in progress; retry later");
+		return;
+	}
 	if (child_db_send(&httpd, w, id, hreq_db_done, h) == -1) {
 		hreq_error(h, 503, "unavailable", "the database is unavailable");
 		return;

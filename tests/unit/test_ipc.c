@@ -1042,6 +1042,47 @@ t_v_run_wake(void **state)
 }
 
 static void
+t_v_artifact(void **state)
+{
+	static const char a[] = "0b6a4a8e-1c2d-4e5f-8a9b-0c1d2e3f4a5b";
+	static const char b[] = "11111111-2222-4333-8444-555555555555";
+	char user[IPC_UUID_LEN + 1], art[IPC_UUID_LEN + 1];
+	struct ipc_msg m;
+	uint64_t size;
+	uint32_t st;
+
+	assert_int_equal(valid(IMSG_ARTIFACT_OPEN, 2, "ss", a, b), 0);
+	assert_int_equal(valid(IMSG_ARTIFACT_OPEN, 2, "ss", a, "../../etc/passwd"), -1);
+	assert_int_equal(valid(IMSG_ARTIFACT_OPEN, 2, "ss", "", b), -1);
+	assert_int_equal(valid(IMSG_ARTIFACT_OPEN, 1, "s", a), -1);
+	assert_int_equal(valid(IMSG_ARTIFACT_OPEN, 3, "sss", a, b, b), -1);
+	build(&m, IMSG_ARTIFACT_OPEN, 2, "ss", a, b);
+	assert_int_equal(ipc_dec_artifact_open(m.body, user, art), 0);
+	assert_string_equal(user, a);
+	assert_string_equal(art, b);
+	ipc_msg_free(&m);
+	/* a size is 1 .. INT64_MAX */
+	assert_int_equal(valid(IMSG_ARTIFACT_FD, 1, "U", (uint64_t)1), 0);
+	assert_int_equal(valid(IMSG_ARTIFACT_FD, 1, "U", (uint64_t)INT64_MAX), 0);
+	assert_int_equal(valid(IMSG_ARTIFACT_FD, 1, "U", (uint64_t)0), -1);
+	assert_int_equal(valid(IMSG_ARTIFACT_FD, 1, "U", (uint64_t)INT64_MAX + 1), -1);
+	build(&m, IMSG_ARTIFACT_FD, 1, "U", (uint64_t)3000000);
+	assert_int_equal(ipc_dec_artifact_fd(m.body, &size), 0);
+	assert_true(size == 3000000);
+	ipc_msg_free(&m);
+	/* only the statuses httpd maps */
+	assert_int_equal(valid(IMSG_ARTIFACT_ERR, 1, "u", 404u), 0);
+	assert_int_equal(valid(IMSG_ARTIFACT_ERR, 1, "u", 500u), 0);
+	assert_int_equal(valid(IMSG_ARTIFACT_ERR, 1, "u", 503u), 0);
+	assert_int_equal(valid(IMSG_ARTIFACT_ERR, 1, "u", 200u), -1);
+	assert_int_equal(valid(IMSG_ARTIFACT_ERR, 1, "u", 403u), -1);
+	build(&m, IMSG_ARTIFACT_ERR, 1, "u", 503u);
+	assert_int_equal(ipc_dec_artifact_err(m.body, &st), 0);
+	assert_int_equal(st, 503);
+	ipc_msg_free(&m);
+}
+
+static void
 t_v_chunk(void **state)
 {
 	static uint8_t data[IPC_CHUNK_SIZE + 1];
@@ -2518,6 +2559,7 @@ main(void)
 		cmocka_unit_test(t_v_db_result_limits),
 		cmocka_unit_test(t_v_listen_fd),
 		cmocka_unit_test(t_v_run_wake),
+		cmocka_unit_test(t_v_artifact),
 		cmocka_unit_test(t_v_chunk),
 		cmocka_unit_test(t_v_ctl_request),
 		cmocka_unit_test(t_v_ctl_reply),
