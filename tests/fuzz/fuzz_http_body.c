@@ -13,14 +13,25 @@
  *    segment replaced by a UUID or a template name, and the parameter is
  *    NUL-terminated inside its buffer (heap buffers, so ASan sees a byte
  *    written past them);
- *  - an accepted Content-Type starts with application/json.
+ *  - an accepted Content-Type starts with application/json;
+ *  - the path bytes as a query string: accepted only when every name is an
+ *    allowed one, none twice, no value empty; refused with a printable
+ *    message and nothing left to free;
+ *  - the path as an integer: accepted only as plain decimal digits whose
+ *    value is the one strtoull reads and at most the maximum; as a month
+ *    only as YYYY-MM.
  * Seeds: tests/fuzz/corpus/http_body/.
  */
+#include <sys/queue.h>
+
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
 
 #include "httpd/httpd.h"
 
@@ -156,6 +167,41 @@ check_path(const char *path)
 		abort();
 }
 
+static void
+check_query(const char *qs)
+{
+	static const char *const names[] = {"after", "limit", "status"};
+	struct evkeyvalq q;
+	struct evkeyval *kv, *o;
+	char err[160];
+	uint64_t v;
+	size_t i;
+
+	if (router_query(qs, "after limit status", &q, err, sizeof(err)) == -1) {
+		if (!TAILQ_EMPTY(&q) || err[0] == '\0')
+			abort();
+		check_printable(err, sizeof(err) - 1);
+	} else {
+		TAILQ_FOREACH(kv, &q, next) {
+			for (i = 0; i < 3 && strcmp(kv->key, names[i]) != 0; i++)
+				;
+			if (i == 3 || kv->value[0] == '\0')
+				abort();
+			for (o = TAILQ_FIRST(&q); o != kv; o = TAILQ_NEXT(o, next))
+				if (strcmp(o->key, kv->key) == 0)
+					abort();
+		}
+		evhttp_clear_headers(&q);
+	}
+	if (router_uint(qs, 1000, &v) == 0) {
+		if (v > 1000 || strspn(qs, "0123456789") != strlen(qs) ||
+		    strtoull(qs, NULL, 10) != v || (qs[0] == '0' && qs[1] != '\0'))
+			abort();
+	}
+	if (router_is_month(qs) && (strlen(qs) != 7 || qs[4] != '-'))
+		abort();
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -170,6 +216,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(path, data + 1, n);
 	path[n] = '\0';
 	check_path(path);
+	check_query(path);
 	check_body(data + 1 + n, size - 1 - n, validate_fields, 1);
 	check_body(data + 1 + n, size - 1 - n, wide_fields,
 	           sizeof(wide_fields) / sizeof(wide_fields[0]));
