@@ -69,6 +69,33 @@ echo "demo: \$ agrippactl sandbox run -- sh -c 'id; ls /; ...'"
 	'id; echo "root: $(ls / | tr "\n" " ")"; echo "network: $(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " ")";
 	 echo "processes: $(ls /proc | grep -c "^[0-9]")"; touch /etc/x 2>&1 | sed "s/^/refused: /"' || true
 echo
+echo "demo: the API: an operator sets up a user, a project and a repository, then the user"
+echo "demo: submits a run of templates/run-tests.yaml and follows its events"
+CTLS="./build/agrippactl -s $DEMO/agrippad.sock"
+# The state directory outlives a demo: what exists already is kept.
+$CTLS user add demo "Demo User" >/dev/null 2>&1 || true
+$CTLS project add demo >/dev/null 2>&1 || true
+$CTLS member add demo demo admin >/dev/null 2>&1 || true
+$CTLS repo add demo self "$ROOT" </dev/null >/dev/null 2>&1 || true
+$CTLS template list 2>/dev/null | grep -q '^run-tests ' || $CTLS template load templates/run-tests.yaml
+TOKEN=$($CTLS token create demo 1 | tail -n 1)
+API="http://127.0.0.1:$PORT"
+AUTH="Authorization: Bearer $TOKEN"
+PROJ=$(curl -s -H "$AUTH" "$API/v1/me" | sed -n 's/.*"projects":\[{"id":"\([0-9a-f-]*\)".*/\1/p')
+echo "demo: \$ curl -H 'Authorization: Bearer agr_...' -d '{\"template\":\"run-tests\",\"params\":{\"repo\":\"self\"}}' $API/v1/projects/$PROJ/runs"
+RUN_JSON=$(curl -s -H "$AUTH" -H 'Content-Type: application/json' \
+	-d '{"template":"run-tests","params":{"repo":"self"}}' "$API/v1/projects/$PROJ/runs")
+echo "$RUN_JSON" | head -c 300
+echo " ..."
+RUN=$(echo "$RUN_JSON" | sed -n 's/^{"id":"\([0-9a-f-]*\)".*/\1/p')
+if [ -n "$RUN" ]; then
+	echo "demo: the engine that executes runs is not part of this release; cancelling the run"
+	curl -s -o /dev/null -H "$AUTH" -X POST "$API/v1/runs/$RUN/cancel"
+	echo "demo: \$ curl -N $API/v1/runs/$RUN/events/stream"
+	curl -s -N --max-time 5 -H "$AUTH" "$API/v1/runs/$RUN/events/stream" || true
+fi
+$CTLS token revoke "$(printf '%s' "$TOKEN" | cut -c1-12)" >/dev/null 2>&1 || true
+echo
 echo "demo: agrippad is running (state in $DEMO/state). Press Ctrl-C to stop."
 if [ -n "${DEMO_SECONDS:-}" ]; then
 	sleep "$DEMO_SECONDS"

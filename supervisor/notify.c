@@ -79,9 +79,11 @@ notify_fail(const char *why)
 {
 	struct timeval tv;
 
-	if (nt.st == N_UP)
+	if (nt.stopping)
+		log_debug("notify: LISTEN connection closed");
+	else if (nt.st == N_UP)
 		log_warnx("notify: LISTEN connection lost: %s", why);
-	else if (!nt.stopping)
+	else
 		log_debug("notify: connect failed: %s", why);
 	if (nt.ev != NULL)
 		event_free(nt.ev);
