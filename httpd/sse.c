@@ -14,7 +14,10 @@
  * lowest seq any of its clients has, and writes each event only to the
  * clients that have not had it (seq > client's after).  Each client's seq
  * only grows, so delivery is ordered and free of duplicates whatever
- * mixture of wake-ups, replays and reconnections leads to it.
+ * mixture of wake-ups, replays and reconnections leads to it; a client
+ * that joined while a replay was in flight (so that replay started above
+ * its seq) gets nothing from it and is served by the next one, so it never
+ * skips an event either.
  *
  * Replays are started by: a client joining, an IMSG_RUN_WAKE for the run
  * (NOTIFY run_events through the supervisor; a wake-up only, its seq is
@@ -70,6 +73,7 @@ struct sse_run {
 	struct sse_clientq clients;
 	unsigned nclients;
 	uint64_t seen;   /* the highest seq a replay has read */
+	uint64_t from;   /* the replay in flight reads events after this seq */
 	uint64_t dbid;   /* the replay in flight, 0 when none */
 	int again;       /* replay once more when this one ends */
 	int hold;        /* a loop over the clients is running: do not free */
@@ -258,6 +262,14 @@ sse_replay_done(struct child *ch, const struct ipc_db_result *r, void *arg)
 			next = TAILQ_NEXT(c, entry);
 			if (seq <= c->after)
 				continue;
+			if (c->after < g->from) {
+				/* joined after this replay was asked for: the
+				 * rows start above its seq, and sending them
+				 * would leave a hole.  The next replay starts
+				 * from it. */
+				g->again = 1;
+				continue;
+			}
 			if ((b = evbuffer_new()) == NULL)
 				fatalx("out of memory");
 			evbuffer_add_printf(b, "id: %s\nevent: %.*s\ndata: %.*s\n\n", num, (int)typelen,
@@ -297,8 +309,10 @@ sse_replay(struct sse_run *g)
 	ipc_put_str(&w, g->id);
 	ipc_put_i64(&w, (int64_t)from);
 	ipc_put_i64(&w, SSE_PAGE);
-	if (child_db_send(ch, &w, id, sse_replay_done, g) == 0)
+	if (child_db_send(ch, &w, id, sse_replay_done, g) == 0) {
 		g->dbid = id;
+		g->from = from;
+	}
 }
 
 void
