@@ -175,6 +175,16 @@ router_role_rank(const char *role)
 	return API_ROLE_NONE;
 }
 
+/* No control characters (UTF-8 above them is fine). */
+static int
+router_text_ok(const char *s)
+{
+	for (; *s != '\0'; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return 0;
+	return 1;
+}
+
 /* Whether name is one of the space-separated words of list. */
 static int
 router_word_in(const char *name, const char *list)
@@ -200,6 +210,11 @@ router_query(const char *qs, const char *allowed, struct evkeyvalq *q, char *err
 	TAILQ_INIT(q);
 	if (qs == NULL || *qs == '\0')
 		return 0;
+	/* decoding %00 would cut a name or value short without a trace */
+	if (strcasestr(qs, "%00") != NULL) {
+		snprintf(err, errsz, "the query string contains a NUL byte");
+		return -1;
+	}
 	if (evhttp_parse_query_str(qs, q) == -1) {
 		snprintf(err, errsz, "the query string is malformed");
 		return -1;
@@ -212,6 +227,10 @@ router_query(const char *qs, const char *allowed, struct evkeyvalq *q, char *err
 		}
 		if (kv->value[0] == '\0') {
 			snprintf(err, errsz, "query parameter \"%s\" is empty", name);
+			goto fail;
+		}
+		if (!router_text_ok(kv->value)) {
+			snprintf(err, errsz, "query parameter \"%s\" has a control character", name);
 			goto fail;
 		}
 		for (o = TAILQ_FIRST(q); o != kv; o = TAILQ_NEXT(o, next))

@@ -125,11 +125,26 @@ httpd_peer(struct evhttp_request *req, char *buf, size_t sz)
 		snprintf(buf, sz, "%s", addr);
 }
 
+void
+httpd_request_orphan(struct evhttp_request *req)
+{
+	/*
+	 * When a client goes away before its reply is complete, libevent
+	 * (2.1) detaches the request from the connection and leaves it to
+	 * the program, which would answer it: free it here.  When the whole
+	 * server is being freed the request is still attached, and libevent
+	 * frees it itself after this callback.
+	 */
+	if (evhttp_request_get_connection(req) == NULL)
+		evhttp_request_free(req);
+}
+
 static void
 hreq_client_gone(struct evhttp_connection *conn, void *arg)
 {
 	struct hreq *h = arg;
 
+	httpd_request_orphan(h->req);
 	h->req = NULL;
 }
 

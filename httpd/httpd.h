@@ -99,6 +99,9 @@ struct body_error {
 /* httpd.c */
 __attribute__((noreturn)) void httpd_main(void);
 struct child;
+/* For a connection's close callback: free the request the client left
+ * unanswered when libevent left it to us. */
+void httpd_request_orphan(struct evhttp_request *req);
 /* The process's channel to the supervisor (and its event base). */
 struct child *httpd_child(void);
 /* Send body (consumed) as the reply with status code. */

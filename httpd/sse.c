@@ -140,11 +140,14 @@ sse_release(struct sse_run *g)
 	return -1;
 }
 
-/* The client went away (evhttp frees the request itself). */
+/* The client went away. */
 static void
 sse_client_gone(struct evhttp_connection *conn, void *arg)
 {
-	sse_client_free(arg);
+	struct sse_client *c = arg;
+
+	httpd_request_orphan(c->req);
+	sse_client_free(c);
 }
 
 /* End c's stream cleanly (after its terminal event) and free it. */
@@ -428,6 +431,7 @@ api_run_stream(struct hreq *h)
 	struct ipc_wbuf w;
 
 	if (evhttp_request_get_command(h->req) == EVHTTP_REQ_HEAD) {
+		evhttp_add_header(evhttp_request_get_output_headers(h->req), "Allow", "GET");
 		hreq_error(h, 405, "method_not_allowed", "a stream is read with GET");
 		return;
 	}
