@@ -53,3 +53,6 @@ for d in /proc/[0-9]*; do
 done
 wait "$SBXRUN" || true
 stop_daemon
+echo
+echo "HTTP API:"
+sh bench/api/run.sh "$BUILD"
