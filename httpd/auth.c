@@ -5,6 +5,9 @@
  * when the token exists, is neither revoked nor expired and its user is not
  * disabled (and notes last_used_at).  Every refusal is the same 401, so a
  * client learns nothing about why.  The token is never logged or kept.
+ * Answers are cached for a few seconds by the hash (authcache.c), and
+ * forgotten as soon as the database says a token, user or membership
+ * changed.
  */
 #include <sys/queue.h>
 
@@ -48,10 +51,28 @@ auth_token(const char *hdr)
 	return hdr;
 }
 
+/* h->user is set: the user's id and roles, then the route. */
+static void
+auth_accept(struct hreq *h)
+{
+	json_t *id = json_object_get(h->user, "id");
+
+	h->roles = json_object_get(h->user, "projects");
+	if (!json_is_string(id) || !router_is_uuid(json_string_value(id)) ||
+	    !json_is_object(h->roles)) {
+		log_warnx("httpd_auth answered without a user id or roles");
+		hreq_error(h, 500, "internal", "internal error");
+		return;
+	}
+	memcpy(h->uid, json_string_value(id), sizeof(h->uid));
+	router_continue(h);
+}
+
 static void
 auth_done(struct hreq *h, const struct ipc_db_result *r)
 {
-	json_t *rows, *id;
+	json_t *rows, *exp;
+	int64_t expires_in = -1;
 
 	if (!hreq_db_ok(h, r) || (rows = hreq_db_rows(h, r)) == NULL)
 		return;
@@ -62,20 +83,14 @@ auth_done(struct hreq *h, const struct ipc_db_result *r)
 	}
 	h->user = json_incref(json_array_get(rows, 0));
 	json_decref(rows);
-	id = json_object_get(h->user, "id");
-	if (!json_is_string(id) || !router_is_uuid(json_string_value(id))) {
-		log_warnx("httpd_auth answered without a user id");
-		hreq_error(h, 500, "internal", "internal error");
-		return;
+	if ((exp = json_object_get(h->user, "expires_in")) != NULL) {
+		if (json_is_integer(exp))
+			expires_in = json_integer_value(exp) < 0 ? 0 : json_integer_value(exp);
+		json_object_del(h->user, "expires_in");
 	}
-	memcpy(h->uid, json_string_value(id), sizeof(h->uid));
-	h->roles = json_object_get(h->user, "projects");
-	if (!json_is_object(h->roles)) {
-		log_warnx("httpd_auth answered without the user's roles");
-		hreq_error(h, 500, "internal", "internal error");
-		return;
-	}
-	router_continue(h);
+	authcache_put(h->authhash, h->user, h->authgen, expires_in);
+	sodium_memzero(h->authhash, sizeof(h->authhash));
+	auth_accept(h);
 }
 
 void
@@ -83,17 +98,23 @@ auth_begin(struct hreq *h)
 {
 	const char *tok = auth_token(
 	    evhttp_find_header(evhttp_request_get_input_headers(h->req), "Authorization"));
-	unsigned char hash[crypto_hash_sha256_BYTES];
 	struct ipc_wbuf w;
+	json_t *user;
 	uint64_t id;
 
 	if (tok == NULL) {
 		auth_refuse(h);
 		return;
 	}
-	crypto_hash_sha256(hash, (const unsigned char *)tok, strlen(tok));
+	crypto_hash_sha256(h->authhash, (const unsigned char *)tok, strlen(tok));
+	if ((user = authcache_get(h->authhash)) != NULL) {
+		sodium_memzero(h->authhash, sizeof(h->authhash));
+		h->user = json_incref(user);
+		auth_accept(h);
+		return;
+	}
+	h->authgen = authcache_generation();
 	id = hreq_db_begin(&w, "httpd_auth", 1);
-	ipc_put_bin(&w, hash, sizeof(hash));
-	sodium_memzero(hash, sizeof(hash));
+	ipc_put_bin(&w, h->authhash, sizeof(h->authhash));
 	hreq_db_send(h, &w, id, auth_done);
 }

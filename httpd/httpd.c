@@ -375,6 +375,11 @@ httpd_dispatch_supervisor(struct child *c, struct ipc_msg *m)
 		nlisten++;
 		log_info("listening on %s", addr);
 		return;
+	case IMSG_AUTH_FLUSH:
+		if (ipc_dec_auth_flush(m->body) == -1)
+			fatalx("bad auth flush message");
+		authcache_flush();
+		return;
 	case IMSG_ARTIFACT_FD:
 	case IMSG_ARTIFACT_ERR:
 		api_artifact_reply(m);

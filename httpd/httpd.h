@@ -19,6 +19,7 @@
 #define HTTPD_MAX_BODY (1024 * 1024)
 #define HTTPD_UUID_LEN 36
 #define HTTPD_PARAM_MAX 64 /* longest {id} or {name} path segment */
+#define AUTHCACHE_HASH_LEN 32
 
 struct evhttp_request;
 struct event;
@@ -50,6 +51,8 @@ struct hreq {
 	uint64_t dbid; /* pending database call, 0 when none */
 	hreq_db_cb dbcb;
 	uint64_t artid; /* pending IMSG_ARTIFACT_OPEN, 0 when none */
+	unsigned char authhash[AUTHCACHE_HASH_LEN]; /* the token's SHA-256, while looked up */
+	uint64_t authgen;                           /* the auth cache's generation then */
 	json_t *art;    /* the artifact being served (api_runs.c) */
 };
 
@@ -196,6 +199,16 @@ json_t *router_body_decode(const void *buf, size_t len, const struct body_field 
  * not a member): 0 when it may go on, else h is answered 404 or 403 and
  * freed. */
 int router_role_check(struct hreq *h, const char *role);
+
+/* authcache.c: token lookups, by the token's SHA-256 */
+/* The cached user ({id, name, display_name, projects}, borrowed) or NULL. */
+json_t *authcache_get(const unsigned char *hash);
+/* Cache what a lookup started at generation gen answered; expires_in: the
+ * token's seconds left, or -1 when it does not expire. */
+void authcache_put(const unsigned char *hash, json_t *user, uint64_t gen, int64_t expires_in);
+uint64_t authcache_generation(void);
+/* IMSG_AUTH_FLUSH: forget everything. */
+void authcache_flush(void);
 
 /* auth.c */
 /* Authenticate h's bearer token; router_continue(h) when it is good,

@@ -235,6 +235,15 @@ ipc_get_uuid(struct ipc_cur *c, char out[IPC_UUID_LEN + 1])
 }
 
 int
+ipc_dec_auth_flush(const msgpack_object *body)
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	return ipc_end(&c);
+}
+
+int
 ipc_dec_artifact_open(const msgpack_object *body, char user[IPC_UUID_LEN + 1],
                       char art[IPC_UUID_LEN + 1])
 {
@@ -588,6 +597,12 @@ val_IMSG_RUN_WAKE(const msgpack_object *body)
 	uint64_t seq;
 
 	return ipc_dec_run_wake(body, run, &seq);
+}
+
+static int
+val_IMSG_AUTH_FLUSH(const msgpack_object *body)
+{
+	return ipc_dec_auth_flush(body);
 }
 
 static int

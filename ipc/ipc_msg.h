@@ -114,6 +114,9 @@
  *              database (NOTIFY run_events), or ("", 0) notifications may
  *              have been lost (the LISTEN connection was re-established).
  *              The receiver replays from the database; it never trusts seq.
+ *  AUTH_FLUSH  []  a token, user or membership changed (NOTIFY auth_changed),
+ *              or such notifications may have been lost: forget cached
+ *              token lookups.
  *
  * Stored artifacts (httpd <-> supervisor; the reply has the request's id):
  *  ARTIFACT_OPEN [user str (UUID), artifact str (UUID)]  the supervisor
@@ -153,7 +156,8 @@
 	X(IMSG_RUN_WAKE, 27, SUP, ROLE_BIT(ROLE_HTTPD), 0)                                  \
 	X(IMSG_ARTIFACT_OPEN, 28, ROLE_BIT(ROLE_HTTPD), SUP, 0)                              \
 	X(IMSG_ARTIFACT_FD, 29, SUP, ROLE_BIT(ROLE_HTTPD), IPC_F_FD)                         \
-	X(IMSG_ARTIFACT_ERR, 30, SUP, ROLE_BIT(ROLE_HTTPD), 0)
+	X(IMSG_ARTIFACT_ERR, 30, SUP, ROLE_BIT(ROLE_HTTPD), 0)                               \
+	X(IMSG_AUTH_FLUSH, 31, SUP, ROLE_BIT(ROLE_HTTPD), 0)
 
 enum ipc_msg_type {
 #define IPC_X_ENUM(sym, num, snd, rcv, fl) sym = num,
@@ -233,6 +237,7 @@ int ipc_dec_listen_fd(const msgpack_object *body, char *addr, size_t addrsz);
 #define IPC_UUID_LEN 36
 /* IMSG_RUN_WAKE: run gets the id NUL-terminated ("" for every run). */
 int ipc_dec_run_wake(const msgpack_object *body, char run[IPC_UUID_LEN + 1], uint64_t *seq);
+int ipc_dec_auth_flush(const msgpack_object *body);
 int ipc_dec_artifact_open(const msgpack_object *body, char user[IPC_UUID_LEN + 1],
                           char art[IPC_UUID_LEN + 1]);
 int ipc_dec_artifact_fd(const msgpack_object *body, uint64_t *size);

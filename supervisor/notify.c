@@ -1,12 +1,14 @@
 /*
  * The supervisor's LISTEN connection: one libpq connection, apart from the
  * pool, that LISTENs on the channels the database's functions NOTIFY
- * (run_events from append_run_event / finalize_run) and turns each
- * notification into an IPC wake-up for the children that serve live
- * events (IMSG_RUN_WAKE to httpd).  A notification is a wake-up only:
+ * (run_events from append_run_event / finalize_run; auth_changed from the
+ * triggers on tokens, users and memberships) and turns each notification
+ * into an IPC message for httpd: IMSG_RUN_WAKE for the event streams,
+ * IMSG_AUTH_FLUSH for its cache of token lookups.  A notification is a wake-up only:
  * receivers replay from the database, so a lost or forged one costs a query,
  * never an event.  When the connection is (re-)established, notifications
- * sent in between are lost: every receiver then gets a wake-up for all runs.
+ * sent in between are lost: httpd then gets a wake-up for all runs and a
+ * flush.
  * Driven by libevent like the pool; reconnects with backoff.
  */
 #include <event2/event.h>
@@ -21,7 +23,7 @@
 #define NOTIFY_BACKOFF_MIN_MS 250
 #define NOTIFY_BACKOFF_MAX_MS 10000
 
-static const char notify_listen_sql[] = "LISTEN run_events";
+static const char notify_listen_sql[] = "LISTEN run_events; LISTEN auth_changed";
 
 static struct {
 	struct event_base *base;
@@ -47,6 +49,21 @@ notify_wake(const char *run, uint64_t seq)
 	ipc_wbuf_begin(&w, IMSG_RUN_WAKE, 0, 2);
 	ipc_put_str(&w, run);
 	ipc_put_u64(&w, seq);
+	if (ipc_wbuf_finish(&w, sup.conf.ipc_max_frame) == 0)
+		ipc_chan_send(p->chan, &w, -1);
+	ipc_wbuf_free(&w);
+}
+
+/* IMSG_AUTH_FLUSH to httpd when it is up. */
+static void
+notify_auth_flush(void)
+{
+	struct proc *p = proc_by_role(ROLE_HTTPD);
+	struct ipc_wbuf w;
+
+	if (p == NULL || p->chan == NULL || !p->ready)
+		return;
+	ipc_wbuf_begin(&w, IMSG_AUTH_FLUSH, 0, 0);
 	if (ipc_wbuf_finish(&w, sup.conf.ipc_max_frame) == 0)
 		ipc_chan_send(p->chan, &w, -1);
 	ipc_wbuf_free(&w);
@@ -134,13 +151,16 @@ notify_drain(void)
 			nt.st = N_UP;
 			nt.backoff_ms = 0;
 			log_debug("notify: listening");
-			/* whatever was notified before now is lost: replay all */
+			/* whatever was notified before now is lost */
 			notify_wake("", 0);
+			notify_auth_flush();
 		}
 	}
 	while ((n = PQnotifies(nt.pg)) != NULL) {
 		if (strcmp(n->relname, "run_events") == 0)
 			notify_run_event(n->extra);
+		else if (strcmp(n->relname, "auth_changed") == 0)
+			notify_auth_flush();
 		PQfreemem(n);
 	}
 	return 0;

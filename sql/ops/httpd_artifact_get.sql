@@ -13,7 +13,8 @@ SELECT coalesce(
          || CASE WHEN x.inline IS NOT NULL
                  THEN jsonb_build_object('inline', translate(encode(x.inline, 'base64'), E'\n', ''))
                  ELSE '{}' END)
-        || jsonb_build_object('role', api_role($1, r.project_id))
+        || jsonb_build_object('role', m.role)
      FROM artifacts x JOIN runs r ON r.id = x.run_id
-     WHERE x.id = $2 AND api_role($1, r.project_id) IS NOT NULL),
+     JOIN api_members m ON m.project_id = r.project_id AND m.user_id = $1
+     WHERE x.id = $2),
     api_err(404, 'not_found', 'no such artifact'))::text AS j

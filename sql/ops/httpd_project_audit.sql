@@ -7,7 +7,7 @@
 -- for other members, 404 for everyone else).  One row: the api_* envelope,
 -- body {entries, next_after} (next_after null when this page is the last).
 WITH a AS (
-	SELECT api_role($1, $2) AS role
+	SELECT (SELECT role FROM api_members WHERE user_id = $1 AND project_id = $2) AS role
 ), page AS (
 	SELECT l.*, u.name AS actor_name FROM audit_log l LEFT JOIN users u ON u.id = l.actor_user_id
 	WHERE l.project_id = $2 AND l.id > $3 ORDER BY l.id LIMIT $4 + 1

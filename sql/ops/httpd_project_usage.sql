@@ -18,7 +18,7 @@ WITH m AS (
 	FROM token_usage t JOIN runs r ON r.id = t.run_id, m
 	WHERE r.project_id = $2 AND t.created_at >= m.t0 AND t.created_at < m.t1
 )
-SELECT (CASE WHEN api_role($1, $2) IS NULL THEN api_err(404, 'not_found', 'no such project')
+SELECT (CASE WHEN a.role IS NULL THEN api_err(404, 'not_found', 'no such project')
     ELSE api_ok(200, jsonb_build_object('month', $3,
         'quota_usd_micros', (SELECT monthly_quota_usd_micros FROM projects WHERE id = $2),
         'spent_usd_micros', u.cost, 'tokens_in', u.tin, 'tokens_out', u.tout,
@@ -29,5 +29,5 @@ SELECT (CASE WHEN api_role($1, $2) IS NULL THEN api_err(404, 'not_found', 'no su
         'runs', (SELECT coalesce(jsonb_object_agg(s.status, s.n), '{}')
             FROM (SELECT r.status, count(*) AS n FROM runs r
                   WHERE r.project_id = $2 AND r.created_at >= m.t0 AND r.created_at < m.t1 GROUP BY r.status) s)))
-    END || jsonb_build_object('role', api_role($1, $2)))::text AS j
-FROM m, u
+    END || jsonb_build_object('role', a.role))::text AS j
+FROM m, u, (SELECT (SELECT role FROM api_members WHERE user_id = $1 AND project_id = $2) AS role) a

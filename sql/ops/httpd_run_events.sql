@@ -16,6 +16,7 @@ SELECT coalesce(
               FROM (SELECT * FROM run_events WHERE run_id = r.id AND seq > $3
                     ORDER BY seq LIMIT $4) e), '[]'),
          'last_seq', r.next_event_seq - 1, 'finished', r.finished_at IS NOT NULL))
-        || jsonb_build_object('role', api_role($1, r.project_id))
-     FROM runs r WHERE r.id = $2 AND api_role($1, r.project_id) IS NOT NULL),
+        || jsonb_build_object('role', m.role)
+     FROM runs r JOIN api_members m ON m.project_id = r.project_id AND m.user_id = $1
+     WHERE r.id = $2),
     api_err(404, 'not_found', 'no such run'))::text AS j

@@ -7,6 +7,7 @@
 -- when the run does not exist or the user is not an enabled member of its
 -- project (the two look the same).
 SELECT coalesce(
-    (SELECT api_ok(200, run_json(r), api_role($1, r.project_id))
-     FROM runs r WHERE r.id = $2 AND api_role($1, r.project_id) IS NOT NULL),
+    (SELECT api_ok(200, run_json(r), m.role)
+     FROM runs r JOIN api_members m ON m.project_id = r.project_id AND m.user_id = $1
+     WHERE r.id = $2),
     api_err(404, 'not_found', 'no such run'))::text AS j

@@ -8,7 +8,7 @@
 -- be a run of this project).  One row: the api_* envelope, body {runs,
 -- next_cursor} where next_cursor is null on the last page.
 WITH a AS (
-	SELECT api_role($1, $2) AS role
+	SELECT (SELECT role FROM api_members WHERE user_id = $1 AND project_id = $2) AS role
 ), c AS (
 	SELECT created_at, id FROM runs WHERE id = $5 AND project_id = $2
 ), page AS (

@@ -13,6 +13,7 @@ SELECT coalesce(
               'started_at', api_ts(s.started_at), 'finished_at', api_ts(s.finished_at))
               ORDER BY s.started_at, s.step_id, s.attempt)
           FROM run_steps s WHERE s.run_id = r.id), '[]')))
-        || jsonb_build_object('role', api_role($1, r.project_id))
-     FROM runs r WHERE r.id = $2 AND api_role($1, r.project_id) IS NOT NULL),
+        || jsonb_build_object('role', m.role)
+     FROM runs r JOIN api_members m ON m.project_id = r.project_id AND m.user_id = $1
+     WHERE r.id = $2),
     api_err(404, 'not_found', 'no such run'))::text AS j

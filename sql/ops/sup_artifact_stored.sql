@@ -9,4 +9,5 @@
 -- artifact is kept inline.
 SELECT x.store_path, x.size::text AS size, encode(x.sha256, 'hex') AS sha256
 FROM artifacts x JOIN runs r ON r.id = x.run_id
-WHERE x.id = $2 AND x.store_path IS NOT NULL AND api_role($1, r.project_id) IS NOT NULL
+JOIN api_members m ON m.project_id = r.project_id AND m.user_id = $1
+WHERE x.id = $2 AND x.store_path IS NOT NULL

@@ -124,6 +124,27 @@ jcheck "latency: 5 appends each reach an open stream in under 1 s" "$T/lat.json"
 	"d['error'] is None and d['before'] == [1] and d['max'] is not None and d['max'] < 1.0"
 L=6 # R2: 1 run.queued, 2..6 test.ping
 
+# --- the LISTEN connection comes back ------------------------------------------------------
+# Its backend is terminated: the supervisor reconnects (250 ms backoff),
+# LISTENs again, and notifications deliver events at once again.
+R4=$(submit)
+n0=$(grep -c 'notify: listening' "$LOG")
+killed=$($PSQL -A -t -c "select count(pg_terminate_backend(pid)) from pg_stat_activity
+                         where query = 'LISTEN run_events'")
+i=0
+while [ "$(grep -c 'notify: listening' "$LOG")" -le "$n0" ] && [ $i -lt 50 ]; do
+	sleep 0.2
+	i=$((i + 1))
+done
+check "the LISTEN backend was terminated ($killed) and the loss logged" \
+	[ "$killed" = 1 -a "$(grep -c 'notify: LISTEN connection lost' "$LOG")" -ge 1 ]
+check "... the supervisor listens again" [ "$(grep -c 'notify: listening' "$LOG")" -gt "$n0" ]
+APPEND4="$PSQL -c \"select append_run_event('$R4', 'test.ping', '{}')\""
+$SSE latency --port "$PORT" --token "$TA" --run "$R4" --caught-up 1 --rounds 3 --cmd "$APPEND4" \
+	--timeout 60 >"$T/lat4.json" 2>&1
+jcheck "... and 3 appends each reach an open stream in under 1 s again" "$T/lat4.json" \
+	"d['error'] is None and d['max'] is not None and d['max'] < 1.0"
+
 # --- a lost notification: an event inserted without NOTIFY still arrives -------------------
 SILENT="$PSQL -c \"with s as (update runs set next_event_seq = next_event_seq + 1 where id = '$R2'
 	returning next_event_seq - 1 as seq) insert into run_events (run_id, seq, type, payload)

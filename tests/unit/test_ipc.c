@@ -1051,6 +1051,9 @@ t_v_artifact(void **state)
 	uint64_t size;
 	uint32_t st;
 
+	/* AUTH_FLUSH carries nothing */
+	assert_int_equal(valid(IMSG_AUTH_FLUSH, 0, ""), 0);
+	assert_int_equal(valid(IMSG_AUTH_FLUSH, 1, "u", 1u), -1);
 	assert_int_equal(valid(IMSG_ARTIFACT_OPEN, 2, "ss", a, b), 0);
 	assert_int_equal(valid(IMSG_ARTIFACT_OPEN, 2, "ss", a, "../../etc/passwd"), -1);
 	assert_int_equal(valid(IMSG_ARTIFACT_OPEN, 2, "ss", "", b), -1);

@@ -340,6 +340,18 @@ test_query(void **state)
 	assert_int_equal(router_query("after=", "after", &q, err, sizeof(err)), -1);
 	assert_string_equal(err, "query parameter \"after\" is empty");
 	assert_int_equal(router_query("after", "after", &q, err, sizeof(err)), -1);
+	/* %00 would cut a value short: refused, in either case */
+	assert_int_equal(router_query("template=run-tests%00x", "template", &q, err, sizeof(err)),
+	                 -1);
+	assert_string_equal(err, "the query string contains a NUL byte");
+	assert_int_equal(router_query("%00template=a", "template", &q, err, sizeof(err)), -1);
+	/* control characters in a value */
+	assert_int_equal(router_query("template=a%0Ab", "template", &q, err, sizeof(err)), -1);
+	assert_string_equal(err, "query parameter \"template\" has a control character");
+	assert_int_equal(router_query("template=a%7Fb", "template", &q, err, sizeof(err)), -1);
+	/* UTF-8 is fine here (the route's own check decides) */
+	assert_int_equal(router_query("template=%C3%A9", "template", &q, err, sizeof(err)), 0);
+	evhttp_clear_headers(&q);
 	/* names are compared as sent: percent-encoding does not reach a name */
 	assert_int_equal(router_query("%61fter=1", "after", &q, err, sizeof(err)), -1);
 	assert_string_equal(err, "unknown query parameter \"%61fter\"");
