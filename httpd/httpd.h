@@ -264,7 +264,5 @@ void api_artifact_forget(struct hreq *h);
 void api_run_stream(struct hreq *h);
 /* IMSG_RUN_WAKE: run (or "" for every run) may have events up to seq. */
 void sse_wake(const char *run, uint64_t seq);
-/* How many streams are open (for tests and benchmarks, in the log). */
-unsigned sse_clients(void);
 
 #endif

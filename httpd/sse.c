@@ -83,15 +83,8 @@ struct sse_run {
 LIST_HEAD(sse_runq, sse_run);
 
 static struct sse_runq runs = LIST_HEAD_INITIALIZER(runs);
-static unsigned nclients;
 
 static void sse_replay(struct sse_run *g);
-
-unsigned
-sse_clients(void)
-{
-	return nclients;
-}
 
 static struct sse_run *
 sse_find(const char *id)
@@ -122,7 +115,6 @@ sse_client_free(struct sse_client *c)
 
 	TAILQ_REMOVE(&g->clients, c, entry);
 	g->nclients--;
-	nclients--;
 	free(c);
 	if (g->nclients == 0 && !g->hold)
 		sse_run_free(g);
@@ -370,7 +362,6 @@ sse_join(struct hreq *h, uint64_t after)
 	c->after = after;
 	TAILQ_INSERT_TAIL(&g->clients, c, entry);
 	g->nclients++;
-	nclients++;
 	evhttp_connection_set_timeout_tv(evhttp_request_get_connection(req), &forever);
 	evhttp_connection_set_closecb(evhttp_request_get_connection(req), sse_client_gone, c);
 	evhttp_send_reply_start(req, 200, "OK");

@@ -4,7 +4,8 @@
 # and none ever crosses IPC).  Each op file starts with a header:
 #   -- op: NAME            (must equal the file name)
 #   -- roles: engine httpd (roles allowed to call it; "ctl" = the supervisor
-#                           itself, for agrippactl commands: supervisor/ctl_admin.c)
+#                           itself: ctl_* ops for agrippactl commands
+#                           (supervisor/ctl_admin.c), sup_* ops for its own work)
 #   -- args: text int8 bool? ...   (PostgreSQL types; '?' = may be null)
 #   -- scope: none | instance      (instance: $1 must be the caller's instance id)
 # followed by exactly one SQL statement.

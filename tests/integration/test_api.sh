@@ -26,9 +26,10 @@ api() {
 	tok=$1 m=$2 p=$3
 	shift 3
 	[ -n "$tok" ] && set -- -H "Authorization: Bearer $tok" "$@"
+	rm -f "$T/body" # curl creates it only when a body arrives
 	CODE=$(curl -s -o "$T/body" -D "$T/hdrs" -w '%{http_code}' -g --max-time 10 -X "$m" "$@" \
 		"http://127.0.0.1:$PORT$p")
-	BODY=$(cat "$T/body")
+	BODY=$(cat "$T/body" 2>/dev/null)
 }
 # expect CODE PYEXPR DESCRIPTION: the status is CODE and the Python
 # expression holds for d, the JSON body.

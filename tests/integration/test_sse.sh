@@ -130,7 +130,7 @@ L=6 # R2: 1 run.queued, 2..6 test.ping
 R4=$(submit)
 n0=$(grep -c 'notify: listening' "$LOG")
 killed=$($PSQL -A -t -c "select count(pg_terminate_backend(pid)) from pg_stat_activity
-                         where query = 'LISTEN run_events'")
+                         where query like 'LISTEN %'")
 i=0
 while [ "$(grep -c 'notify: listening' "$LOG")" -le "$n0" ] && [ $i -lt 50 ]; do
 	sleep 0.2
