@@ -5,8 +5,10 @@
  * that does not exist are the same empty result, and the same 404.  Each
  * row of an httpd_* operation is one JSON object (first column).
  */
+#include <event2/buffer.h>
 #include <event2/http.h>
 #include <jansson.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -353,6 +355,91 @@ void
 api_project_repos(struct hreq *h)
 {
 	api_call(h, "httpd_project_repos", 1, api_envelope_done);
+}
+
+/* POST /v1/projects/{id}/repos {"name", "url", "token"}: a token is sealed
+ * by the supervisor first; httpd forgets it as soon as it is sent. */
+static void
+repo_add_call(struct hreq *h, const uint8_t *nonce, const uint8_t *ct, size_t ctlen)
+{
+	struct ipc_wbuf w;
+	uint64_t id = api_call_begin(h, &w, "httpd_repo_add", 1, 5);
+
+	ipc_put_str(&w, json_string_value(json_object_get(h->body, "name")));
+	ipc_put_str(&w, json_string_value(json_object_get(h->body, "url")));
+	if (ct != NULL) {
+		ipc_put_bin(&w, ct, ctlen);
+		ipc_put_bin(&w, nonce, 24);
+	} else {
+		ipc_put_nil(&w);
+		ipc_put_nil(&w);
+	}
+	ipc_put_str(&w, h->remote);
+	hreq_db_send(h, &w, id, api_envelope_done);
+}
+
+static void
+repo_sealed(struct hreq *h, struct ipc_msg *m)
+{
+	const uint8_t *nonce, *ct;
+	size_t ctlen;
+
+	if (m == NULL) {
+		hreq_error(h, 503, "unavailable", "the supervisor did not answer");
+		return;
+	}
+	if (m->type != IMSG_REPO_SEALED || ipc_dec_repo_sealed(m->body, &nonce, &ct, &ctlen) == -1)
+		fatalx("bad seal reply");
+	repo_add_call(h, nonce, ct, ctlen);
+}
+
+/* Overwrite a JSON string's bytes in place (the body's copy of a secret). */
+static void
+api_wipe_string(json_t *s)
+{
+	if (json_is_string(s))
+		sodium_memzero((void *)json_string_value(s), json_string_length(s));
+}
+
+void
+api_repo_add(struct hreq *h)
+{
+	json_t *tok = json_object_get(h->body, "token");
+	size_t len = json_string_length(tok);
+	struct evbuffer *in;
+	struct ipc_wbuf w;
+	uint64_t id;
+
+	/* the raw body holds the token too: wipe it, only the JSON is needed */
+	in = evhttp_request_get_input_buffer(h->req);
+	if (evbuffer_get_length(in) > 0)
+		sodium_memzero(evbuffer_pullup(in, -1), evbuffer_get_length(in));
+	if (tok == NULL) {
+		repo_add_call(h, NULL, NULL, 0);
+		return;
+	}
+	if (len == 0 || len > IPC_SECRET_MAX ||
+	    memchr(json_string_value(tok), '\0', len) != NULL) {
+		api_wipe_string(tok);
+		hreq_error_ex(h, 422, "invalid_field", "token must be 1 to 4096 bytes, without NUL",
+		              json_pack("{s:s}", "field", "token"));
+		return;
+	}
+	hreq_sup_begin(&w, IMSG_REPO_SEAL, 1, &id);
+	ipc_put_bin(&w, json_string_value(tok), len);
+	api_wipe_string(tok);
+	hreq_sup_send(h, &w, id, repo_sealed);
+	/* w is freed: the channel wipes what it sends */
+}
+
+void
+api_repo_remove(struct hreq *h)
+{
+	struct ipc_wbuf w;
+	uint64_t id = api_call_begin(h, &w, "httpd_repo_remove", 1, 1);
+
+	ipc_put_str(&w, h->remote);
+	hreq_db_send(h, &w, id, api_envelope_done);
 }
 
 void

@@ -234,13 +234,6 @@ artifact_type(const char *kind)
 	return "text/plain; charset=utf-8";
 }
 
-/* The requests waiting for the supervisor to open a stored artifact. */
-struct art_wait {
-	TAILQ_ENTRY(art_wait) entry;
-	struct hreq *h;
-};
-static TAILQ_HEAD(, art_wait) art_waits = TAILQ_HEAD_INITIALIZER(art_waits);
-
 /*
  * Answer h with an artifact's bytes (buf, consumed; NULL for a 304 when
  * If-None-Match names its tag), described by h->art {key, kind, sha256}: an
@@ -306,73 +299,16 @@ artifact_inline(struct hreq *h, const char *b64)
 	artifact_send(h, buf);
 }
 
+/* The supervisor's answer: the stored file's descriptor, or why not. */
 static void
-artifact_wait_timeout(struct hreq *h, const struct ipc_db_result *r)
+artifact_opened(struct hreq *h, struct ipc_msg *m)
 {
-	api_artifact_forget(h);
-	hreq_error(h, 503, "unavailable", "the artifact store did not answer");
-}
-
-/* Ask the supervisor for the stored file; api_artifact_reply answers. */
-static void
-artifact_stored(struct hreq *h)
-{
-	struct child *ch = httpd_child();
-	struct art_wait *a;
-	struct ipc_wbuf w;
-
-	h->artid = ++ch->next_id;
-	ipc_wbuf_begin(&w, IMSG_ARTIFACT_OPEN, h->artid, 2);
-	ipc_put_str(&w, h->uid);
-	ipc_put_str(&w, h->param);
-	if (ipc_wbuf_finish(&w, ch->max_frame) == -1 || ipc_chan_send(ch->sup, &w, -1) == -1) {
-		ipc_wbuf_free(&w);
-		h->artid = 0;
-		hreq_error(h, 503, "unavailable", "the artifact store is unavailable");
-		return;
-	}
-	ipc_wbuf_free(&w);
-	if ((a = calloc(1, sizeof(*a))) == NULL)
-		fatal("calloc");
-	a->h = h;
-	TAILQ_INSERT_TAIL(&art_waits, a, entry);
-	hreq_wait(h, artifact_wait_timeout);
-}
-
-void
-api_artifact_forget(struct hreq *h)
-{
-	struct art_wait *a;
-
-	TAILQ_FOREACH(a, &art_waits, entry)
-	if (a->h == h) {
-		TAILQ_REMOVE(&art_waits, a, entry);
-		free(a);
-		break;
-	}
-	h->artid = 0;
-}
-
-void
-api_artifact_reply(struct ipc_msg *m)
-{
-	struct art_wait *a;
 	struct evbuffer *buf;
-	struct hreq *h = NULL;
 	uint64_t size;
 	uint32_t status;
 
-	TAILQ_FOREACH(a, &art_waits, entry)
-	if (a->h->artid == m->id) {
-		h = a->h;
-		break;
-	}
-	if (h == NULL)
-		return; /* timed out already; the descriptor is closed with m */
-	api_artifact_forget(h);
-	hreq_wait_end(h);
-	if (h->req == NULL) {
-		hreq_done(h);
+	if (m == NULL) {
+		hreq_error(h, 503, "unavailable", "the artifact store did not answer");
 		return;
 	}
 	if (m->type == IMSG_ARTIFACT_ERR) {
@@ -386,7 +322,7 @@ api_artifact_reply(struct ipc_msg *m)
 			hreq_error(h, 500, "internal", "internal error");
 		return;
 	}
-	if (ipc_dec_artifact_fd(m->body, &size) == -1 ||
+	if (m->type != IMSG_ARTIFACT_FD || ipc_dec_artifact_fd(m->body, &size) == -1 ||
 	    (json_int_t)size != json_integer_value(json_object_get(h->art, "size")))
 		fatalx("bad artifact reply");
 	if ((buf = evbuffer_new()) == NULL)
@@ -396,6 +332,19 @@ api_artifact_reply(struct ipc_msg *m)
 		fatalx("evbuffer_add_file");
 	m->fd = -1;
 	artifact_send(h, buf);
+}
+
+/* Ask the supervisor for the stored file (httpd cannot open the store). */
+static void
+artifact_stored(struct hreq *h)
+{
+	struct ipc_wbuf w;
+	uint64_t id;
+
+	hreq_sup_begin(&w, IMSG_ARTIFACT_OPEN, 2, &id);
+	ipc_put_str(&w, h->uid);
+	ipc_put_str(&w, h->param);
+	hreq_sup_send(h, &w, id, artifact_opened);
 }
 
 /*

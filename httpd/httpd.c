@@ -16,6 +16,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <jansson.h>
+#include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,6 +140,8 @@ httpd_request_orphan(struct evhttp_request *req)
 		evhttp_request_free(req);
 }
 
+static void hreq_sup_forget(struct hreq *h);
+
 static void
 hreq_client_gone(struct evhttp_connection *conn, void *arg)
 {
@@ -155,8 +158,8 @@ hreq_free(struct hreq *h)
 		evhttp_connection_set_closecb(evhttp_request_get_connection(h->req), NULL, NULL);
 	if (h->dbid != 0)
 		child_db_forget(&httpd, h->dbid);
-	if (h->artid != 0)
-		api_artifact_forget(h);
+	if (h->supid != 0)
+		hreq_sup_forget(h);
 	json_decref(h->art);
 	event_free(h->timer);
 	evhttp_clear_headers(&h->query);
@@ -294,20 +297,88 @@ hreq_db_send(struct hreq *h, struct ipc_wbuf *w, uint64_t id, hreq_db_cb cb)
 		fatalx("evtimer_add");
 }
 
+/* Requests waiting for a supervisor reply other than a database result. */
+struct sup_wait {
+	TAILQ_ENTRY(sup_wait) entry;
+	struct hreq *h;
+};
+static TAILQ_HEAD(, sup_wait) sup_waits = TAILQ_HEAD_INITIALIZER(sup_waits);
+
+static void
+hreq_sup_forget(struct hreq *h)
+{
+	struct sup_wait *a;
+
+	TAILQ_FOREACH(a, &sup_waits, entry)
+	if (a->h == h) {
+		TAILQ_REMOVE(&sup_waits, a, entry);
+		free(a);
+		break;
+	}
+	h->supid = 0;
+}
+
+static void
+hreq_sup_timeout(struct hreq *h, const struct ipc_db_result *r)
+{
+	hreq_sup_cb cb = h->supcb;
+
+	hreq_sup_forget(h);
+	cb(h, NULL);
+}
+
 void
-hreq_wait(struct hreq *h, hreq_db_cb cb)
+hreq_sup_begin(struct ipc_wbuf *w, uint32_t type, uint32_t nfields, uint64_t *id)
+{
+	*id = ++httpd.next_id; /* one id space with database calls */
+	ipc_wbuf_begin(w, type, *id, nfields);
+}
+
+void
+hreq_sup_send(struct hreq *h, struct ipc_wbuf *w, uint64_t id, hreq_sup_cb cb)
 {
 	struct timeval tv = {HTTPD_DB_TIMEOUT_SECS, 0};
+	struct sup_wait *a;
 
-	h->dbcb = cb;
+	if (ipc_wbuf_finish(w, httpd.max_frame) == -1 || ipc_chan_send(httpd.sup, w, -1) == -1) {
+		ipc_wbuf_free(w);
+		hreq_error(h, 503, "unavailable", "the supervisor is unavailable");
+		return;
+	}
+	ipc_wbuf_free(w);
+	if ((a = calloc(1, sizeof(*a))) == NULL)
+		fatal("calloc");
+	a->h = h;
+	TAILQ_INSERT_TAIL(&sup_waits, a, entry);
+	h->supid = id;
+	h->supcb = cb;
+	h->dbcb = hreq_sup_timeout; /* what hreq_timeout calls */
 	if (evtimer_add(h->timer, &tv) == -1)
 		fatalx("evtimer_add");
 }
 
-void
-hreq_wait_end(struct hreq *h)
+/* A supervisor reply to hreq_sup_send; an unknown id timed out already
+ * (a descriptor it carries is closed with m). */
+static void
+hreq_sup_reply(struct ipc_msg *m)
 {
+	struct sup_wait *a;
+	struct hreq *h = NULL;
+
+	TAILQ_FOREACH(a, &sup_waits, entry)
+	if (a->h->supid == m->id) {
+		h = a->h;
+		break;
+	}
+	if (h == NULL)
+		return;
+	hreq_sup_forget(h);
 	evtimer_del(h->timer);
+	if (h->req == NULL) {
+		hreq_done(h);
+		return;
+	}
+	h->supcb(h, m);
 }
 
 int
@@ -382,7 +453,8 @@ httpd_dispatch_supervisor(struct child *c, struct ipc_msg *m)
 		return;
 	case IMSG_ARTIFACT_FD:
 	case IMSG_ARTIFACT_ERR:
-		api_artifact_reply(m);
+	case IMSG_REPO_SEALED:
+		hreq_sup_reply(m);
 		return;
 	case IMSG_RUN_WAKE: {
 		char run[IPC_UUID_LEN + 1];
@@ -398,9 +470,30 @@ httpd_dispatch_supervisor(struct child *c, struct ipc_msg *m)
 	}
 }
 
+/*
+ * jansson's memory is wiped when it is freed: request bodies carry secrets
+ * (a repository token), and the parser's own buffers hold copies of their
+ * strings.
+ */
+static void *
+httpd_json_malloc(size_t n)
+{
+	return malloc(n);
+}
+
+static void
+httpd_json_free(void *p)
+{
+	if (p == NULL)
+		return;
+	explicit_bzero(p, malloc_usable_size(p));
+	free(p);
+}
+
 void
 httpd_main(void)
 {
+	json_set_alloc_funcs(httpd_json_malloc, httpd_json_free);
 	child_bootstrap(&httpd, ROLE_HTTPD);
 	if ((httpd.base = event_base_new()) == NULL || (http = evhttp_new(httpd.base)) == NULL)
 		fatalx("libevent set-up failed");

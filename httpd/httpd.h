@@ -50,7 +50,8 @@ struct hreq {
 	struct event *timer;
 	uint64_t dbid; /* pending database call, 0 when none */
 	hreq_db_cb dbcb;
-	uint64_t artid; /* pending IMSG_ARTIFACT_OPEN, 0 when none */
+	uint64_t supid;   /* pending request to the supervisor (not the database), 0 when none */
+	void (*supcb)(struct hreq *, struct ipc_msg *);
 	unsigned char authhash[AUTHCACHE_HASH_LEN]; /* the token's SHA-256, while looked up */
 	uint64_t authgen;                           /* the auth cache's generation then */
 	json_t *art;    /* the artifact being served (api_runs.c) */
@@ -125,10 +126,16 @@ void hreq_done(struct hreq *h);
 struct evhttp_request *hreq_detach(struct hreq *h);
 /* The same with extra members (consumed) in "error". */
 void hreq_error_ex(struct hreq *h, int code, const char *ecode, const char *msg, json_t *extra);
-/* Wait for a reply other than a database call: cb(h, NULL) after the
- * usual timeout, unless hreq_wait_end is called first. */
-void hreq_wait(struct hreq *h, hreq_db_cb cb);
-void hreq_wait_end(struct hreq *h);
+/*
+ * A request to the supervisor other than a database call (an artifact to
+ * open, a secret to seal): hreq_sup_begin gives the message an id; after
+ * appending its nfields values, hreq_sup_send sends it and cb gets the
+ * reply with that id (m NULL after the usual timeout).  On a send failure h
+ * is answered 503 and freed.  cb runs only while the client is there.
+ */
+typedef void (*hreq_sup_cb)(struct hreq *h, struct ipc_msg *m);
+void hreq_sup_begin(struct ipc_wbuf *w, uint32_t type, uint32_t nfields, uint64_t *id);
+void hreq_sup_send(struct hreq *h, struct ipc_wbuf *w, uint64_t id, hreq_sup_cb cb);
 /* Start a named call (then append nargs values with ipc_put_*). */
 uint64_t hreq_db_begin(struct ipc_wbuf *w, const char *op, uint32_t nargs);
 /* Send it with a timeout; cb gets the reply.  On a send failure h is
@@ -241,6 +248,8 @@ void api_member_update(struct hreq *h);
 void api_member_remove(struct hreq *h);
 void api_project_grants(struct hreq *h);
 void api_project_repos(struct hreq *h);
+void api_repo_add(struct hreq *h);
+void api_repo_remove(struct hreq *h);
 void api_project_usage(struct hreq *h);
 void api_project_audit(struct hreq *h);
 
@@ -255,10 +264,6 @@ void api_run_approvals(struct hreq *h);
 void api_approval_decide(struct hreq *h);
 void api_run_artifacts(struct hreq *h);
 void api_artifact(struct hreq *h);
-/* IMSG_ARTIFACT_FD / IMSG_ARTIFACT_ERR from the supervisor. */
-void api_artifact_reply(struct ipc_msg *m);
-/* h goes away with an artifact request pending. */
-void api_artifact_forget(struct hreq *h);
 
 /* sse.c: GET /v1/runs/{id}/events/stream (DESIGN.md 3.5) */
 void api_run_stream(struct hreq *h);

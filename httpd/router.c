@@ -30,6 +30,11 @@ static const struct body_field member_add_fields[] = {
 static const struct body_field member_update_fields[] = {
 	{ "role", JSON_STRING, 1 },
 };
+static const struct body_field repo_fields[] = {
+	{ "name",  JSON_STRING, 1 },
+	{ "url",   JSON_STRING, 1 },
+	{ "token", JSON_STRING, 0 },
+};
 static const struct body_field submit_fields[] = {
 	{ "template", JSON_STRING, 1 },
 	{ "params",   JSON_OBJECT, 0 },
@@ -55,6 +60,8 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_DELETE, "/v1/memberships/{id}",         api_member_remove,     1, NULL, 0, A, 0, NULL },
 	{ EVHTTP_REQ_GET,    "/v1/projects/{id}/grants",     api_project_grants,    1, NULL, 0, V, 1, NULL },
 	{ EVHTTP_REQ_GET,    "/v1/projects/{id}/repos",      api_project_repos,     1, NULL, 0, V, 1, NULL },
+	{ EVHTTP_REQ_POST,   "/v1/projects/{id}/repos",      api_repo_add,          1, F(repo_fields), A, 1, NULL },
+	{ EVHTTP_REQ_DELETE, "/v1/repos/{id}",               api_repo_remove,       1, NULL, 0, A, 0, NULL },
 	{ EVHTTP_REQ_GET,    "/v1/projects/{id}/usage",      api_project_usage,     1, NULL, 0, V, 1, "month" },
 	{ EVHTTP_REQ_GET,    "/v1/projects/{id}/audit",      api_project_audit,     1, NULL, 0, A, 1, "after limit" },
 	{ EVHTTP_REQ_GET,    "/v1/projects/{id}/runs",       api_runs_list,         1, NULL, 0, V, 1,

@@ -91,6 +91,9 @@ ipc_wbuf_finish(struct ipc_wbuf *w, size_t max_frame)
 void
 ipc_wbuf_free(struct ipc_wbuf *w)
 {
+	/* a frame may carry a secret (a token being sealed, a new API token) */
+	if (w->sb.data != NULL)
+		explicit_bzero(w->sb.data, w->sb.alloc);
 	msgpack_sbuffer_destroy(&w->sb);
 	w->sb.data = NULL;
 	w->sb.size = w->sb.alloc = 0;

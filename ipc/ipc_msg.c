@@ -244,6 +244,32 @@ ipc_dec_auth_flush(const msgpack_object *body)
 }
 
 int
+ipc_dec_repo_seal(const msgpack_object *body, const uint8_t **token, size_t *len)
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_bin(&c, token, len, IPC_SECRET_MAX) == -1 || ipc_end(&c) == -1 || *len == 0)
+		return -1;
+	return 0;
+}
+
+int
+ipc_dec_repo_sealed(const msgpack_object *body, const uint8_t **nonce, const uint8_t **ct,
+                    size_t *ctlen)
+{
+	struct ipc_cur c;
+	size_t nlen;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_bin(&c, nonce, &nlen, 24) == -1 ||
+	    ipc_get_bin(&c, ct, ctlen, IPC_SECRET_MAX + 16) == -1 || ipc_end(&c) == -1 ||
+	    nlen != 24 || *ctlen <= 16)
+		return -1;
+	return 0;
+}
+
+int
 ipc_dec_artifact_open(const msgpack_object *body, char user[IPC_UUID_LEN + 1],
                       char art[IPC_UUID_LEN + 1])
 {
@@ -603,6 +629,24 @@ static int
 val_IMSG_AUTH_FLUSH(const msgpack_object *body)
 {
 	return ipc_dec_auth_flush(body);
+}
+
+static int
+val_IMSG_REPO_SEAL(const msgpack_object *body)
+{
+	const uint8_t *t;
+	size_t len;
+
+	return ipc_dec_repo_seal(body, &t, &len);
+}
+
+static int
+val_IMSG_REPO_SEALED(const msgpack_object *body)
+{
+	const uint8_t *n, *ct;
+	size_t len;
+
+	return ipc_dec_repo_sealed(body, &n, &ct, &len);
 }
 
 static int

@@ -125,6 +125,9 @@
  *  ARTIFACT_FD  [size u64] + the file, opened read-only
  *  ARTIFACT_ERR [status u32: 404 not visible or not stored, 500 the store
  *              does not hold what the database says, 503 no database]
+ *  REPO_SEAL   [token bin(1..IPC_SECRET_MAX)]  a repository token from the API
+ *  REPO_SEALED [nonce bin(24), ciphertext bin(17..IPC_SECRET_MAX + 16)]
+ *              the token sealed under the "reposecr" key
  */
 #define IPC_MSG_LIST(X)                                                                     \
 	X(IMSG_HELLO, 1, SUP, CHILDREN_ALL, 0)                                              \
@@ -157,7 +160,9 @@
 	X(IMSG_ARTIFACT_OPEN, 28, ROLE_BIT(ROLE_HTTPD), SUP, 0)                              \
 	X(IMSG_ARTIFACT_FD, 29, SUP, ROLE_BIT(ROLE_HTTPD), IPC_F_FD)                         \
 	X(IMSG_ARTIFACT_ERR, 30, SUP, ROLE_BIT(ROLE_HTTPD), 0)                               \
-	X(IMSG_AUTH_FLUSH, 31, SUP, ROLE_BIT(ROLE_HTTPD), 0)
+	X(IMSG_AUTH_FLUSH, 31, SUP, ROLE_BIT(ROLE_HTTPD), 0)                                 \
+	X(IMSG_REPO_SEAL, 32, ROLE_BIT(ROLE_HTTPD), SUP, 0)                                  \
+	X(IMSG_REPO_SEALED, 33, SUP, ROLE_BIT(ROLE_HTTPD), 0)
 
 enum ipc_msg_type {
 #define IPC_X_ENUM(sym, num, snd, rcv, fl) sym = num,
@@ -238,6 +243,10 @@ int ipc_dec_listen_fd(const msgpack_object *body, char *addr, size_t addrsz);
 /* IMSG_RUN_WAKE: run gets the id NUL-terminated ("" for every run). */
 int ipc_dec_run_wake(const msgpack_object *body, char run[IPC_UUID_LEN + 1], uint64_t *seq);
 int ipc_dec_auth_flush(const msgpack_object *body);
+#define IPC_SECRET_MAX 4096 /* a repository token over the API */
+int ipc_dec_repo_seal(const msgpack_object *body, const uint8_t **token, size_t *len);
+int ipc_dec_repo_sealed(const msgpack_object *body, const uint8_t **nonce, const uint8_t **ct,
+                        size_t *ctlen);
 int ipc_dec_artifact_open(const msgpack_object *body, char user[IPC_UUID_LEN + 1],
                           char art[IPC_UUID_LEN + 1]);
 int ipc_dec_artifact_fd(const msgpack_object *body, uint64_t *size);

@@ -117,6 +117,9 @@ proc_on_msg(struct ipc_chan *ch, struct ipc_msg *m, void *arg)
 	case IMSG_ARTIFACT_OPEN:
 		sup_artifact_open(p, m);
 		return;
+	case IMSG_REPO_SEAL:
+		sup_repo_seal(p, m);
+		return;
 	default:
 		/* The catalog let it through, but this peer has no use for it here. */
 		proc_abort(p, "sent a message the supervisor does not accept from it");

@@ -89,8 +89,9 @@ struct proc *proc_by_role(enum ipc_role role);
 
 /* dbop.c: answering DB_OP from children */
 void sup_db_op(struct proc *p, struct ipc_msg *m);
-/* artstore.c: IMSG_ARTIFACT_OPEN from httpd */
+/* httpd_req.c: httpd's requests other than database operations */
 void sup_artifact_open(struct proc *p, struct ipc_msg *m);
+void sup_repo_seal(struct proc *p, struct ipc_msg *m);
 
 /* control.c */
 int control_listen(const char *path, char *errbuf, size_t errsz);

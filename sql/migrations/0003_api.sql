@@ -480,6 +480,87 @@ END
 $$;
 
 ------------------------------------------------------------------------
+-- Repository connections
+------------------------------------------------------------------------
+
+CREATE FUNCTION repo_json(c repo_connections) RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+	SELECT jsonb_build_object('id', c.id, 'name', c.name, 'url', c.url,
+	    'has_token', c.token_nonce IS NOT NULL, 'created_at', api_ts(c.created_at))
+$$;
+
+-- api_repo_add(user, project, name, url, ciphertext, nonce, remote)
+-- Project admins.  The token arrives sealed (the supervisor sealed it for
+-- httpd; ciphertext and nonce both NULL for none) and is never returned;
+-- the audit row says only whether there is one.  Names and URLs are
+-- checked here with errors that name the field (the table's CHECKs are
+-- the same rules, as a last line); a taken name is 409 repo_exists.
+CREATE FUNCTION api_repo_add(p_user uuid, p_project uuid, p_name text, p_url text,
+                             p_ct bytea, p_nonce bytea, p_remote text) RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+	v_role text := api_role(p_user, p_project);
+	v_c    repo_connections%ROWTYPE;
+BEGIN
+	IF v_role IS NULL THEN
+		RETURN api_err(404, 'not_found', 'no such project');
+	ELSIF v_role <> 'admin' THEN
+		RETURN api_err(403, 'forbidden', 'only a project admin may add repositories');
+	ELSIF p_name IS NULL OR p_name !~ '^[a-z0-9][a-z0-9_-]{0,63}$' THEN
+		RETURN api_err(422, 'invalid_field',
+		    'name must be 1 to 64 of a-z, 0-9, _ and -, starting with a letter or digit',
+		    '{"field":"name"}');
+	ELSIF p_url IS NULL OR length(p_url) > 2048 OR p_url ~ '[[:space:][:cntrl:]]' OR
+	      NOT (p_url ~ '^https://[^/@]+(/|$)' OR p_url ~ '^file:///' OR p_url ~ '^/') THEN
+		RETURN api_err(422, 'invalid_field',
+		    'url must be https://HOST/... without credentials, file:///... or an absolute path',
+		    '{"field":"url"}');
+	ELSIF (p_ct IS NULL) <> (p_nonce IS NULL) THEN
+		RAISE EXCEPTION 'api_repo_add: ciphertext and nonce go together'
+		    USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	INSERT INTO repo_connections (project_id, name, url, token_ciphertext, token_nonce)
+	VALUES (p_project, p_name, p_url, p_ct, p_nonce)
+	ON CONFLICT (project_id, name) DO NOTHING
+	RETURNING * INTO v_c;
+	IF NOT FOUND THEN
+		RETURN api_err(409, 'repo_exists', 'the project has a repository of that name',
+		               '{"field":"name"}');
+	END IF;
+	INSERT INTO audit_log (actor_user_id, actor_kind, action, object_kind, object_id,
+	                       project_id, remote_addr, detail)
+	VALUES (p_user, 'user', 'repo.add', 'repo_connection', v_c.id::text, p_project, p_remote,
+	        jsonb_build_object('name', v_c.name, 'url', v_c.url, 'token', p_ct IS NOT NULL));
+	RETURN api_ok(201, repo_json(v_c), v_role);
+END
+$$;
+
+-- api_repo_remove(user, repo, remote): project admins.  Runs already
+-- submitted keep the connection's id in their manifest; they fail to
+-- check out once it is gone.
+CREATE FUNCTION api_repo_remove(p_user uuid, p_repo uuid, p_remote text) RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+	v_c    repo_connections%ROWTYPE;
+	v_role text;
+BEGIN
+	SELECT * INTO v_c FROM repo_connections WHERE id = p_repo FOR UPDATE;
+	v_role := CASE WHEN FOUND THEN api_role(p_user, v_c.project_id) END;
+	IF v_role IS NULL THEN
+		RETURN api_err(404, 'not_found', 'no such repository');
+	ELSIF v_role <> 'admin' THEN
+		RETURN api_err(403, 'forbidden', 'only a project admin may remove repositories');
+	END IF;
+	DELETE FROM repo_connections WHERE id = p_repo;
+	INSERT INTO audit_log (actor_user_id, actor_kind, action, object_kind, object_id,
+	                       project_id, remote_addr, detail)
+	VALUES (p_user, 'user', 'repo.remove', 'repo_connection', p_repo::text, v_c.project_id,
+	        p_remote, jsonb_build_object('name', v_c.name));
+	RETURN api_ok(200, jsonb_build_object('removed', p_repo), v_role);
+END
+$$;
+
+------------------------------------------------------------------------
 -- Authentication changes
 ------------------------------------------------------------------------
 

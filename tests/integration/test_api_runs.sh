@@ -668,6 +668,8 @@ PATCH /v1/memberships/$MEX
 DELETE /v1/memberships/$MEX
 GET /v1/projects/$P1/grants
 GET /v1/projects/$P1/repos
+POST /v1/projects/$P1/repos
+DELETE /v1/repos/$MEX
 GET /v1/projects/$P1/usage
 GET /v1/projects/$P1/audit
 GET /v1/projects/$P1/runs

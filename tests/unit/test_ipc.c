@@ -1051,6 +1051,23 @@ t_v_artifact(void **state)
 	uint64_t size;
 	uint32_t st;
 
+	/* REPO_SEAL: a token of 1..IPC_SECRET_MAX bytes; REPO_SEALED: nonce and box */
+	{
+		static uint8_t big[IPC_SECRET_MAX + 17];
+
+		assert_int_equal(valid(IMSG_REPO_SEAL, 1, "B", big, (size_t)1), 0);
+		assert_int_equal(valid(IMSG_REPO_SEAL, 1, "B", big, (size_t)IPC_SECRET_MAX), 0);
+		assert_int_equal(valid(IMSG_REPO_SEAL, 1, "B", big, (size_t)IPC_SECRET_MAX + 1), -1);
+		assert_int_equal(valid(IMSG_REPO_SEAL, 1, "B", big, (size_t)0), -1);
+		assert_int_equal(valid(IMSG_REPO_SEAL, 1, "s", "token"), -1);
+		assert_int_equal(valid(IMSG_REPO_SEALED, 2, "BB", big, (size_t)24, big, (size_t)17), 0);
+		assert_int_equal(valid(IMSG_REPO_SEALED, 2, "BB", big, (size_t)24, big,
+		                       (size_t)IPC_SECRET_MAX + 16), 0);
+		assert_int_equal(valid(IMSG_REPO_SEALED, 2, "BB", big, (size_t)23, big, (size_t)17), -1);
+		assert_int_equal(valid(IMSG_REPO_SEALED, 2, "BB", big, (size_t)24, big, (size_t)16), -1);
+		assert_int_equal(valid(IMSG_REPO_SEALED, 2, "BB", big, (size_t)24, big,
+		                       (size_t)IPC_SECRET_MAX + 17), -1);
+	}
 	/* AUTH_FLUSH carries nothing */
 	assert_int_equal(valid(IMSG_AUTH_FLUSH, 0, ""), 0);
 	assert_int_equal(valid(IMSG_AUTH_FLUSH, 1, "u", 1u), -1);

@@ -1,4 +1,7 @@
 /*
+ * What httpd asks of the supervisor other than database operations: the
+ * files of the artifact store, and sealing a repository token.
+ *
  * Serving the content-addressed artifact store to httpd.  The store lives
  * under the state directory ("STATE/artifacts/ab/abcdef..."), written only
  * by the supervisor; httpd, chrooted and unprivileged, cannot open it.  For
@@ -18,11 +21,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sodium.h>
 #include <unistd.h>
 
 #include "common/log.h"
 #include "common/util.h"
 #include "supervisor/db.h"
+#include "supervisor/secret.h"
 #include "supervisor/supervisor.h"
 
 struct art_ctx {
@@ -146,4 +151,33 @@ sup_artifact_open(struct proc *p, struct ipc_msg *m)
 		art_reply_err(p, m->id, 503);
 		free(x);
 	}
+}
+
+/*
+ * IMSG_REPO_SEAL: a repository token given over the API, sealed under the
+ * "reposecr" key as agrippactl repo add does, so that httpd can store it
+ * without ever holding a key.  httpd learns only the ciphertext and nonce
+ * of what it sent; nothing here decrypts.
+ */
+void
+sup_repo_seal(struct proc *p, struct ipc_msg *m)
+{
+	unsigned char nonce[SECRET_NONCE_LEN], ct[IPC_SECRET_MAX + SECRET_MAC_LEN];
+	const uint8_t *plain;
+	struct ipc_wbuf w;
+	size_t plen, ctlen;
+
+	if (ipc_dec_repo_seal(m->body, &plain, &plen) == -1)
+		return; /* the catalog checked it: not reached */
+	if (secret_seal(sup.master_key, SECRET_CTX_REPO, plain, plen, nonce, ct, sizeof(ct),
+	                &ctlen) == -1)
+		fatalx("cannot seal a repository token");
+	ipc_wbuf_begin(&w, IMSG_REPO_SEALED, m->id, 2);
+	ipc_put_bin(&w, nonce, sizeof(nonce));
+	ipc_put_bin(&w, ct, ctlen);
+	if (ipc_wbuf_finish(&w, sup.conf.ipc_max_frame) == 0 && p->chan != NULL)
+		ipc_chan_send(p->chan, &w, -1);
+	ipc_wbuf_free(&w);
+	/* the channel wipes what it handled; the token passed through here */
+	sodium_memzero((void *)plain, plen);
 }
