@@ -7,6 +7,7 @@
  */
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "ipc/ipc_msg.h"
 
@@ -75,6 +76,10 @@ fuzz_decoders(const struct ipc_msg *m)
 	struct ipc_sbx_result sres;
 	const char *s;
 	size_t len;
+	char run[IPC_UUID_LEN + 1], user[IPC_UUID_LEN + 1];
+	uint64_t u64;
+	uint32_t u32;
+	const uint8_t *b1, *b2;
 
 	ok[IMSG_HELLO] = ipc_dec_hello(m->body, &h) == 0;
 	ok[IMSG_READY] = ipc_dec_ready(m->body, &rd) == 0;
@@ -110,6 +115,18 @@ fuzz_decoders(const struct ipc_msg *m)
 	ok[IMSG_SBX_OUTPUT] = ipc_dec_sbx_output(m->body, &sout) == 0;
 	ok[IMSG_SBX_EXIT] = ipc_dec_sbx_exit(m->body, &sexit) == 0;
 	ok[IMSG_SBX_RESULT] = ipc_dec_sbx_result(m->body, &sres) == 0;
+	ok[IMSG_RUN_WAKE] = ipc_dec_run_wake(m->body, run, &u64) == 0;
+	if (ok[IMSG_RUN_WAKE] && run[0] != '\0' && !ipc_is_uuid(run, strlen(run)))
+		__builtin_trap();
+	ok[IMSG_ARTIFACT_OPEN] = ipc_dec_artifact_open(m->body, user, run) == 0;
+	if (ok[IMSG_ARTIFACT_OPEN] &&
+	    (!ipc_is_uuid(user, strlen(user)) || !ipc_is_uuid(run, strlen(run))))
+		__builtin_trap();
+	ok[IMSG_ARTIFACT_FD] = ipc_dec_artifact_fd(m->body, &u64) == 0;
+	ok[IMSG_ARTIFACT_ERR] = ipc_dec_artifact_err(m->body, &u32) == 0;
+	ok[IMSG_AUTH_FLUSH] = ipc_dec_auth_flush(m->body) == 0;
+	ok[IMSG_REPO_SEAL] = ipc_dec_repo_seal(m->body, &b1, &len) == 0;
+	ok[IMSG_REPO_SEALED] = ipc_dec_repo_sealed(m->body, &b1, &b2, &len) == 0;
 	if (mi != NULL && m->type != IMSG_SHUTDOWN && m->type != IMSG_SBX_KILL &&
 	    ok[m->type] != (mi->validate(m->body) == 0))
 		__builtin_trap();
