@@ -1,7 +1,9 @@
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -61,4 +63,42 @@ file_write_str(const char *path, const char *s)
 		return 0;
 	errno = saved;
 	return -1;
+}
+
+void *
+wipe_malloc(size_t n)
+{
+	return malloc(n);
+}
+
+void
+wipe_free(void *p)
+{
+	if (p == NULL)
+		return;
+	explicit_bzero(p, malloc_usable_size(p));
+	free(p);
+}
+
+/* Never realloc: it could move the block and free the old copy unwiped. */
+void *
+wipe_realloc(void *p, size_t n)
+{
+	size_t old;
+	void *q;
+
+	if (p == NULL)
+		return malloc(n);
+	if (n == 0) {
+		wipe_free(p);
+		return NULL;
+	}
+	old = malloc_usable_size(p);
+	if (n <= old)
+		return p;
+	if ((q = malloc(n)) == NULL)
+		return NULL;
+	memcpy(q, p, old);
+	wipe_free(p);
+	return q;
 }

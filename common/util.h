@@ -28,4 +28,14 @@ void errbuf_append(char *err, size_t errsz, size_t *len, const char *fmt, ...)
 void errbuf_vappend(char *err, size_t errsz, size_t *len, const char *fmt, va_list ap)
     __attribute__((format(printf, 4, 0)));
 
+/*
+ * An allocator that wipes memory when it is freed or moved by realloc, for
+ * libraries whose buffers may hold secrets (jansson, libevent in httpd):
+ * plug it in with json_set_alloc_funcs / event_set_mem_functions before
+ * the library allocates anything.
+ */
+void *wipe_malloc(size_t n);
+void *wipe_realloc(void *p, size_t n);
+void wipe_free(void *p);
+
 #endif

@@ -16,7 +16,6 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <jansson.h>
-#include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +24,7 @@
 
 #include "common/child.h"
 #include "common/log.h"
+#include "common/util.h"
 #include "httpd/httpd.h"
 
 static struct child httpd;
@@ -470,30 +470,16 @@ httpd_dispatch_supervisor(struct child *c, struct ipc_msg *m)
 	}
 }
 
-/*
- * jansson's memory is wiped when it is freed: request bodies carry secrets
- * (a repository token), and the parser's own buffers hold copies of their
- * strings.
- */
-static void *
-httpd_json_malloc(size_t n)
-{
-	return malloc(n);
-}
-
-static void
-httpd_json_free(void *p)
-{
-	if (p == NULL)
-		return;
-	explicit_bzero(p, malloc_usable_size(p));
-	free(p);
-}
-
 void
 httpd_main(void)
 {
-	json_set_alloc_funcs(httpd_json_malloc, httpd_json_free);
+	/*
+	 * What jansson and libevent free is wiped first: request bodies carry
+	 * secrets (a repository token), and the parser's and the buffers'
+	 * own copies of them would otherwise outlive the request.
+	 */
+	json_set_alloc_funcs(wipe_malloc, wipe_free);
+	event_set_mem_functions(wipe_malloc, wipe_realloc, wipe_free);
 	child_bootstrap(&httpd, ROLE_HTTPD);
 	if ((httpd.base = event_base_new()) == NULL || (http = evhttp_new(httpd.base)) == NULL)
 		fatalx("libevent set-up failed");

@@ -4,6 +4,7 @@
  */
 #include "ipc.h"
 
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -457,6 +458,14 @@ frame_envelope(const msgpack_object *root, struct ipc_msg *m, const char **err)
  * creates the zone when a value needs one (not for a scalar or an empty map),
  * so it may have to be created here.
  */
+/* The zone's finalizer for a frame's copy: it may hold a secret. */
+static void
+frame_copy_free(void *p)
+{
+	explicit_bzero(p, malloc_usable_size(p));
+	free(p);
+}
+
 static int
 frame_unpack(const uint8_t *buf, size_t len, msgpack_unpacked *up, const char **err)
 {
@@ -471,15 +480,15 @@ frame_unpack(const uint8_t *buf, size_t len, msgpack_unpacked *up, const char **
 	memcpy(copy, buf, len);
 	if (msgpack_unpack_next(up, copy, len, &off) != MSGPACK_UNPACK_SUCCESS || off != len) {
 		msgpack_unpacked_destroy(up);
-		free(copy);
+		frame_copy_free(copy);
 		*err = "frame: msgpack decoding failed";
 		return -1;
 	}
 	if (up->zone == NULL)
 		up->zone = msgpack_zone_new(256);
-	if (up->zone == NULL || !msgpack_zone_push_finalizer(up->zone, free, copy)) {
+	if (up->zone == NULL || !msgpack_zone_push_finalizer(up->zone, frame_copy_free, copy)) {
 		msgpack_unpacked_destroy(up);
-		free(copy);
+		frame_copy_free(copy);
 		*err = "frame: out of memory";
 		return -1;
 	}
