@@ -97,6 +97,15 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libagrippa.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
+# The git helper's code links libgit2, which stays out of agrippad: it is
+# built apart from libagrippa.a (the helper program itself comes with the
+# engine work).
+GH_OBJ  := $(BUILD)/githelper/checkout.o
+GH_LIBS := $(shell pkg-config --libs libgit2 2>/dev/null)
+$(BUILD)/tests/test_checkout: tests/unit/test_checkout.c $(GH_OBJ) $(BUILD)/libagrippa.a
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(GH_LIBS) $(PKG_LIBS) $$(pkg-config --libs cmocka)
+
 # Probes that run inside sandboxes: static, no sanitizers, no libagrippa.
 PROBE_BIN := $(BUILD)/tests/probe/try_syscall
 $(BUILD)/tests/probe/try_syscall: tests/tools/try_syscall.c

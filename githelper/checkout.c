@@ -1,0 +1,249 @@
+/*
+ * Clone and sanitize a run's repository (githelper/checkout.h).
+ */
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <git2.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "githelper/checkout.h"
+
+/* What the repository may not bring into the work tree's top level. */
+static const char *const gh_stripped[] = {".claude", ".mcp.json", ".agrippa"};
+
+struct gh_cred {
+	const char *token;
+	int used;
+};
+
+static int
+gh_fail(char *err, size_t errsz, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errsz, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* libgit2's last error, for a message (it never holds the token: the token
+ * is only ever in the credential object). */
+static const char *
+gh_git_error(void)
+{
+	const git_error *e = git_error_last();
+
+	return e != NULL && e->message != NULL ? e->message : "unknown error";
+}
+
+/* The token, once, as user/password; a second ask means it was refused. */
+static int
+gh_credentials(git_credential **out, const char *url, const char *user, unsigned int allowed,
+               void *payload)
+{
+	struct gh_cred *c = payload;
+
+	(void)url;
+	(void)user;
+	if (c->token == NULL || c->used || !(allowed & GIT_CREDENTIAL_USERPASS_PLAINTEXT))
+		return GIT_PASSTHROUGH;
+	c->used = 1;
+	return git_credential_userpass_plaintext_new(out, GH_TOKEN_USER, c->token);
+}
+
+int
+gh_remove_tree(int dfd, const char *name)
+{
+	struct stat st;
+	struct dirent *de;
+	DIR *d;
+	int fd, rv = 0;
+
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
+		return errno == ENOENT ? 0 : -1;
+	if (!S_ISDIR(st.st_mode))
+		return unlinkat(dfd, name, 0) == -1 && errno != ENOENT ? -1 : 0;
+	if ((fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1)
+		return -1;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return -1;
+	}
+	while (rv == 0 && (de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		rv = gh_remove_tree(dirfd(d), de->d_name);
+	}
+	closedir(d);
+	if (rv == 0 && unlinkat(dfd, name, AT_REMOVEDIR) == -1 && errno != ENOENT)
+		rv = -1;
+	return rv;
+}
+
+/* dir: absolute, an existing empty directory (not a link to one). */
+static int
+gh_check_dir(const char *dir, char *err, size_t errsz)
+{
+	struct stat st;
+	struct dirent *de;
+	DIR *d;
+	int n = 0;
+
+	if (dir[0] != '/')
+		return gh_fail(err, errsz, "the workspace must be an absolute path");
+	if (lstat(dir, &st) == -1)
+		return gh_fail(err, errsz, "the workspace: %s", strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return gh_fail(err, errsz, "the workspace is not a directory");
+	if ((d = opendir(dir)) == NULL)
+		return gh_fail(err, errsz, "the workspace: %s", strerror(errno));
+	while ((de = readdir(d)) != NULL)
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+			n++;
+	closedir(d);
+	if (n > 0)
+		return gh_fail(err, errsz, "the workspace is not empty");
+	return 0;
+}
+
+/* https://..., file:///..., or /...; nothing else (no ssh, no git://). */
+static int
+gh_check_url(const char *url, char *err, size_t errsz)
+{
+	const char *host;
+	size_t hl;
+
+	if (strncmp(url, "https://", 8) == 0) {
+		host = url + 8;
+		hl = strcspn(host, "/");
+		if (hl == 0 || memchr(host, '@', hl) != NULL)
+			return gh_fail(err, errsz, "the URL must be https://HOST/... without credentials");
+		return 0;
+	}
+	if (strncmp(url, "file:///", 8) == 0 || url[0] == '/')
+		return 0;
+	return gh_fail(err, errsz, "the URL must be https://, file:/// or an absolute path");
+}
+
+/*
+ * Every path of the index: relative, no "."/".." or empty component, not
+ * under ".git", and no existing proper prefix of it in the work tree a
+ * symbolic link.
+ */
+static int
+gh_check_paths(git_repository *repo, const char *dir, char *err, size_t errsz)
+{
+	git_index *idx;
+	const git_index_entry *e;
+	char prefix[4096];
+	const char *p, *c;
+	struct stat st;
+	size_t i, n, len;
+	int dfd, rv = 0;
+
+	if (git_repository_index(&idx, repo) != 0)
+		return gh_fail(err, errsz, "index: %s", gh_git_error());
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
+		git_index_free(idx);
+		return gh_fail(err, errsz, "the workspace: %s", strerror(errno));
+	}
+	n = git_index_entrycount(idx);
+	for (i = 0; rv == 0 && i < n; i++) {
+		e = git_index_get_byindex(idx, i);
+		p = e->path;
+		if (p[0] == '/' || strlen(p) >= sizeof(prefix)) {
+			rv = gh_fail(err, errsz, "the repository has a path that escapes");
+			break;
+		}
+		for (c = p;; c += len + 1) {
+			len = strcspn(c, "/");
+			if (len == 0 || (len == 1 && c[0] == '.') ||
+			    (len == 2 && c[0] == '.' && c[1] == '.') ||
+			    (c == p && len == 4 && strncasecmp(c, ".git", 4) == 0)) {
+				rv = gh_fail(err, errsz, "the repository has a path that escapes");
+				break;
+			}
+			if (c[len] == '\0')
+				break;
+			/* a directory on the way must be a directory, not a link */
+			memcpy(prefix, p, (size_t)(c - p) + len);
+			prefix[(c - p) + len] = '\0';
+			if (fstatat(dfd, prefix, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    !S_ISDIR(st.st_mode)) {
+				rv = gh_fail(err, errsz, "the repository has a path below a link");
+				break;
+			}
+		}
+	}
+	close(dfd);
+	git_index_free(idx);
+	return rv;
+}
+
+static int
+gh_strip(const char *dir, char *err, size_t errsz)
+{
+	size_t i;
+	int dfd;
+
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1)
+		return gh_fail(err, errsz, "the workspace: %s", strerror(errno));
+	for (i = 0; i < sizeof(gh_stripped) / sizeof(gh_stripped[0]); i++)
+		if (gh_remove_tree(dfd, gh_stripped[i]) == -1) {
+			close(dfd);
+			return gh_fail(err, errsz, "removing %s: %s", gh_stripped[i],
+			               strerror(errno));
+		}
+	close(dfd);
+	return 0;
+}
+
+int
+gh_checkout(const char *url, const char *token, const char *dir, char *base, char *err,
+            size_t errsz)
+{
+	git_clone_options opts;
+	git_repository *repo = NULL;
+	struct gh_cred cred = {NULL, 0};
+	git_oid head;
+	int rv = -1;
+
+	base[0] = '\0';
+	if (gh_check_url(url, err, errsz) == -1 || gh_check_dir(dir, err, errsz) == -1)
+		return -1;
+	if (git_libgit2_init() < 0)
+		return gh_fail(err, errsz, "libgit2: %s", gh_git_error());
+	git_clone_options_init(&opts, GIT_CLONE_OPTIONS_VERSION);
+	/* git's own transfer, not hard links into the source's objects */
+	opts.local = GIT_CLONE_NO_LOCAL;
+	opts.checkout_opts.checkout_strategy = GIT_CHECKOUT_SAFE;
+	if (strncmp(url, "https://", 8) == 0) {
+		cred.token = token;
+		opts.fetch_opts.callbacks.credentials = gh_credentials;
+		opts.fetch_opts.callbacks.payload = &cred;
+	}
+	if (git_clone(&repo, url, dir, &opts) != 0) {
+		gh_fail(err, errsz, "clone: %s", gh_git_error());
+		goto out;
+	}
+	if (gh_check_paths(repo, dir, err, errsz) == -1 || gh_strip(dir, err, errsz) == -1)
+		goto out;
+	if (git_reference_name_to_id(&head, repo, "HEAD") != 0) {
+		gh_fail(err, errsz, "HEAD: %s", gh_git_error());
+		goto out;
+	}
+	git_oid_tostr(base, GH_OID_HEX_MAX + 1, &head);
+	rv = 0;
+out:
+	git_repository_free(repo);
+	git_libgit2_shutdown();
+	return rv;
+}
