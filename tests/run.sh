@@ -15,6 +15,7 @@ failed=""
 # Sanitizer reports must fail the run, and leaks count.
 export ASAN_OPTIONS="detect_leaks=1:strict_string_checks=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+export LSAN_OPTIONS="suppressions=$ROOT/tests/lsan.supp:print_suppressions=0"
 
 if [ "$(id -u)" -eq 0 ]; then
 	sh scripts/mkusers.sh
