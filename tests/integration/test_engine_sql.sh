@@ -1,0 +1,202 @@
+#!/bin/sh
+# The scheduler's SQL (sql/migrations/0004_engine.sql) against a throwaway
+# PostgreSQL: claiming under a lease (two engines never take one run, an
+# expired lease makes a run claimable again, a decided approval resumes a
+# run), renewing and parking leases, the sweeps (expired approvals decided
+# exactly once against a racing decision; cancelled runs nobody runs), and
+# budget reservations against a monthly quota (concurrent runs never
+# overspend it; a resumed attempt never counts twice).
+. tests/integration/lib.sh
+need_root engine_sql
+make_env
+SQDB=enginetest
+. tests/integration/pg_lib.sh
+
+psql_db postgres -c "CREATE DATABASE enginetest" >/dev/null
+rc=0
+for f in $(ls "$ROOT"/sql/migrations/*.sql | sort); do
+	sq -f "$f" >/dev/null || { rc=1; echo "# psql failed on $f"; }
+done
+check "migrations apply" [ $rc -eq 0 ]
+
+U1=00000000-0000-0000-0000-0000000000a1
+P1=00000000-0000-0000-0000-0000000000b1
+P2=00000000-0000-0000-0000-0000000000b2
+TPL=00000000-0000-0000-0000-0000000000c1
+sq -c "INSERT INTO users (id, name) VALUES ('$U1', 'alice')" \
+	-c "INSERT INTO projects (id, name, monthly_quota_usd_micros) VALUES ('$P1', 'alpha', 1000), ('$P2', 'beta', NULL)" \
+	-c "INSERT INTO templates (id, name, version, source, compiled, sha256)
+	    VALUES ('$TPL', 't', 1, 'x', '{}', decode(repeat('00', 32), 'hex'))" >/dev/null
+# newrun [PROJECT]: a queued run; prints its id
+newrun() {
+	val "INSERT INTO runs (project_id, template_id, template_name, template_version, submitted_by)
+	     VALUES ('${1:-$P1}', '$TPL', 't', 1, '$U1') RETURNING id" | head -1
+}
+claim() { val "SELECT coalesce((SELECT run_id || ' ' || previous_status FROM claim_run('$1', ${2:-30})), 'none')"; }
+
+### claim_run
+R1=$(newrun)
+is "a queued run is claimed" "SELECT coalesce((SELECT run_id || ' ' || previous_status FROM claim_run('e1', 30)), 'none')" "$R1 queued"
+is "... it is running under e1's lease, started" \
+	"SELECT status || ' ' || lease_owner || ' ' || (lease_expires_at > now() + interval '25 seconds') || ' ' || (started_at IS NOT NULL) FROM runs WHERE id = '$R1'" \
+	"running e1 true true"
+is "nothing else to claim" "SELECT count(*) FROM claim_run('e2', 30)" 0
+refused "a lease of 0 s is refused" "lease must be" "SELECT * FROM claim_run('e1', 0)"
+refused "a lease of 2 hours is refused" "lease must be" "SELECT * FROM claim_run('e1', 7200)"
+is "renew_lease by its owner" "SELECT coalesce(renew_lease('$R1', 'e1', 60), false)" t
+is "renew_lease by another engine changes nothing" "SELECT coalesce(renew_lease('$R1', 'e2', 60), false)" f
+sq -c "UPDATE runs SET lease_expires_at = now() - interval '1 second' WHERE id = '$R1'"
+is "an expired lease: the run is claimed again, by another engine" "$(printf '%s' "SELECT coalesce((SELECT run_id || ' ' || previous_status FROM claim_run('e2', 30)), 'none')")" "$R1 running"
+is "... the first owner can no longer renew it" "SELECT coalesce(renew_lease('$R1', 'e1', 60), false)" f
+is "... the new one can" "SELECT coalesce(renew_lease('$R1', 'e2', 60), false)" t
+
+# Two engines racing: 4 sessions claim as fast as they can; 30 runs, each
+# taken exactly once.
+sq -c "UPDATE runs SET status = 'failed', finished_at = now(), lease_owner = NULL, lease_expires_at = NULL WHERE id = '$R1'" >/dev/null
+for i in $(seq 30); do newrun >/dev/null; done
+pids=""
+for e in 1 2 3 4; do
+	(
+		while :; do
+			got=$(val "SELECT coalesce((SELECT run_id::text FROM claim_run('race$e', 60)), 'none')")
+			[ "$got" = none ] && break
+			echo "$got"
+		done >"$T/claims$e"
+	) &
+	pids="$pids $!"
+done
+for p in $pids; do wait "$p"; done
+check "4 racing engines: 30 claims in all" [ "$(cat "$T"/claims[1-4] | wc -l)" = 30 ]
+check "... no run claimed twice" [ "$(cat "$T"/claims[1-4] | sort -u | wc -l)" = 30 ]
+is "... each run's lease names the engine that got it" \
+	"SELECT count(*) FROM runs WHERE lease_owner LIKE 'race%' AND status = 'running'" 30
+echo "# claims per engine: $(wc -l "$T"/claims[1-4] | head -4 | awk '{print $1}' | tr '\n' ' ')"
+sq -c "UPDATE runs SET status = 'failed', finished_at = now(), lease_owner = NULL, lease_expires_at = NULL WHERE finished_at IS NULL" >/dev/null
+
+### approvals: park, resume, expire
+R2=$(newrun)
+claim e1 >/dev/null
+sq -c "INSERT INTO approvals (run_id, step_id, expires_at) VALUES ('$R2', 'review', now() + interval '1 hour')" >/dev/null
+is "wait_for_approval by another engine changes nothing" "SELECT coalesce(wait_for_approval('$R2', 'e9'), false)" f
+is "wait_for_approval by the owner" "SELECT coalesce(wait_for_approval('$R2', 'e1'), false)" t
+is "... parks the run and hands back the lease" \
+	"SELECT status || ' ' || coalesce(lease_owner, '-') FROM runs WHERE id = '$R2'" "waiting_approval -"
+is "a run with a pending approval is not claimed" "$(printf '%s' "SELECT count(*) FROM claim_run('e2', 30)")" 0
+sq -c "SELECT decide_approval(id, 'approved', '$U1', NULL) FROM approvals WHERE run_id = '$R2'" >/dev/null
+is "once it is decided, the run is resumed by a claim" \
+	"SELECT coalesce((SELECT run_id || ' ' || previous_status FROM claim_run('e2', 30)), 'none')" "$R2 waiting_approval"
+is "... running under the new lease" "SELECT status || ' ' || lease_owner FROM runs WHERE id = '$R2'" "running e2"
+# a second checkpoint: pending again, so not claimable
+sq -c "SELECT wait_for_approval('$R2', 'e2')" \
+	-c "INSERT INTO approvals (run_id, step_id, expires_at) VALUES ('$R2', 'review2', now() + interval '1 hour')" >/dev/null
+is "a second pending approval: not claimable although an earlier one is decided" "SELECT count(*) FROM claim_run('e3', 30)" 0
+
+# expiry by the sweep
+sq -c "UPDATE approvals SET requested_at = now() - interval '2 hours', expires_at = now() - interval '1 second' WHERE run_id = '$R2' AND status = 'pending'" >/dev/null
+is "sweep_runs expires it" "SELECT sweep_runs()" 1
+is "... approval expired, event approval.expired, a system audit row" \
+	"SELECT (SELECT status FROM approvals WHERE run_id = '$R2' AND step_id = 'review2') || ' ' ||
+	        (SELECT type FROM run_events WHERE run_id = '$R2' ORDER BY seq DESC LIMIT 1) || ' ' ||
+	        (SELECT count(*) FROM audit_log WHERE action = 'approval.expire' AND actor_kind = 'system')" \
+	"expired approval.expired 1"
+is "... and the run is claimable, to read the expiry" \
+	"SELECT coalesce((SELECT previous_status FROM claim_run('e3', 30)), 'none')" waiting_approval
+is "sweeping again changes nothing" "SELECT sweep_runs()" 0
+
+# a decision racing the sweep: exactly one of them, 5 rounds
+race_ok=0
+for i in 1 2 3 4 5; do
+	R=$(newrun)
+	got=$(claim "e$i")
+	[ "$got" = "$R queued" ] || echo "# round $i: claimed '$got', not $R"
+	sq -c "UPDATE runs SET status = 'waiting_approval', lease_owner = NULL, lease_expires_at = NULL WHERE id = '$R'" >/dev/null
+	A=$(val "INSERT INTO approvals (run_id, step_id, requested_at, expires_at) VALUES ('$R', 's', now() - interval '1 hour', now() + interval '1 second') RETURNING id" | head -1)
+	sleep 1.05
+	# both start together; the approval has just expired for both of them
+	val "SELECT decide_approval('$A', 'approved', '$U1', NULL)" >"$T/dec" &
+	p1=$!
+	val "SELECT sweep_runs()" >"$T/swp" &
+	p2=$!
+	wait $p1 $p2
+	# the engine sweeps again later: a row the decision held was skipped
+	val "SELECT sweep_runs()" >/dev/null
+	st=$(val "SELECT status FROM approvals WHERE id = '$A'")
+	nev=$(val "SELECT count(*) FROM run_events WHERE run_id = '$R' AND type LIKE 'approval.%'")
+	if [ "$st" = expired ] && [ "$nev" = 1 ] && [ "$(cat "$T/dec")" = f ]; then
+		race_ok=$((race_ok + 1))
+	else
+		echo "# round $i: approval $st, $nev events, decide said $(cat "$T/dec"), sweep $(cat "$T/swp")"
+	fi
+	# out of the way of the next round's claim
+	sq -c "UPDATE runs SET status = 'failed', finished_at = now(), lease_owner = NULL, lease_expires_at = NULL WHERE id = '$R'" >/dev/null
+done
+check "an expired approval decided while the sweep runs is decided exactly once: expired, one event (5 rounds)" [ $race_ok = 5 ]
+sq -c "UPDATE runs SET status = 'failed', finished_at = now(), lease_owner = NULL, lease_expires_at = NULL WHERE finished_at IS NULL" >/dev/null
+
+### cancelled runs nobody runs
+R3=$(newrun)
+claim e1 >/dev/null
+sq -c "UPDATE runs SET cancel_requested_at = now() WHERE id = '$R3'" >/dev/null
+is "a cancel requested on a run with a live lease: not swept (its runner ends it)" "SELECT sweep_runs()" 0
+is "... nor claimed" "SELECT count(*) FROM claim_run('e2', 30)" 0
+sq -c "UPDATE runs SET lease_expires_at = now() - interval '1 second' WHERE id = '$R3'" >/dev/null
+is "once its lease has expired, the sweep finalizes it cancelled" "SELECT sweep_runs()" 1
+is "... with its terminal event" \
+	"SELECT status || ' ' || (SELECT type FROM run_events WHERE run_id = '$R3' ORDER BY seq DESC LIMIT 1) FROM runs WHERE id = '$R3'" \
+	"cancelled run.cancelled"
+
+### budgets
+RB=$(newrun)
+claim e1 >/dev/null
+sq -c "INSERT INTO run_steps (run_id, phase_name, step_id, attempt, status, finished_at)
+        VALUES ('$RB', 'p', 's1', 1, 'succeeded', now()), ('$RB', 'p', 's2', 1, 'succeeded', now()),
+               ('$RB', 'p', 's1', 2, 'running', NULL)" >/dev/null
+is "a reservation under the quota" "SELECT reserve_budget('$RB', 's1', 1, 600)" reserved
+is "another that would overspend: quota_exceeded" "SELECT reserve_budget('$RB', 's2', 1, 500)" quota_exceeded
+is "the same attempt again: exists" "SELECT reserve_budget('$RB', 's1', 1, 600)" exists
+is "... nothing added" "SELECT count(*) FROM budget_reservations WHERE run_id = '$RB'" 1
+sq -c "INSERT INTO token_usage (run_id, step_id, attempt, provider, model, cost_usd_micros) VALUES ('$RB', 's1', 1, 'p', 'm', 250)" >/dev/null
+is "usage below its reservation: the month counts the reservation (600)" \
+	"SELECT project_month_spend('$P1', date_trunc('month', now() AT TIME ZONE 'UTC')::date)" 600
+sq -c "INSERT INTO token_usage (run_id, step_id, attempt, provider, model, cost_usd_micros) VALUES ('$RB', 's1', 1, 'p', 'm', 450)" >/dev/null
+is "usage beyond its reservation: the month counts the usage (700), never both" \
+	"SELECT project_month_spend('$P1', date_trunc('month', now() AT TIME ZONE 'UTC')::date)" 700
+is "settle_budget records what the attempt spent" "SELECT settle_budget('$RB', 's1', 1)" 700
+is "... settling again: nothing open" "SELECT coalesce(settle_budget('$RB', 's1', 1)::text, 'null')" null
+is "after settling, 300 is left: 300 fits" "SELECT reserve_budget('$RB', 's2', 1, 300)" reserved
+is "... and 1 more does not" "SELECT reserve_budget('$RB', 's1', 2, 1)" quota_exceeded
+is "a resumed runner asking again for its attempt: exists (its spend not counted twice)" \
+	"SELECT reserve_budget('$RB', 's2', 1, 300)" exists
+RN=$(newrun "$P2")
+sq -c "INSERT INTO run_steps (run_id, phase_name, step_id, attempt) VALUES ('$RN', 'p', 's', 1)" >/dev/null
+is "a project without a quota: reserved" "SELECT reserve_budget('$RN', 's', 1, 999999999)" reserved
+is "... and recorded" "SELECT count(*) FROM budget_reservations WHERE run_id = '$RN'" 1
+sq -c "UPDATE runs SET status = 'failed', finished_at = now(), lease_owner = NULL, lease_expires_at = NULL WHERE id = '$RB'" >/dev/null
+is "a finished run reserves nothing" "SELECT reserve_budget('$RB', 's1', 3, 1)" no_run
+
+# ten concurrent runs against a small quota: 250 each against 1000 left in
+# a fresh project; exactly 4 fit, and the month never exceeds the quota
+P3=00000000-0000-0000-0000-0000000000b3
+sq -c "INSERT INTO projects (id, name, monthly_quota_usd_micros) VALUES ('$P3', 'gamma', 1000)" >/dev/null
+runs10=""
+for i in $(seq 10); do
+	R=$(newrun "$P3")
+	sq -c "INSERT INTO run_steps (run_id, phase_name, step_id, attempt) VALUES ('$R', 'p', 's', 1)" >/dev/null
+	runs10="$runs10 $R"
+done
+pids=""
+i=0
+for R in $runs10; do
+	i=$((i + 1))
+	val "SELECT reserve_budget('$R', 's', 1, 250)" >"$T/res$i" &
+	pids="$pids $!"
+done
+for p in $pids; do wait "$p"; done
+echo "# $(cat "$T"/res* | sort | uniq -c | tr '\n' ' ')"
+check "10 concurrent reservations of 250 against 1000: exactly 4 reserved" \
+	[ "$(cat "$T"/res* | grep -c '^reserved$')" = 4 -a "$(cat "$T"/res* | grep -c '^quota_exceeded$')" = 6 ]
+is "... the month's spend is 1000, not more" \
+	"SELECT project_month_spend('$P3', date_trunc('month', now() AT TIME ZONE 'UTC')::date)" 1000
+
+[ "$T_FAIL" -eq 0 ] || { echo "--- postgres log"; tail -20 "$DBD/log"; }
+finish engine_sql
