@@ -1,9 +1,11 @@
 /*
- * The API's handlers (docs/api.md).  Authorization is never decided here:
- * every operation takes the acting user's id and its SQL returns only what
+ * The API's handlers (docs/api.md).  Authorization is decided by the SQL of
+ * each operation, which takes the acting user's id and returns only what
  * that user may see, so a project the user is not a member of and a project
- * that does not exist are the same empty result, and the same 404.  Each
- * row of an httpd_* operation is one JSON object (first column).
+ * that does not exist are the same empty result, and the same 404; httpd's
+ * own checks (router.c before the call, api_envelope_done after it) come on
+ * top.  Each row of an httpd_* operation is one JSON object (first column);
+ * the newer ones answer one api_* envelope (sql/migrations/0003_api.sql).
  */
 #include <event2/buffer.h>
 #include <event2/http.h>
@@ -109,6 +111,12 @@ api_envelope_done(struct hreq *h, const struct ipc_db_result *r)
 		          role != NULL ? role : "non-member");
 		json_decref(rows);
 		hreq_error(h, 403, "forbidden", "your role in this project does not allow this");
+		return;
+	}
+	if (json_object_get(env, "body") == NULL) {
+		log_warnx("%s: the database's answer has no body", h->route->pattern);
+		json_decref(rows);
+		hreq_error(h, 500, "internal", "internal error");
 		return;
 	}
 	hreq_reply(h, (int)status, json_incref(json_object_get(env, "body")));
