@@ -354,5 +354,23 @@ else
 	notok "$UNIT exists"
 fi
 
+# ---- every event type the SQL writes is documented -----------------------
+#
+# The types passed as literals to append_run_event and finalize_run in
+# sql/; approval.approved and approval.rejected are built from the
+# decision, so they are named here.
+
+types=$(grep -hE "(append_run_event|finalize_run)\(.*'[a-z_]+(\.[a-z_]+)+'" sql/migrations/*.sql sql/ops/*.sql |
+	grep -oE "'[a-z_]+(\.[a-z_]+)+'" | tr -d "'" | sort -u)
+missing=""
+for t in $types approval.approved approval.rejected; do
+	grep -Fqx "### \`$t\`" docs/events.md || missing="$missing $t"
+done
+if [ -n "$types" ] && [ -z "$missing" ]; then
+	ok "docs/events.md documents every event type the SQL writes ($(echo $types | wc -w) found)"
+else
+	notok "docs/events.md documents every event type the SQL writes" "missing:$missing"
+fi
+
 echo "docs: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
