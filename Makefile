@@ -58,7 +58,7 @@ BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 .PHONY: all check tests deps fuzz demo install clean bench users
-all: $(BUILD)/agrippad $(BUILD)/agrippactl $(BUILD)/agrippa-sandbox
+all: $(BUILD)/agrippad $(BUILD)/agrippactl $(BUILD)/agrippa-sandbox $(BUILD)/agrippa-git
 
 $(BUILD)/sqlgen.c: scripts/sqlgen.sh $(SQL_FILES)
 	@mkdir -p $(@D)
@@ -97,11 +97,16 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libagrippa.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-# The git helper's code links libgit2, which stays out of agrippad: it is
-# built apart from libagrippa.a (the helper program itself comes with the
-# engine work).
+# The git helper links libgit2, which stays out of agrippad: its code is
+# built apart from libagrippa.a, into a program of its own.
 GH_OBJ  := $(BUILD)/githelper/checkout.o
 GH_LIBS := $(shell pkg-config --libs libgit2 2>/dev/null)
+GIT_LIBS := $(GH_LIBS) $(shell pkg-config --libs libevent libsodium msgpack 2>/dev/null)
+$(BUILD)/agrippa-git: $(BUILD)/githelper/main.o $(GH_OBJ) $(BUILD)/libagrippa.a
+	$(CC) $(ALL_LDFLAGS) -Wl,--as-needed -o $@ $^ $(GIT_LIBS)
+$(BUILD)/tests/tools/mkrepo: tests/tools/mkrepo.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(GH_LIBS)
 $(BUILD)/tests/test_checkout: tests/unit/test_checkout.c $(GH_OBJ) $(BUILD)/libagrippa.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(GH_LIBS) $(PKG_LIBS) $$(pkg-config --libs cmocka)
@@ -139,7 +144,7 @@ demo:
 
 install: all
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man5
-	install -m 0755 $(BUILD)/agrippad $(BUILD)/agrippactl $(BUILD)/agrippa-sandbox \
+	install -m 0755 $(BUILD)/agrippad $(BUILD)/agrippactl $(BUILD)/agrippa-sandbox $(BUILD)/agrippa-git \
 	    $(DESTDIR)$(SBINDIR)/
 	install -m 0644 docs/agrippad.8 docs/agrippactl.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 docs/agrippad.conf.5 docs/agrippa-template.5 $(DESTDIR)$(MANDIR)/man5/

@@ -1,3 +1,5 @@
+#include <sys/stat.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
@@ -101,4 +103,33 @@ wipe_realloc(void *p, size_t n)
 	memcpy(q, p, old);
 	wipe_free(p);
 	return q;
+}
+
+int
+rmtree_at(int dfd, const char *name)
+{
+	struct stat st;
+	struct dirent *de;
+	DIR *d;
+	int fd, rv = 0;
+
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
+		return errno == ENOENT ? 0 : -1;
+	if (!S_ISDIR(st.st_mode))
+		return unlinkat(dfd, name, 0) == -1 && errno != ENOENT ? -1 : 0;
+	if ((fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1)
+		return -1;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return -1;
+	}
+	while (rv == 0 && (de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		rv = rmtree_at(dirfd(d), de->d_name);
+	}
+	closedir(d);
+	if (rv == 0 && unlinkat(dfd, name, AT_REMOVEDIR) == -1 && errno != ENOENT)
+		rv = -1;
+	return rv;
 }

@@ -38,4 +38,12 @@ void *wipe_malloc(size_t n);
 void *wipe_realloc(void *p, size_t n);
 void wipe_free(void *p);
 
+/*
+ * Remove name (one path component) from directory dfd whatever it is: a
+ * file or a symbolic link is unlinked, a directory emptied recursively
+ * without following any link, then removed.  A name that does not exist is
+ * success.  Returns 0, or -1 with errno set.
+ */
+int rmtree_at(int dfd, const char *name);
+
 #endif

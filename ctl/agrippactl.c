@@ -52,6 +52,7 @@ static const struct ctl_cmd cmds[] = {
 	{ "member role", 3, 3, "member role PROJECT USER admin|member|viewer" },
 	{ "repo add", 3, 3, "repo add PROJECT NAME URL  (token on standard input)" },
 	{ "repo list", 1, 1, "repo list PROJECT" },
+	{ "repo test", 2, 2, "repo test PROJECT NAME" },
 	{ "skill add", 2, 2, "skill add NAME FILE" },
 	{ "skill list", 0, 0, "skill list" },
 	{ "mcp add", 2, 2, "mcp add NAME SPEC  (credentials on standard input)" },

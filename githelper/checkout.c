@@ -13,6 +13,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "common/util.h"
 #include "githelper/checkout.h"
 
 /* What the repository may not bring into the work tree's top level. */
@@ -62,30 +63,7 @@ gh_credentials(git_credential **out, const char *url, const char *user, unsigned
 int
 gh_remove_tree(int dfd, const char *name)
 {
-	struct stat st;
-	struct dirent *de;
-	DIR *d;
-	int fd, rv = 0;
-
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
-		return errno == ENOENT ? 0 : -1;
-	if (!S_ISDIR(st.st_mode))
-		return unlinkat(dfd, name, 0) == -1 && errno != ENOENT ? -1 : 0;
-	if ((fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1)
-		return -1;
-	if ((d = fdopendir(fd)) == NULL) {
-		close(fd);
-		return -1;
-	}
-	while (rv == 0 && (de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		rv = gh_remove_tree(dirfd(d), de->d_name);
-	}
-	closedir(d);
-	if (rv == 0 && unlinkat(dfd, name, AT_REMOVEDIR) == -1 && errno != ENOENT)
-		rv = -1;
-	return rv;
+	return rmtree_at(dfd, name);
 }
 
 /* dir: absolute, an existing empty directory (not a link to one). */
@@ -206,6 +184,18 @@ gh_strip(const char *dir, char *err, size_t errsz)
 	return 0;
 }
 
+static void
+gh_no_config(void)
+{
+	static const git_config_level_t levels[] = {
+	    GIT_CONFIG_LEVEL_PROGRAMDATA, GIT_CONFIG_LEVEL_SYSTEM, GIT_CONFIG_LEVEL_XDG,
+	    GIT_CONFIG_LEVEL_GLOBAL};
+	size_t i;
+
+	for (i = 0; i < sizeof(levels) / sizeof(levels[0]); i++)
+		git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, levels[i], "");
+}
+
 int
 gh_checkout(const char *url, const char *token, const char *dir, char *base, char *err,
             size_t errsz)
@@ -221,6 +211,16 @@ gh_checkout(const char *url, const char *token, const char *dir, char *base, cha
 		return -1;
 	if (git_libgit2_init() < 0)
 		return gh_fail(err, errsz, "libgit2: %s", gh_git_error());
+	/* no system, global or XDG configuration (proxies, URL rewrites,
+	 * credential helpers): only what this call says */
+	gh_no_config();
+	/*
+	 * A local source belongs to whoever made it, not to the helper's
+	 * user.  git's owner check guards against running a stranger's
+	 * configured programs (hooks, fsmonitor); libgit2 runs none, and only
+	 * objects are read from the source.
+	 */
+	git_libgit2_opts(GIT_OPT_SET_OWNER_VALIDATION, 0);
 	git_clone_options_init(&opts, GIT_CLONE_OPTIONS_VERSION);
 	/* git's own transfer, not hard links into the source's objects */
 	opts.local = GIT_CLONE_NO_LOCAL;

@@ -244,6 +244,48 @@ ipc_dec_auth_flush(const msgpack_object *body)
 }
 
 int
+ipc_dec_git_checkout(const msgpack_object *body, struct ipc_git_checkout *out)
+{
+	struct ipc_cur c, probe;
+	const char *s;
+	size_t len;
+
+	ipc_cur_init(&c, body);
+	probe = c;
+	if (ipc_get_str(&probe, &s, &len, IPC_GIT_URL_MAX) == -1 || len == 0 ||
+	    ipc_get_cstr(&c, out->url, sizeof(out->url)) == -1 ||
+	    ipc_get_bin(&c, &out->token, &out->toklen, IPC_SECRET_MAX) == -1)
+		return -1;
+	probe = c;
+	if (ipc_get_str(&probe, &s, &len, IPC_GIT_PATH_MAX) == -1 || len == 0 || s[0] != '/' ||
+	    ipc_get_cstr(&c, out->workspace, sizeof(out->workspace)) == -1 || ipc_end(&c) == -1)
+		return -1;
+	return 0;
+}
+
+int
+ipc_dec_git_result(const msgpack_object *body, struct ipc_git_result *out)
+{
+	struct ipc_cur c;
+	const char *s;
+	size_t len, i;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_bool(&c, &out->ok) == -1 ||
+	    ipc_get_str(&c, &out->error, &out->errlen, IPC_ERRMSG_MAX) == -1 ||
+	    ipc_get_str(&c, &s, &len, 64) == -1 || ipc_end(&c) == -1)
+		return -1;
+	for (i = 0; i < len; i++)
+		if (strchr("0123456789abcdef", s[i]) == NULL || s[i] == '\0')
+			return -1;
+	if (out->ok ? (len != 40 && len != 64) : len != 0)
+		return -1;
+	memcpy(out->base, s, len);
+	out->base[len] = '\0';
+	return 0;
+}
+
+int
 ipc_dec_repo_seal(const msgpack_object *body, const uint8_t **token, size_t *len)
 {
 	struct ipc_cur c;
@@ -629,6 +671,22 @@ static int
 val_IMSG_AUTH_FLUSH(const msgpack_object *body)
 {
 	return ipc_dec_auth_flush(body);
+}
+
+static int
+val_IMSG_GIT_CHECKOUT(const msgpack_object *body)
+{
+	static struct ipc_git_checkout g;
+
+	return ipc_dec_git_checkout(body, &g);
+}
+
+static int
+val_IMSG_GIT_RESULT(const msgpack_object *body)
+{
+	struct ipc_git_result r;
+
+	return ipc_dec_git_result(body, &r);
 }
 
 static int

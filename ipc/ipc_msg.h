@@ -128,6 +128,12 @@
  *  REPO_SEAL   [token bin(1..IPC_SECRET_MAX)]  a repository token from the API
  *  REPO_SEALED [nonce bin(24), ciphertext bin(17..IPC_SECRET_MAX + 16)]
  *              the token sealed under the "reposecr" key
+ *
+ * The git helper (agrippa-git, one checkout per process):
+ *  GIT_CHECKOUT [url str(1..IPC_GIT_URL_MAX), token bin(0..IPC_SECRET_MAX),
+ *               workspace str(1..IPC_GIT_PATH_MAX, absolute)]
+ *  GIT_RESULT  [ok bool, error str(<=IPC_ERRMSG_MAX), base str(0..64 hex;
+ *               40 or 64 when ok, empty otherwise)]
  */
 #define IPC_MSG_LIST(X)                                                                     \
 	X(IMSG_HELLO, 1, SUP, CHILDREN_ALL, 0)                                              \
@@ -162,7 +168,9 @@
 	X(IMSG_ARTIFACT_ERR, 30, SUP, ROLE_BIT(ROLE_HTTPD), 0)                               \
 	X(IMSG_AUTH_FLUSH, 31, SUP, ROLE_BIT(ROLE_HTTPD), 0)                                 \
 	X(IMSG_REPO_SEAL, 32, ROLE_BIT(ROLE_HTTPD), SUP, 0)                                  \
-	X(IMSG_REPO_SEALED, 33, SUP, ROLE_BIT(ROLE_HTTPD), 0)
+	X(IMSG_REPO_SEALED, 33, SUP, ROLE_BIT(ROLE_HTTPD), 0)                                \
+	X(IMSG_GIT_CHECKOUT, 34, SUP, ROLE_BIT(ROLE_GITHELPER), 0)                           \
+	X(IMSG_GIT_RESULT, 35, ROLE_BIT(ROLE_GITHELPER), SUP, 0)
 
 enum ipc_msg_type {
 #define IPC_X_ENUM(sym, num, snd, rcv, fl) sym = num,
@@ -243,6 +251,22 @@ int ipc_dec_listen_fd(const msgpack_object *body, char *addr, size_t addrsz);
 /* IMSG_RUN_WAKE: run gets the id NUL-terminated ("" for every run). */
 int ipc_dec_run_wake(const msgpack_object *body, char run[IPC_UUID_LEN + 1], uint64_t *seq);
 int ipc_dec_auth_flush(const msgpack_object *body);
+#define IPC_GIT_URL_MAX 2048
+#define IPC_GIT_PATH_MAX 1024
+struct ipc_git_checkout {
+	char url[IPC_GIT_URL_MAX + 1];
+	const uint8_t *token; /* points into the message; len 0 for none */
+	size_t toklen;
+	char workspace[IPC_GIT_PATH_MAX + 1];
+};
+int ipc_dec_git_checkout(const msgpack_object *body, struct ipc_git_checkout *out);
+struct ipc_git_result {
+	int ok;
+	const char *error;
+	size_t errlen;
+	char base[65];
+};
+int ipc_dec_git_result(const msgpack_object *body, struct ipc_git_result *out);
 #define IPC_SECRET_MAX 4096 /* a repository token over the API */
 int ipc_dec_repo_seal(const msgpack_object *body, const uint8_t **token, size_t *len);
 int ipc_dec_repo_sealed(const msgpack_object *body, const uint8_t **nonce, const uint8_t **ct,

@@ -275,6 +275,7 @@ static const struct {
 	{ "template list", ctl_admin, "template list" },
 	{ "repo add", ctl_admin, "repo add PROJECT NAME URL (token on standard input)" },
 	{ "repo list", ctl_admin, "repo list PROJECT" },
+	{ "repo test", ctl_admin, "repo test PROJECT NAME" },
 	{ "skill add", ctl_admin, "skill add NAME FILE" },
 	{ "skill list", ctl_admin, "skill list" },
 	{ "mcp add", ctl_admin, "mcp add NAME SPEC (credentials on standard input)" },

@@ -29,8 +29,10 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "supervisor/db.h"
 #include "supervisor/secret.h"
+#include "supervisor/sbx.h"
 #include "supervisor/supervisor.h"
 #include "tmpl/tmpl.h"
 
@@ -91,6 +93,9 @@ struct admin_cmd {
 
 struct admin_req {
 	LIST_ENTRY(admin_req) entry;
+	int deferred;           /* done() answers later (repo test) */
+	struct gitrun *gitrun;  /* repo test: the helper at work */
+	char scratch[PATH_MAX]; /* repo test: its workspace */
 	struct ipc_chan *ch;
 	uint64_t msgid;
 	const struct admin_cmd *cmd;
@@ -705,6 +710,121 @@ prep_repo_add(struct admin_req *r, struct admin_args *a, char *err, size_t sz)
 	return arg_secret(r, a, 3, SECRET_CTX_REPO, "token", err, sz);
 }
 
+static void admin_req_free(struct admin_req *r);
+
+/* repo test PROJECT NAME */
+static int
+prep_repo_test(struct admin_req *r, struct admin_args *a, char *err, size_t sz)
+{
+	if (check_project(r, 0, err, sz) == -1 || check_resource(r, 1, err, sz) == -1)
+		return -1;
+	arg_str(a, r->argv[0]);
+	arg_str(a, r->argv[1]);
+	return 0;
+}
+
+/* The helper's word: the scratch checkout goes, the operator hears. */
+static void
+repo_test_done(void *arg, int ok, const char *error, const char *base)
+{
+	struct admin_req *r = arg;
+
+	r->gitrun = NULL;
+	sbx_rmtree(r->scratch);
+	if (ok)
+		admin_reply(r, 0, "repo %s: checked out commit %s", r->argv[1], base);
+	else
+		admin_reply(r, 1, "repo %s: %s", r->argv[1], error);
+	admin_req_free(r);
+}
+
+/*
+ * The sealed token (text-format bytea from libpq) opened into a new
+ * sodium_malloc buffer; *len 0 and NULL when there is none.  -1 when it
+ * does not open (another master key, a changed byte).
+ */
+static int
+repo_token_open(PGresult *res, unsigned char **tok, size_t *len)
+{
+	unsigned char *ct = NULL, *nonce = NULL;
+	size_t ctlen = 0, nlen = 0;
+	int rv = -1;
+
+	*tok = NULL;
+	*len = 0;
+	if (PQgetisnull(res, 0, 1))
+		return 0;
+	if ((ct = PQunescapeBytea((const unsigned char *)PQgetvalue(res, 0, 1), &ctlen)) == NULL ||
+	    (nonce = PQunescapeBytea((const unsigned char *)PQgetvalue(res, 0, 2), &nlen)) ==
+	        NULL ||
+	    nlen != SECRET_NONCE_LEN || ctlen <= SECRET_MAC_LEN)
+		goto out;
+	if ((*tok = sodium_malloc(ctlen)) == NULL)
+		fatalx("out of memory");
+	if (secret_open(sup.master_key, SECRET_CTX_REPO, ct, ctlen, nonce, *tok, ctlen, len) == -1) {
+		sodium_free(*tok);
+		*tok = NULL;
+		goto out;
+	}
+	rv = 0;
+out:
+	PQfreemem(ct);
+	PQfreemem(nonce);
+	return rv;
+}
+
+/* A scratch workspace STATE/work/test-XXXXXX the service user owns. */
+static int
+repo_scratch(struct admin_req *r, char *err, size_t sz)
+{
+	char work[PATH_MAX];
+
+	if (fmt_ok(work, sizeof(work), "%s/work", sup.conf.state_dir) == -1 ||
+	    fmt_ok(r->scratch, sizeof(r->scratch), "%s/test-XXXXXX", work) == -1) {
+		snprintf(err, sz, "the state directory's path is too long");
+		return -1;
+	}
+	if ((mkdir(work, 0711) == -1 && errno != EEXIST) || mkdtemp(r->scratch) == NULL ||
+	    (!sup.devmode && chown(r->scratch, sup.uid, sup.gid) == -1)) {
+		snprintf(err, sz, "a scratch workspace: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static void
+done_repo_test(struct admin_req *r, PGresult *res)
+{
+	unsigned char *tok;
+	size_t len;
+	char err[ADMIN_MSG_MAX];
+
+	if (PQntuples(res) != 1) {
+		admin_reply(r, 1, "repo test: no repository %s in project %s", r->argv[1], r->argv[0]);
+		return;
+	}
+	if (repo_token_open(res, &tok, &len) == -1) {
+		admin_reply(r, 1, "repo test: the stored token does not open with this master key");
+		return;
+	}
+	if (repo_scratch(r, err, sizeof(err)) == -1) {
+		if (tok != NULL)
+			sodium_free(tok);
+		admin_reply(r, 1, "repo test: %s", err);
+		return;
+	}
+	r->gitrun = gitrun_start(PQgetvalue(res, 0, 0), tok, len, r->scratch, repo_test_done, r,
+	                         err, sizeof(err));
+	if (tok != NULL)
+		sodium_free(tok); /* wipes it: the helper has its own copy */
+	if (r->gitrun == NULL) {
+		sbx_rmtree(r->scratch);
+		admin_reply(r, 1, "repo test: %s", err);
+		return;
+	}
+	r->deferred = 1;
+}
+
 /* repo list PROJECT, grant list PROJECT */
 static int
 prep_project(struct admin_req *r, struct admin_args *a, char *err, size_t sz)
@@ -1096,6 +1216,7 @@ static const struct admin_cmd admin_cmds[] = {
 	{ "template load", "ctl_template_load", 1, 1, prep_template_load, done_template_load, 0 },
 	{ "template list", "ctl_template_list", 0, 0, prep_none, NULL, 0 },
 	{ "repo add", "ctl_repo_add", 3, 4, prep_repo_add, done_repo_add, ADMIN_F_SECRET },
+	{ "repo test", "ctl_repo_secret", 2, 2, prep_repo_test, done_repo_test, 0 },
 	{ "repo list", "ctl_repo_list", 1, 1, prep_project, NULL,
 	    ADMIN_F_NEEDS_ROW | ADMIN_F_SKIP_NULL | ADMIN_F_PROJECT },
 	{ "skill add", "ctl_skill_add", 2, 2, prep_skill_add, done_skill_add, 0 },
@@ -1218,7 +1339,8 @@ admin_done(uint64_t reqid, int code, const char *err, void *pgres, void *arg)
 		    (r->cmd->flags & ADMIN_F_PROJECT) ? "project" : "user", r->argv[0]);
 	else
 		admin_reply_table(r, res);
-	admin_req_free(r);
+	if (!r->deferred)
+		admin_req_free(r);
 }
 
 /*
@@ -1353,6 +1475,10 @@ ctl_admin_cancel(const struct ipc_chan *ch)
 		if (r->ch != ch)
 			continue;
 		db_pool_cancel_owner(r);
+		if (r->gitrun != NULL) {
+			gitrun_abandon(r->gitrun);
+			sbx_rmtree(r->scratch);
+		}
 		admin_req_free(r);
 	}
 }

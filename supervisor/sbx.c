@@ -651,33 +651,11 @@ sbx_artifacts_dir(int ws, char *err, size_t errsz)
 }
 
 /* Remove a tree without following any symlink in it. */
-static void
-sbx_rmtree_at(int dir, const char *name, int depth)
-{
-	struct dirent *de;
-	DIR *d;
-	int fd;
-
-	if (unlinkat(dir, name, 0) == 0 || (errno != EISDIR && errno != EPERM) || depth > 256)
-		return;
-	if ((fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1)
-		return;
-	if ((d = fdopendir(fd)) == NULL) {
-		close(fd);
-		return;
-	}
-	while ((de = readdir(d)) != NULL)
-		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
-			sbx_rmtree_at(dirfd(d), de->d_name, depth + 1);
-	closedir(d);
-	if (unlinkat(dir, name, AT_REMOVEDIR) == -1)
-		log_warn("sandbox: cannot remove %s", name);
-}
-
-static void
+void
 sbx_rmtree(const char *path)
 {
-	sbx_rmtree_at(AT_FDCWD, path, 0);
+	if (rmtree_at(AT_FDCWD, path) == -1)
+		log_warn("sandbox: cannot remove %s", path);
 }
 
 /* A fresh, empty workspace under the state directory, owned by the sandbox user. */

@@ -88,6 +88,9 @@ sup_self_exe(void)
 	    fmt_ok(sup.sandbox_exe, sizeof(sup.sandbox_exe), "%.*s/agrippa-sandbox",
 		(int)(slash - sup.self_exe), sup.self_exe) == -1)
 		fatalx("cannot name agrippa-sandbox beside %s", sup.self_exe);
+	if (fmt_ok(sup.git_exe, sizeof(sup.git_exe), "%.*s/agrippa-git",
+	        (int)(slash - sup.self_exe), sup.self_exe) == -1)
+		fatalx("cannot name agrippa-git beside %s", sup.self_exe);
 }
 
 static void
@@ -315,7 +318,7 @@ sup_signal(evutil_socket_t sig, short what, void *arg)
 		while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
 			if (sup.pg_embedded && pid == sup.pg.pid)
 				sup_pg_reaped(status);
-			else if (!sbx_reaped(pid, status))
+			else if (!sbx_reaped(pid, status) && !gitrun_reaped(pid, status))
 				proc_reaped(pid, status);
 		}
 		if (sup.stopping && proc_all_exited() && sbx_count() == 0)

@@ -44,6 +44,7 @@ struct sup {
 	char conf_path[PATH_MAX];
 	char self_exe[PATH_MAX];
 	char sandbox_exe[PATH_MAX]; /* agrippa-sandbox, beside self_exe */
+	char git_exe[PATH_MAX];     /* agrippa-git, beside self_exe */
 	int foreground;
 	int verbose;
 	int devmode;
@@ -124,5 +125,20 @@ int listen_rebind(const struct config *oldc, int *oldfds, const struct config *n
 /* notify.c: the LISTEN connection (NOTIFY run_events -> IMSG_RUN_WAKE) */
 void notify_init(struct event_base *base, const char *conninfo);
 void notify_shutdown(void);
+
+/* gitrun.c: the transient git helper, one checkout each */
+struct gitrun;
+/* ok, with error (a line) when not, base (the commit id) when it is */
+typedef void (*gitrun_cb)(void *arg, int ok, const char *error, const char *base);
+/* Clone url into workspace (an existing empty directory the service user
+ * can write) with token (toklen bytes, may be 0); cb runs once, later.
+ * Returns NULL with err set when it could not start. */
+struct gitrun *gitrun_start(const char *url, const unsigned char *token, size_t toklen,
+                            const char *workspace, gitrun_cb cb, void *arg, char *err,
+                            size_t errsz);
+/* The asker is gone: kill the helper; cb is not called. */
+void gitrun_abandon(struct gitrun *g);
+/* SIGCHLD: 1 when pid was a git helper. */
+int gitrun_reaped(pid_t pid, int status);
 
 #endif

@@ -80,6 +80,8 @@ fuzz_decoders(const struct ipc_msg *m)
 	uint64_t u64;
 	uint32_t u32;
 	const uint8_t *b1, *b2;
+	static struct ipc_git_checkout gco;
+	struct ipc_git_result gres;
 
 	ok[IMSG_HELLO] = ipc_dec_hello(m->body, &h) == 0;
 	ok[IMSG_READY] = ipc_dec_ready(m->body, &rd) == 0;
@@ -127,6 +129,12 @@ fuzz_decoders(const struct ipc_msg *m)
 	ok[IMSG_AUTH_FLUSH] = ipc_dec_auth_flush(m->body) == 0;
 	ok[IMSG_REPO_SEAL] = ipc_dec_repo_seal(m->body, &b1, &len) == 0;
 	ok[IMSG_REPO_SEALED] = ipc_dec_repo_sealed(m->body, &b1, &b2, &len) == 0;
+	if ((ok[IMSG_GIT_CHECKOUT] = ipc_dec_git_checkout(m->body, &gco) == 0) &&
+	    (gco.url[0] == '\0' || gco.workspace[0] != '/'))
+		__builtin_trap();
+	if ((ok[IMSG_GIT_RESULT] = ipc_dec_git_result(m->body, &gres) == 0) &&
+	    (gres.ok ? strlen(gres.base) < 40 : gres.base[0] != '\0'))
+		__builtin_trap();
 	if (mi != NULL && m->type != IMSG_SHUTDOWN && m->type != IMSG_SBX_KILL &&
 	    ok[m->type] != (mi->validate(m->body) == 0))
 		__builtin_trap();

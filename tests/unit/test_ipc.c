@@ -1068,6 +1068,46 @@ t_v_artifact(void **state)
 		assert_int_equal(valid(IMSG_REPO_SEALED, 2, "BB", big, (size_t)24, big,
 		                       (size_t)IPC_SECRET_MAX + 17), -1);
 	}
+	/* GIT_CHECKOUT: a URL, a token (maybe empty), an absolute workspace */
+	{
+		struct ipc_git_checkout g;
+		struct ipc_git_result gr;
+
+		assert_int_equal(valid(IMSG_GIT_CHECKOUT, 3, "sBs", "https://h/r.git", "tok", (size_t)3,
+		                       "/var/agrippa/work/x"),
+		                 0);
+		assert_int_equal(valid(IMSG_GIT_CHECKOUT, 3, "sBs", "/srv/r", "", (size_t)0, "/w"), 0);
+		assert_int_equal(valid(IMSG_GIT_CHECKOUT, 3, "sBs", "", "", (size_t)0, "/w"), -1);
+		assert_int_equal(valid(IMSG_GIT_CHECKOUT, 3, "sBs", "/srv/r", "", (size_t)0, "w"), -1);
+		assert_int_equal(valid(IMSG_GIT_CHECKOUT, 3, "sBs", "/srv/r", "", (size_t)0, ""), -1);
+		assert_int_equal(valid(IMSG_GIT_CHECKOUT, 3, "sss", "/srv/r", "tok", "/w"), -1);
+		assert_int_equal(valid(IMSG_GIT_CHECKOUT, 2, "sB", "/srv/r", "", (size_t)0), -1);
+		build(&m, IMSG_GIT_CHECKOUT, 3, "sBs", "file:///srv/r", "secret", (size_t)6, "/w/x");
+		assert_int_equal(ipc_dec_git_checkout(m.body, &g), 0);
+		assert_string_equal(g.url, "file:///srv/r");
+		assert_int_equal(g.toklen, 6);
+		assert_memory_equal(g.token, "secret", 6);
+		assert_string_equal(g.workspace, "/w/x");
+		ipc_msg_free(&m);
+		/* GIT_RESULT: ok with a 40 or 64 hex id, or not ok with none */
+		assert_int_equal(valid(IMSG_GIT_RESULT, 3, "bss", 1, "",
+		                       "0123456789abcdef0123456789abcdef01234567"),
+		                 0);
+		assert_int_equal(valid(IMSG_GIT_RESULT, 3, "bss", 0, "clone: refused", ""), 0);
+		assert_int_equal(valid(IMSG_GIT_RESULT, 3, "bss", 1, "", ""), -1);
+		assert_int_equal(valid(IMSG_GIT_RESULT, 3, "bss", 1, "", "0123"), -1);
+		assert_int_equal(valid(IMSG_GIT_RESULT, 3, "bss", 0, "x",
+		                       "0123456789abcdef0123456789abcdef01234567"),
+		                 -1);
+		assert_int_equal(valid(IMSG_GIT_RESULT, 3, "bss", 1, "",
+		                       "0123456789ABCDEF0123456789abcdef01234567"),
+		                 -1);
+		build(&m, IMSG_GIT_RESULT, 3, "bss", 1, "", "0123456789abcdef0123456789abcdef01234567");
+		assert_int_equal(ipc_dec_git_result(m.body, &gr), 0);
+		assert_true(gr.ok);
+		assert_string_equal(gr.base, "0123456789abcdef0123456789abcdef01234567");
+		ipc_msg_free(&m);
+	}
 	/* AUTH_FLUSH carries nothing */
 	assert_int_equal(valid(IMSG_AUTH_FLUSH, 0, ""), 0);
 	assert_int_equal(valid(IMSG_AUTH_FLUSH, 1, "u", 1u), -1);

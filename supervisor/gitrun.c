@@ -1,0 +1,215 @@
+/*
+ * Starting the transient git helper (agrippa-git, beside agrippad) for one
+ * checkout.  The supervisor is the only process that can decrypt a
+ * repository token; it hands the token to the helper over a socket pair
+ * created for this checkout alone (never argv, never the environment),
+ * wipes its own copies, and waits for one IMSG_GIT_RESULT.
+ *
+ * The helper runs as the service user (or, in development mode, as the
+ * daemon's own user) with no supplementary groups, no_new_privs and
+ * PR_SET_PDEATHSIG, with fd 3 its only descriptor and an environment that
+ * names no home and no configuration.  It is killed after
+ * GITRUN_TIMEOUT_SECS.
+ */
+#include <sys/prctl.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <event2/event.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "supervisor/supervisor.h"
+
+#define GITRUN_TIMEOUT_SECS 600
+#define GITRUN_READ_MS 2000
+
+struct gitrun {
+	LIST_ENTRY(gitrun) entry;
+	pid_t pid;
+	int fd;
+	struct event *ev, *timer;
+	gitrun_cb cb; /* NULL once called or abandoned */
+	void *arg;
+	int exited;
+};
+static LIST_HEAD(, gitrun) gitruns = LIST_HEAD_INITIALIZER(gitruns);
+
+static void
+gitrun_free_if_done(struct gitrun *g)
+{
+	if (g->cb != NULL || !g->exited)
+		return;
+	LIST_REMOVE(g, entry);
+	free(g);
+}
+
+/* Call back once, then stop listening (the process may still be exiting). */
+static void
+gitrun_finish(struct gitrun *g, int ok, const char *error, const char *base)
+{
+	gitrun_cb cb = g->cb;
+
+	g->cb = NULL;
+	if (g->ev != NULL)
+		event_free(g->ev);
+	if (g->timer != NULL)
+		event_free(g->timer);
+	g->ev = g->timer = NULL;
+	if (g->fd >= 0)
+		close(g->fd);
+	g->fd = -1;
+	if (!g->exited)
+		kill(g->pid, SIGKILL);
+	if (cb != NULL)
+		cb(g->arg, ok, error, base);
+	gitrun_free_if_done(g);
+}
+
+static void
+gitrun_readable(evutil_socket_t fd, short what, void *arg)
+{
+	struct gitrun *g = arg;
+	struct ipc_git_result r;
+	struct ipc_msg m;
+	const char *why;
+	char error[IPC_ERRMSG_MAX + 1];
+
+	if (ipc_read_frame(fd, ROLE_SUPERVISOR, ROLE_GITHELPER, IPC_MAX_FRAME_DEFAULT,
+	                   GITRUN_READ_MS, &m, &why) == -1) {
+		gitrun_finish(g, 0, "the git helper ended without an answer", "");
+		return;
+	}
+	if (m.type != IMSG_GIT_RESULT || ipc_dec_git_result(m.body, &r) == -1) {
+		ipc_msg_free(&m);
+		gitrun_finish(g, 0, "the git helper sent something else than its result", "");
+		return;
+	}
+	snprintf(error, sizeof(error), "%.*s", (int)r.errlen, r.error);
+	ipc_msg_free(&m);
+	gitrun_finish(g, r.ok, error, r.base);
+}
+
+static void
+gitrun_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	gitrun_finish(arg, 0, "the checkout took too long", "");
+}
+
+/* In the child: become the helper.  Never returns. */
+static void __attribute__((noreturn))
+gitrun_exec(int fd)
+{
+	static const char *const pass[] = {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"};
+	char *env[8], *argv[] = {"agrippa-git", NULL}, buf[3][512];
+	size_t i, n = 0;
+	const char *v;
+
+	if (dup2(fd, 3) == -1)
+		_exit(126);
+	closefrom(4);
+	if (!sup.devmode && (setgroups(0, NULL) == -1 ||
+	                     setresgid(sup.gid, sup.gid, sup.gid) == -1 ||
+	                     setresuid(sup.uid, sup.uid, sup.uid) == -1))
+		_exit(126);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1 ||
+	    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == -1)
+		_exit(126);
+	env[n++] = "PATH=/usr/bin:/bin";
+	env[n++] = "HOME=/nonexistent";
+	for (i = 0; i < sizeof(pass) / sizeof(pass[0]); i++)
+		if ((v = getenv(pass[i])) != NULL &&
+		    snprintf(buf[i], sizeof(buf[i]), "%s=%s", pass[i], v) < (int)sizeof(buf[i]))
+			env[n++] = buf[i];
+	env[n] = NULL;
+	execve(sup.git_exe, argv, env);
+	_exit(127);
+}
+
+struct gitrun *
+gitrun_start(const char *url, const unsigned char *token, size_t toklen, const char *workspace,
+             gitrun_cb cb, void *arg, char *err, size_t errsz)
+{
+	struct timeval tv = {GITRUN_TIMEOUT_SECS, 0};
+	struct ipc_wbuf w;
+	struct gitrun *g;
+	int sv[2];
+	pid_t pid;
+
+	if (access(sup.git_exe, X_OK) == -1) {
+		snprintf(err, errsz, "the git helper %s: %s", sup.git_exe, strerror(errno));
+		return NULL;
+	}
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1) {
+		snprintf(err, errsz, "socketpair: %s", strerror(errno));
+		return NULL;
+	}
+	ipc_wbuf_begin(&w, IMSG_GIT_CHECKOUT, 0, 3);
+	ipc_put_str(&w, url);
+	ipc_put_bin(&w, token != NULL ? token : (const unsigned char *)"", toklen);
+	ipc_put_str(&w, workspace);
+	if (ipc_wbuf_finish(&w, IPC_MAX_FRAME_DEFAULT) == -1) {
+		ipc_wbuf_free(&w);
+		close(sv[0]);
+		close(sv[1]);
+		snprintf(err, errsz, "the checkout request does not fit a frame");
+		return NULL;
+	}
+	if ((pid = fork()) == -1) {
+		ipc_wbuf_free(&w);
+		close(sv[0]);
+		close(sv[1]);
+		snprintf(err, errsz, "fork: %s", strerror(errno));
+		return NULL;
+	}
+	if (pid == 0)
+		gitrun_exec(sv[1]);
+	close(sv[1]);
+	/* a small frame into an empty socket buffer: this does not block */
+	if (ipc_write_frame(sv[0], &w, -1) == -1)
+		log_warn("git helper %ld: sending the request", (long)pid);
+	ipc_wbuf_free(&w); /* wiped: it held the token */
+	if ((g = calloc(1, sizeof(*g))) == NULL)
+		fatal("calloc");
+	g->pid = pid;
+	g->fd = sv[0];
+	g->cb = cb;
+	g->arg = arg;
+	if ((g->ev = event_new(sup.base, g->fd, EV_READ, gitrun_readable, g)) == NULL ||
+	    (g->timer = evtimer_new(sup.base, gitrun_timeout, g)) == NULL ||
+	    event_add(g->ev, NULL) == -1 || evtimer_add(g->timer, &tv) == -1)
+		fatalx("git helper: event set-up");
+	LIST_INSERT_HEAD(&gitruns, g, entry);
+	log_debug("git helper %ld started for %s", (long)pid, workspace);
+	return g;
+}
+
+void
+gitrun_abandon(struct gitrun *g)
+{
+	g->cb = NULL;
+	gitrun_finish(g, 0, "", "");
+}
+
+int
+gitrun_reaped(pid_t pid, int status)
+{
+	struct gitrun *g;
+
+	LIST_FOREACH(g, &gitruns, entry)
+	if (g->pid == pid) {
+		g->exited = 1;
+		if (WIFSIGNALED(status) && WTERMSIG(status) != SIGKILL)
+			log_warnx("git helper %ld killed by signal %d", (long)pid, WTERMSIG(status));
+		gitrun_free_if_done(g);
+		return 1;
+	}
+	return 0;
+}
