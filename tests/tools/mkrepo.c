@@ -54,5 +54,10 @@ main(int argc, char *argv[])
 	}
 	git_oid_tostr(hex, sizeof(hex), &commit);
 	printf("%s\n", hex);
-	return 0;
+	git_signature_free(sig);
+	git_tree_free(t);
+	git_index_free(idx);
+	git_repository_free(repo);
+	git_libgit2_shutdown();
+	return fflush(stdout) == 0 ? 0 : 1;
 }
