@@ -65,6 +65,18 @@ api_query_uint(struct hreq *h, const char *name, uint64_t max, uint64_t dflt, ui
 	return -1;
 }
 
+int
+api_query_limit(struct hreq *h, uint64_t max, uint64_t dflt, uint64_t *out)
+{
+	if (api_query_uint(h, "limit", max, dflt, out) == -1)
+		return -1;
+	if (*out == 0) {
+		hreq_error(h, 400, "invalid_query", "query parameter \"limit\" must be at least 1");
+		return -1;
+	}
+	return 0;
+}
+
 /*
  * An api_* envelope: {"status": N, "body": ...} or {"status": N, "error":
  * {"code", "message", ...}}, with "role", the user's role in the object's
@@ -483,12 +495,8 @@ api_project_audit(struct hreq *h)
 	struct ipc_wbuf w;
 
 	if (api_query_uint(h, "after", INT64_MAX, 0, &after) == -1 ||
-	    api_query_uint(h, "limit", API_PAGE_MAX, API_PAGE_DEFAULT, &limit) == -1)
+	    api_query_limit(h, API_PAGE_MAX, API_PAGE_DEFAULT, &limit) == -1)
 		return;
-	if (limit == 0) {
-		hreq_error(h, 400, "invalid_query", "query parameter \"limit\" must be at least 1");
-		return;
-	}
 	id = api_call_begin(h, &w, "httpd_project_audit", 1, 2);
 	ipc_put_i64(&w, (int64_t)after);
 	ipc_put_i64(&w, (int64_t)limit);

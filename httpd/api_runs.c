@@ -95,12 +95,8 @@ api_runs_list(struct hreq *h)
 	uint64_t limit, id;
 	size_t i;
 
-	if (api_query_uint(h, "limit", RUNS_PAGE_MAX, RUNS_PAGE_DEFAULT, &limit) == -1)
+	if (api_query_limit(h, RUNS_PAGE_MAX, RUNS_PAGE_DEFAULT, &limit) == -1)
 		return;
-	if (limit == 0) {
-		hreq_error(h, 400, "invalid_query", "query parameter \"limit\" must be at least 1");
-		return;
-	}
 	for (i = 0; status != NULL && i < sizeof(statuses) / sizeof(statuses[0]); i++)
 		if (strcmp(status, statuses[i]) == 0)
 			break;
@@ -154,12 +150,8 @@ api_run_events(struct hreq *h)
 	struct ipc_wbuf w;
 
 	if (api_query_uint(h, "after", INT64_MAX, 0, &after) == -1 ||
-	    api_query_uint(h, "limit", EVENTS_PAGE_MAX, EVENTS_PAGE_DEFAULT, &limit) == -1)
+	    api_query_limit(h, EVENTS_PAGE_MAX, EVENTS_PAGE_DEFAULT, &limit) == -1)
 		return;
-	if (limit == 0) {
-		hreq_error(h, 400, "invalid_query", "query parameter \"limit\" must be at least 1");
-		return;
-	}
 	id = api_call_begin(h, &w, "httpd_run_events", 1, 2);
 	ipc_put_i64(&w, (int64_t)after);
 	ipc_put_i64(&w, (int64_t)limit);

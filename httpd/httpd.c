@@ -298,23 +298,13 @@ hreq_db_send(struct hreq *h, struct ipc_wbuf *w, uint64_t id, hreq_db_cb cb)
 }
 
 /* Requests waiting for a supervisor reply other than a database result. */
-struct sup_wait {
-	TAILQ_ENTRY(sup_wait) entry;
-	struct hreq *h;
-};
-static TAILQ_HEAD(, sup_wait) sup_waits = TAILQ_HEAD_INITIALIZER(sup_waits);
+static TAILQ_HEAD(, hreq) sup_waits = TAILQ_HEAD_INITIALIZER(sup_waits);
 
 static void
 hreq_sup_forget(struct hreq *h)
 {
-	struct sup_wait *a;
-
-	TAILQ_FOREACH(a, &sup_waits, entry)
-	if (a->h == h) {
-		TAILQ_REMOVE(&sup_waits, a, entry);
-		free(a);
-		break;
-	}
+	if (h->supid != 0)
+		TAILQ_REMOVE(&sup_waits, h, supentry);
 	h->supid = 0;
 }
 
@@ -338,7 +328,6 @@ void
 hreq_sup_send(struct hreq *h, struct ipc_wbuf *w, uint64_t id, hreq_sup_cb cb)
 {
 	struct timeval tv = {HTTPD_DB_TIMEOUT_SECS, 0};
-	struct sup_wait *a;
 
 	if (ipc_wbuf_finish(w, httpd.max_frame) == -1 || ipc_chan_send(httpd.sup, w, -1) == -1) {
 		ipc_wbuf_free(w);
@@ -346,10 +335,7 @@ hreq_sup_send(struct hreq *h, struct ipc_wbuf *w, uint64_t id, hreq_sup_cb cb)
 		return;
 	}
 	ipc_wbuf_free(w);
-	if ((a = calloc(1, sizeof(*a))) == NULL)
-		fatal("calloc");
-	a->h = h;
-	TAILQ_INSERT_TAIL(&sup_waits, a, entry);
+	TAILQ_INSERT_TAIL(&sup_waits, h, supentry);
 	h->supid = id;
 	h->supcb = cb;
 	h->dbcb = hreq_sup_timeout; /* what hreq_timeout calls */
@@ -362,14 +348,11 @@ hreq_sup_send(struct hreq *h, struct ipc_wbuf *w, uint64_t id, hreq_sup_cb cb)
 static void
 hreq_sup_reply(struct ipc_msg *m)
 {
-	struct sup_wait *a;
-	struct hreq *h = NULL;
+	struct hreq *h;
 
-	TAILQ_FOREACH(a, &sup_waits, entry)
-	if (a->h->supid == m->id) {
-		h = a->h;
+	TAILQ_FOREACH(h, &sup_waits, supentry)
+	if (h->supid == m->id)
 		break;
-	}
 	if (h == NULL)
 		return;
 	hreq_sup_forget(h);

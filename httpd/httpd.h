@@ -5,6 +5,8 @@
  * httpd: the HTTP/JSON API process on sockets the supervisor bound.  Private
  * header of the role, prototypes grouped by file.
  */
+#include <sys/queue.h>
+
 #include <stdint.h>
 
 #include <event2/http.h>
@@ -52,6 +54,7 @@ struct hreq {
 	hreq_db_cb dbcb;
 	uint64_t supid;   /* pending request to the supervisor (not the database), 0 when none */
 	void (*supcb)(struct hreq *, struct ipc_msg *);
+	TAILQ_ENTRY(hreq) supentry; /* on httpd.c's list while supid is set */
 	unsigned char authhash[AUTHCACHE_HASH_LEN]; /* the token's SHA-256, while looked up */
 	uint64_t authgen;                           /* the auth cache's generation then */
 	json_t *art;    /* the artifact being served (api_runs.c) */
@@ -235,6 +238,8 @@ const char *api_query(struct hreq *h, const char *name);
 /* The query parameter name as an integer 0..max, dflt when absent; -1 with
  * h answered 400 and freed when malformed. */
 int api_query_uint(struct hreq *h, const char *name, uint64_t max, uint64_t dflt, uint64_t *out);
+/* ?limit= as 1..max, dflt when absent; -1 with h answered 400 otherwise. */
+int api_query_limit(struct hreq *h, uint64_t max, uint64_t dflt, uint64_t *out);
 void api_healthz(struct hreq *h);
 void api_me(struct hreq *h);
 void api_projects(struct hreq *h);

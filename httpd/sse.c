@@ -223,7 +223,9 @@ sse_replay_done(struct child *ch, const struct ipc_db_result *r, void *arg)
 	char num[24];
 	uint64_t seq;
 	uint32_t i;
-	struct evbuffer *b;
+	struct evbuffer *b, *text;
+	const unsigned char *line;
+	size_t linelen;
 
 	g->dbid = 0;
 	if (r == NULL || r->code != DB_OK || (r->nrows > 0 && r->ncols != 4)) {
@@ -232,6 +234,8 @@ sse_replay_done(struct child *ch, const struct ipc_db_result *r, void *arg)
 			          r->error);
 		return; /* the next tick tries again */
 	}
+	if ((text = evbuffer_new()) == NULL)
+		fatalx("out of memory");
 	g->hold = 1;
 	for (i = 0; i < r->nrows; i++) {
 		if (ipc_get_array(&rows, &row, 4) == -1 ||
@@ -240,6 +244,7 @@ sse_replay_done(struct child *ch, const struct ipc_db_result *r, void *arg)
 		    ipc_get_str(&row, &payload, &paylen, SIZE_MAX) == -1 ||
 		    ipc_get_str(&row, &final, &finlen, 5) == -1 || seqlen >= sizeof(num)) {
 			log_warnx("stream of run %s: a malformed event row", g->id);
+			evbuffer_free(text);
 			sse_release(g);
 			return;
 		}
@@ -248,11 +253,18 @@ sse_replay_done(struct child *ch, const struct ipc_db_result *r, void *arg)
 		if (router_uint(num, INT64_MAX, &seq) == -1 ||
 		    memchr(payload, '\n', paylen) != NULL || memchr(type, '\n', typelen) != NULL) {
 			log_warnx("stream of run %s: a malformed event row", g->id);
+			evbuffer_free(text);
 			sse_release(g);
 			return;
 		}
 		if (seq > g->seen)
 			g->seen = seq;
+		/* the event's text once, for every client that needs it */
+		evbuffer_drain(text, evbuffer_get_length(text));
+		evbuffer_add_printf(text, "id: %s\nevent: %.*s\ndata: %.*s\n\n", num, (int)typelen,
+		                    type, (int)paylen, payload);
+		line = evbuffer_pullup(text, -1);
+		linelen = evbuffer_get_length(text);
 		for (c = TAILQ_FIRST(&g->clients); c != NULL; c = next) {
 			next = TAILQ_NEXT(c, entry);
 			if (seq <= c->after)
@@ -267,14 +279,14 @@ sse_replay_done(struct child *ch, const struct ipc_db_result *r, void *arg)
 			}
 			if ((b = evbuffer_new()) == NULL)
 				fatalx("out of memory");
-			evbuffer_add_printf(b, "id: %s\nevent: %.*s\ndata: %.*s\n\n", num, (int)typelen,
-			                    type, (int)paylen, payload);
+			evbuffer_add(b, line, linelen);
 			c->after = seq;
 			if (sse_write(c, b) == 0 && finlen == 4 && memcmp(final, "true", 4) == 0)
 				sse_client_end(c);
 			evbuffer_free(b);
 		}
 	}
+	evbuffer_free(text);
 	if (sse_release(g) == -1)
 		return;
 	if (r->nrows == SSE_PAGE || g->again) {

@@ -44,9 +44,7 @@ art_reply_err(struct proc *p, uint64_t msgid, uint32_t status)
 
 	ipc_wbuf_begin(&w, IMSG_ARTIFACT_ERR, msgid, 1);
 	ipc_put_u64(&w, status);
-	if (ipc_wbuf_finish(&w, sup.conf.ipc_max_frame) == 0 && p->chan != NULL)
-		ipc_chan_send(p->chan, &w, -1);
-	ipc_wbuf_free(&w);
+	proc_send(p, &w, -1);
 }
 
 /*
@@ -115,9 +113,7 @@ art_done(uint64_t reqid, int code, const char *err, void *pgres, void *arg)
 	}
 	ipc_wbuf_begin(&w, IMSG_ARTIFACT_FD, x->msgid, 1);
 	ipc_put_u64(&w, (uint64_t)size);
-	if (ipc_wbuf_finish(&w, sup.conf.ipc_max_frame) == 0)
-		ipc_chan_send(x->p->chan, &w, fd);
-	ipc_wbuf_free(&w);
+	proc_send(x->p, &w, fd); /* the channel sends a duplicate of fd */
 	close(fd);
 out:
 	free(x);
@@ -175,9 +171,7 @@ sup_repo_seal(struct proc *p, struct ipc_msg *m)
 	ipc_wbuf_begin(&w, IMSG_REPO_SEALED, m->id, 2);
 	ipc_put_bin(&w, nonce, sizeof(nonce));
 	ipc_put_bin(&w, ct, ctlen);
-	if (ipc_wbuf_finish(&w, sup.conf.ipc_max_frame) == 0 && p->chan != NULL)
-		ipc_chan_send(p->chan, &w, -1);
-	ipc_wbuf_free(&w);
+	proc_send(p, &w, -1);
 	/* the channel wipes what it handled; the token passed through here */
 	sodium_memzero((void *)plain, plen);
 }

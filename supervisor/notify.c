@@ -37,36 +37,41 @@ static struct {
 
 static void notify_start(void);
 
-/* Send IMSG_RUN_WAKE to httpd when it is up; run "" means every run. */
+/* httpd, when it is up to hear (NULL otherwise). */
+static struct proc *
+notify_httpd(void)
+{
+	struct proc *p = proc_by_role(ROLE_HTTPD);
+
+	return p != NULL && p->chan != NULL && p->ready ? p : NULL;
+}
+
+/* IMSG_RUN_WAKE to httpd; run "" means every run. */
 static void
 notify_wake(const char *run, uint64_t seq)
 {
-	struct proc *p = proc_by_role(ROLE_HTTPD);
+	struct proc *p = notify_httpd();
 	struct ipc_wbuf w;
 
-	if (p == NULL || p->chan == NULL || !p->ready)
+	if (p == NULL)
 		return;
 	ipc_wbuf_begin(&w, IMSG_RUN_WAKE, 0, 2);
 	ipc_put_str(&w, run);
 	ipc_put_u64(&w, seq);
-	if (ipc_wbuf_finish(&w, sup.conf.ipc_max_frame) == 0)
-		ipc_chan_send(p->chan, &w, -1);
-	ipc_wbuf_free(&w);
+	proc_send(p, &w, -1);
 }
 
-/* IMSG_AUTH_FLUSH to httpd when it is up. */
+/* IMSG_AUTH_FLUSH to httpd. */
 static void
 notify_auth_flush(void)
 {
-	struct proc *p = proc_by_role(ROLE_HTTPD);
+	struct proc *p = notify_httpd();
 	struct ipc_wbuf w;
 
-	if (p == NULL || p->chan == NULL || !p->ready)
+	if (p == NULL)
 		return;
 	ipc_wbuf_begin(&w, IMSG_AUTH_FLUSH, 0, 0);
-	if (ipc_wbuf_finish(&w, sup.conf.ipc_max_frame) == 0)
-		ipc_chan_send(p->chan, &w, -1);
-	ipc_wbuf_free(&w);
+	proc_send(p, &w, -1);
 }
 
 /* "RUN:SEQ" from run_events; anything else is dropped with a warning. */

@@ -50,7 +50,7 @@ proc_by_role(enum ipc_role role)
 	return NULL;
 }
 
-static int
+int
 proc_send(struct proc *p, struct ipc_wbuf *w, int fd)
 {
 	int rv = -1;

@@ -87,6 +87,9 @@ void proc_kill_all(int sig);
 void proc_broadcast_verbose(int verbose);
 void proc_restart(struct proc *p);
 struct proc *proc_by_role(enum ipc_role role);
+/* Finish w and send it (with fd, or -1) to p; w is freed either way.
+ * Returns 0, or -1 when p has no channel or the frame is refused. */
+int proc_send(struct proc *p, struct ipc_wbuf *w, int fd);
 
 /* dbop.c: answering DB_OP from children */
 void sup_db_op(struct proc *p, struct ipc_msg *m);
