@@ -166,6 +166,24 @@ gh_check_paths(git_repository *repo, const char *dir, char *err, size_t errsz)
 	return rv;
 }
 
+int
+gh_verify(const char *dir, char *err, size_t errsz)
+{
+	git_repository *repo;
+	int rv;
+
+	if (git_libgit2_init() < 0)
+		return gh_fail(err, errsz, "libgit2: %s", gh_git_error());
+	if (git_repository_open_ext(&repo, dir, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) != 0) {
+		rv = gh_fail(err, errsz, "open: %s", gh_git_error());
+	} else {
+		rv = gh_check_paths(repo, dir, err, errsz);
+		git_repository_free(repo);
+	}
+	git_libgit2_shutdown();
+	return rv;
+}
+
 static int
 gh_strip(const char *dir, char *err, size_t errsz)
 {

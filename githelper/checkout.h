@@ -39,6 +39,13 @@ int gh_checkout(const char *url, const char *token, const char *dir, char *base,
                 size_t errsz);
 
 /*
+ * The check gh_checkout makes after cloning, on the work tree at dir as it
+ * is now: every path of its index relative, without "." or ".." components,
+ * not in ".git", and below no symbolic link.  0, or -1 with the reason.
+ */
+int gh_verify(const char *dir, char *err, size_t errsz);
+
+/*
  * Remove name (a single path component) from the directory dirfd whatever
  * it is: a file or a symbolic link is unlinked, a directory emptied
  * recursively without following any link and removed.  A name that does

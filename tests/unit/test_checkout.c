@@ -417,6 +417,36 @@ t_write_through_link(void **state)
 	assert_canary(f);
 }
 
+/*
+ * The path check itself, which libgit2's own refusals leave unreached in a
+ * clone: a directory of the work tree replaced by a link to outside makes
+ * the indexed paths below it escape, and the check says so.
+ */
+static void
+t_verify_paths(void **state)
+{
+	struct fx *f = *state;
+	static const struct file files[] = {{"src/main.c", "int x;\n", 0100644}};
+	char want[GH_OID_HEX_MAX + 1], base[GH_OID_HEX_MAX + 1], err[256], p[256], o[256];
+	int fd;
+
+	make_repo(f->src, files, 1, want);
+	assert_int_equal(gh_checkout(f->src, NULL, f->ws, base, err, sizeof(err)), 0);
+	assert_int_equal(gh_verify(f->ws, err, sizeof(err)), 0);
+	snprintf(o, sizeof(o), "%s/outside", f->root);
+	assert_int_equal(mkdir(o, 0755), 0);
+	fd = open(f->ws, O_RDONLY | O_DIRECTORY);
+	assert_int_equal(gh_remove_tree(fd, "src"), 0);
+	close(fd);
+	snprintf(p, sizeof(p), "%s/src", f->ws);
+	assert_int_equal(symlink(o, p), 0);
+	assert_int_equal(gh_verify(f->ws, err, sizeof(err)), -1);
+	assert_string_equal(err, "the repository has a path below a link");
+	/* a workspace that is no repository */
+	assert_int_equal(gh_verify(f->root, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "open"));
+}
+
 /* An https remote that cannot be reached fails with libgit2's reason and
  * never echoes the token. */
 static void
@@ -473,6 +503,7 @@ main(void)
 	    cmocka_unit_test_setup_teardown(t_refusals, setup, teardown),
 	    cmocka_unit_test_setup_teardown(t_hostile_names, setup, teardown),
 	    cmocka_unit_test_setup_teardown(t_write_through_link, setup, teardown),
+	    cmocka_unit_test_setup_teardown(t_verify_paths, setup, teardown),
 	    cmocka_unit_test_setup_teardown(t_https_unreachable, setup, teardown),
 	    cmocka_unit_test_setup_teardown(t_remove_tree, setup, teardown),
 	};
