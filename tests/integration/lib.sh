@@ -147,6 +147,29 @@ children_of() {
 
 # psql_q SQL: one query on the daemon's embedded database (tuples only,
 # unaligned), as the daemon's own database role.
+# Start the daemon, or fail the whole test NAME with its log.
+start_daemon_or_finish() {
+	if start_daemon; then
+		ok "daemon starts"
+		return 0
+	fi
+	notok "daemon starts"
+	cat "$LOG"
+	finish "$1"
+	exit 1
+}
+
+# --- helpers of the tests that drive the daemon with agrippactl and HTTP ---
+# ctl ARGS: agrippactl on this test's daemon, its output in $T/ctl.out
+# (printed, and the status 1, when it fails).
+ctl() { "$AGRIPPACTL" -s "$CTL" "$@" >"$T/ctl.out" 2>&1 || { echo "agrippactl $*: $(cat "$T/ctl.out")"; return 1; }; }
+# new_token USER [DAYS]: prints a new API token (shown once by agrippactl).
+new_token() { ctl token create "$@" </dev/null && tail -n 1 "$T/ctl.out"; }
+# prefix TOKEN: what agrippactl token revoke takes.
+prefix() { printf '%s' "$1" | cut -c1-12; }
+# header NAME: that response header from $T/hdrs (curl -D).
+header() { tr -d '\r' <"$T/hdrs" | grep -i "^$1: " | head -1 | cut -d' ' -f2-; }
+
 psql_q() {
 	PGPASSWORD=$(cat "$T/state/db.password") psql -X -A -t -h "$T/state/pgrun" -U agrippa agrippa -c "$1"
 }

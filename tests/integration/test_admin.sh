@@ -9,13 +9,7 @@ need_root admin
 make_env
 trap cleanup_env EXIT
 
-if ! start_daemon; then
-	notok "daemon starts"
-	cat "$LOG"
-	finish admin
-	exit 1
-fi
-ok "daemon starts"
+start_daemon_or_finish admin
 
 # run ARG...: agrippactl; sets OUT (stdout and stderr) and RC.
 run() {

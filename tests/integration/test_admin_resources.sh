@@ -10,13 +10,7 @@ need_root admin_resources
 make_env
 trap cleanup_env EXIT
 
-if ! start_daemon; then
-	notok "daemon starts"
-	cat "$LOG"
-	finish admin_resources
-	exit 1
-fi
-ok "daemon starts"
+start_daemon_or_finish admin_resources
 
 ALL_OUT="$T/all.out" # every agrippactl output, searched for secrets at the end
 : >"$ALL_OUT"

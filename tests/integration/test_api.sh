@@ -9,18 +9,9 @@ need_root api
 make_env
 trap cleanup_env EXIT
 
-if ! start_daemon; then
-	notok "daemon starts"
-	cat "$LOG"
-	finish api
-	exit 1
-fi
-ok "daemon starts"
+start_daemon_or_finish api
 
-ctl() { "$AGRIPPACTL" -s "$CTL" "$@" >"$T/ctl.out" 2>&1 || { echo "agrippactl $*: $(cat "$T/ctl.out")"; return 1; }; }
 # new_token USER [DAYS]: prints the token (shown once by agrippactl).
-new_token() { ctl token create "$@" && tail -n 1 "$T/ctl.out"; }
-prefix() { printf '%s' "$1" | cut -c1-12; }
 # api TOKEN METHOD PATH [curl args...]: sets CODE, BODY; headers in $T/hdrs.
 api() {
 	tok=$1 m=$2 p=$3
@@ -41,7 +32,6 @@ expect() {
 		notok "$3 (got $CODE: $(printf '%s' "$BODY" | head -c 400))"
 	fi
 }
-header() { tr -d '\r' <"$T/hdrs" | grep -i "^$1: " | head -1 | cut -d' ' -f2-; }
 counts() {
 	psql_q "select (select count(*) from users) || ' ' || (select count(*) from projects) || ' ' ||
 	        (select count(*) from memberships) || ' ' || (select count(*) from audit_log) || ' ' ||

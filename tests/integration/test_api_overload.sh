@@ -13,13 +13,7 @@ PG=""
 trap '[ -n "$PG" ] && kill -CONT $PG 2>/dev/null; cleanup_env' EXIT
 ulimit -n 16384 2>/dev/null
 
-if ! start_daemon; then
-	notok "daemon starts"
-	cat "$LOG"
-	finish api_overload
-	exit 1
-fi
-ok "daemon starts"
+start_daemon_or_finish api_overload
 # the postmaster of this test's cluster and every backend it started
 PM=$(pgrep -u _agrippadb -f "postgres -D $T/state/pg")
 PG="$PM $(pgrep -P "$PM" | tr '\n' ' ')"

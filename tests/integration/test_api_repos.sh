@@ -11,16 +11,8 @@ need_root api_repos
 make_env
 trap cleanup_env EXIT
 
-if ! start_daemon; then
-	notok "daemon starts"
-	cat "$LOG"
-	finish api_repos
-	exit 1
-fi
-ok "daemon starts"
+start_daemon_or_finish api_repos
 
-ctl() { "$AGRIPPACTL" -s "$CTL" "$@" >"$T/ctl.out" 2>&1 || { echo "agrippactl $*: $(cat "$T/ctl.out")"; return 1; }; }
-new_token() { ctl token create "$@" && tail -n 1 "$T/ctl.out"; }
 : >"$T/bodies"
 # api TOKEN METHOD PATH [curl args]: CODE and BODY (every body kept)
 api() {

@@ -11,18 +11,9 @@ need_root api_runs
 make_env
 trap cleanup_env EXIT
 
-if ! start_daemon; then
-	notok "daemon starts"
-	cat "$LOG"
-	finish api_runs
-	exit 1
-fi
-ok "daemon starts"
+start_daemon_or_finish api_runs
 
-ctl() { "$AGRIPPACTL" -s "$CTL" "$@" >"$T/ctl.out" 2>&1 || { echo "agrippactl $*: $(cat "$T/ctl.out")"; return 1; }; }
 # new_token USER [DAYS]: prints the token (shown once by agrippactl).
-new_token() { ctl token create "$@" </dev/null && tail -n 1 "$T/ctl.out"; }
-prefix() { printf '%s' "$1" | cut -c1-12; }
 : >"$T/bodies"
 # api TOKEN METHOD PATH [curl args...]: sets CODE, BODY; headers in $T/hdrs.
 # Every body is kept in $T/bodies (searched for secrets at the end).
@@ -77,7 +68,6 @@ expect() {
 }
 # val PYEXPR: the expression on the JSON body, printed.
 val() { printf '%s' "$BODY" | "$PY" -c "import json,sys; d=json.load(sys.stdin); print($1)" 2>/dev/null; }
-header() { tr -d '\r' <"$T/hdrs" | grep -i "^$1: " | head -1 | cut -d' ' -f2-; }
 # Row counts and fingerprints of what the API may change.
 counts() {
 	psql_q "select concat_ws(' ',

@@ -13,16 +13,8 @@ need_root artifact_store
 make_env
 trap cleanup_env EXIT
 
-if ! start_daemon; then
-	notok "daemon starts"
-	cat "$LOG"
-	finish artifact_store
-	exit 1
-fi
-ok "daemon starts"
+start_daemon_or_finish artifact_store
 
-ctl() { "$AGRIPPACTL" -s "$CTL" "$@" >"$T/ctl.out" 2>&1 || { echo "agrippactl $*: $(cat "$T/ctl.out")"; return 1; }; }
-new_token() { ctl token create "$@" && tail -n 1 "$T/ctl.out"; }
 # get TOKEN PATH [curl args]: CODE, the body in $T/body, headers in $T/hdrs
 get() {
 	tok=$1 p=$2
@@ -31,7 +23,6 @@ get() {
 	CODE=$(curl -s -o "$T/body" -D "$T/hdrs" -w '%{http_code}' --max-time 10 \
 		-H "Authorization: Bearer $tok" "$@" "http://127.0.0.1:$PORT$p")
 }
-header() { tr -d '\r' <"$T/hdrs" | grep -i "^$1: " | head -1 | cut -d' ' -f2-; }
 sha() { sha256sum "$1" | cut -c1-64; }
 # all CMD1 -- CMD2 ...: every command (separated by --) succeeds
 all() {

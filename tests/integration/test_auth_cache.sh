@@ -11,17 +11,8 @@ need_root auth_cache
 make_env
 trap cleanup_env EXIT
 
-if ! start_daemon; then
-	notok "daemon starts"
-	cat "$LOG"
-	finish auth_cache
-	exit 1
-fi
-ok "daemon starts"
+start_daemon_or_finish auth_cache
 
-ctl() { "$AGRIPPACTL" -s "$CTL" "$@" >"$T/ctl.out" 2>&1 || { echo "agrippactl $*: $(cat "$T/ctl.out")"; return 1; }; }
-new_token() { ctl token create "$@" && tail -n 1 "$T/ctl.out"; }
-prefix() { printf '%s' "$1" | cut -c1-12; }
 code() { # code TOKEN PATH [curl args]
 	tok=$1 p=$2
 	shift 2

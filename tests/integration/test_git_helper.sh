@@ -11,13 +11,7 @@ need_root git_helper
 make_env
 trap cleanup_env EXIT
 
-if ! start_daemon; then
-	notok "daemon starts"
-	cat "$LOG"
-	finish git_helper
-	exit 1
-fi
-ok "daemon starts"
+start_daemon_or_finish git_helper
 
 run() { "$AGRIPPACTL" -s "$CTL" "$@" >"$T/out" 2>&1; RC=$?; OUT=$(cat "$T/out"); }
 MKREPO="$TOOLS/mkrepo"

@@ -13,20 +13,12 @@ make_env
 BG=""
 trap 'for p in $BG; do kill "$p" 2>/dev/null; done; cleanup_env' EXIT
 
-if ! start_daemon; then
-	notok "daemon starts"
-	cat "$LOG"
-	finish sse
-	exit 1
-fi
-ok "daemon starts"
+start_daemon_or_finish sse
 
 SSE="python3 $ROOT/tests/tools/sse_clients.py"
 NOW() { date +%s; }
 T0=$(NOW)
-ctl() { "$AGRIPPACTL" -s "$CTL" "$@" >"$T/ctl.out" 2>&1 || { echo "agrippactl $*: $(cat "$T/ctl.out")"; return 1; }; }
 # new_token USER [DAYS]: prints the token (shown once by agrippactl).
-new_token() { ctl token create "$@" && tail -n 1 "$T/ctl.out"; }
 # jget FILE PYEXPR: evaluates the expression for d, the JSON in FILE.
 jget() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1" 2>/dev/null; }
 # jcheck DESC FILE PYEXPR: ok when the expression holds for the JSON in FILE.
