@@ -30,8 +30,10 @@
  * gets it and then the end of its stream.  A client that already has it
  * (Last-Event-ID = the terminal seq) gets 204, which tells EventSource not
  * to reconnect.  Comments (":") every SSE_HEARTBEAT_SECS keep proxies and
- * clients from timing out; a client that stops reading is dropped once
- * SSE_OUTBUF_MAX bytes wait for it.
+ * clients from timing out.  At most SSE_OUTBUF_MAX bytes wait for a
+ * client: one that has that much unwritten gets nothing more until it has
+ * drained it (then it catches up from its seq), and one that drains
+ * nothing for SSE_STALL_SECS is dropped.
  */
 #include <sys/queue.h>
 
@@ -45,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/child.h"
 #include "common/log.h"
@@ -55,6 +58,7 @@
 #define SSE_PAGE 1000
 #define SSE_RETRY_MS 2000
 #define SSE_OUTBUF_MAX (1024 * 1024)
+#define SSE_STALL_SECS 60 /* a full client that drains nothing for this long is dropped */
 #define SSE_STREAM_TIMEOUT_SECS (24 * 3600)
 
 struct sse_run;
@@ -64,6 +68,7 @@ struct sse_client {
 	struct sse_run *run;
 	struct evhttp_request *req;
 	uint64_t after; /* the last seq this client has */
+	time_t full_since; /* monotonic seconds since its output is full, 0 when not */
 };
 TAILQ_HEAD(sse_clientq, sse_client);
 
@@ -163,18 +168,53 @@ sse_client_drop(struct sse_client *c)
 	evhttp_connection_free(conn);
 }
 
-/* Queue text for c; 0, or -1 when c was dropped for not reading. */
+static time_t
+sse_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec;
+}
+
+/* Whether SSE_OUTBUF_MAX bytes already wait to be written to c. */
+static int
+sse_full(struct sse_client *c)
+{
+	struct bufferevent *bev =
+	    evhttp_connection_get_bufferevent(evhttp_request_get_connection(c->req));
+
+	return bev != NULL && evbuffer_get_length(bufferevent_get_output(bev)) > SSE_OUTBUF_MAX;
+}
+
+/* Everything queued for c has been written: it may take more. */
+static void
+sse_client_flushed(struct evhttp_connection *conn, void *arg)
+{
+	struct sse_client *c = arg;
+
+	if (c->full_since == 0)
+		return;
+	c->full_since = 0;
+	sse_replay(c->run);
+}
+
+/*
+ * Queue text for c: 0, or 1 when c's output is full (nothing queued; the
+ * client catches up from its seq once it has drained what it has, which
+ * sse_client_flushed hears).  A replay writes a whole page in one go, far
+ * faster than any socket drains, so a full buffer is the usual case for a
+ * client that is catching up, not a sign it stopped reading.
+ */
 static int
 sse_write(struct sse_client *c, struct evbuffer *text)
 {
-	struct evhttp_connection *conn = evhttp_request_get_connection(c->req);
-	struct bufferevent *bev = evhttp_connection_get_bufferevent(conn);
-
-	if (bev != NULL && evbuffer_get_length(bufferevent_get_output(bev)) > SSE_OUTBUF_MAX) {
-		sse_client_drop(c);
-		return -1;
+	if (sse_full(c)) {
+		if (c->full_since == 0)
+			c->full_since = sse_now();
+		return 1;
 	}
-	evhttp_send_reply_chunk(c->req, text);
+	evhttp_send_reply_chunk_with_cb(c->req, text, sse_client_flushed, c);
 	return 0;
 }
 
@@ -187,6 +227,10 @@ sse_heartbeat(struct sse_run *g)
 	g->hold = 1;
 	for (c = TAILQ_FIRST(&g->clients); c != NULL; c = next) {
 		next = TAILQ_NEXT(c, entry);
+		if (c->full_since != 0 && sse_now() - c->full_since >= SSE_STALL_SECS) {
+			sse_client_drop(c);
+			continue;
+		}
 		if ((b = evbuffer_new()) == NULL)
 			fatalx("out of memory");
 		evbuffer_add(b, ":\n\n", 3);
@@ -267,8 +311,8 @@ sse_replay_done(struct child *ch, const struct ipc_db_result *r, void *arg)
 		linelen = evbuffer_get_length(text);
 		for (c = TAILQ_FIRST(&g->clients); c != NULL; c = next) {
 			next = TAILQ_NEXT(c, entry);
-			if (seq <= c->after)
-				continue;
+			if (seq <= c->after || c->full_since != 0)
+				continue; /* has it, or waits for its flush */
 			if (c->after < g->from) {
 				/* joined after this replay was asked for: the
 				 * rows start above its seq, and sending them
@@ -280,9 +324,11 @@ sse_replay_done(struct child *ch, const struct ipc_db_result *r, void *arg)
 			if ((b = evbuffer_new()) == NULL)
 				fatalx("out of memory");
 			evbuffer_add(b, line, linelen);
-			c->after = seq;
-			if (sse_write(c, b) == 0 && finlen == 4 && memcmp(final, "true", 4) == 0)
-				sse_client_end(c);
+			if (sse_write(c, b) == 0) {
+				c->after = seq;
+				if (finlen == 4 && memcmp(final, "true", 4) == 0)
+					sse_client_end(c);
+			}
 			evbuffer_free(b);
 		}
 	}
@@ -307,8 +353,10 @@ sse_replay(struct sse_run *g)
 		g->again = 1;
 		return;
 	}
+	/* full clients wait for their flush; reading again for them now
+	 * would only read the same events again */
 	TAILQ_FOREACH(c, &g->clients, entry)
-	if (c->after < from)
+	if (c->full_since == 0 && c->after < from)
 		from = c->after;
 	if (from == UINT64_MAX)
 		return;
@@ -380,8 +428,8 @@ sse_join(struct hreq *h, uint64_t after)
 	if ((b = evbuffer_new()) == NULL)
 		fatalx("out of memory");
 	evbuffer_add_printf(b, "retry: %d\n\n", SSE_RETRY_MS);
-	if (sse_write(c, b) == 0)
-		sse_replay(g);
+	sse_write(c, b);
+	sse_replay(g);
 	evbuffer_free(b);
 }
 

@@ -62,6 +62,48 @@ check "each has one event: seq 1 run.queued" [ "$(psql_q "select count(*) || ' '
 # --- heartbeat, in the background: an idle stream gets ":" after 15 s -----------------
 $SSE heartbeat --port "$PORT" --token "$TA" --run "$R3" --last-id 1 --timeout 25 >"$T/hb.json" 2>&1 &
 HB=$!
+
+# --- slow readers, in the background: 400 events of 8 KB in one burst ------------------
+# A replay writes a page far faster than a socket drains.  A client that
+# pauses (10 s) and one that never reads (a 4 KiB receive buffer) each get
+# at most 1 MiB queued; the pausing one then catches up with every event,
+# and the one that never reads is dropped once it has drained nothing for
+# 60 s.  A client that reads at once gets every event meanwhile.
+R5=$(submit)
+slow_client() { # slow_client PAUSE OUT: read nothing for PAUSE s, then read till the end
+	python3 - "$PORT" "$TA" "$R5" "$1" >"$2" 2>&1 <<'PY'
+import socket, sys, time
+port, tok, run, pause = int(sys.argv[1]), sys.argv[2], sys.argv[3], float(sys.argv[4])
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.connect(("127.0.0.1", port))
+s.sendall(("GET /v1/runs/%s/events/stream HTTP/1.1\r\nHost: x\r\n"
+           "Authorization: Bearer %s\r\n\r\n" % (run, tok)).encode())
+time.sleep(pause)
+s.settimeout(20)
+data = b""
+try:
+    while b"event: run.succeeded" not in data:
+        d = s.recv(65536)
+        if not d:
+            break
+        data += d
+except socket.timeout:
+    pass
+print(len(data), data.count(b"\nid: ") + data.startswith(b"id: "), data.count(b"event: test.big"))
+PY
+}
+slow_client 10 "$T/pause.out" &
+PAUSE=$!
+slow_client 80 "$T/never.out" &
+NEVER=$!
+curl -s -N --max-time 40 -H "Authorization: Bearer $TA" "http://127.0.0.1:$PORT/v1/runs/$R5/events/stream" \
+	>"$T/fast.out" &
+FAST=$!
+sleep 1
+$PSQL -c "select count(append_run_event('$R5', 'test.big', jsonb_build_object('pad', repeat('x', 8000))))
+          from generate_series(1, 400)" >/dev/null
+$PSQL -c "select finalize_run('$R5', 'running', 'succeeded', null, 'run.succeeded', '{}')" >/dev/null
 BG="$BG $HB"
 
 # --- concurrency: 8 writers x 2,000 events, 20 clients hanging up at random -------------
@@ -222,6 +264,23 @@ CRC=$?
 check "curl on the finished run R1 (16 pages) returns by itself (exit $CRC, $(($(NOW) - t)) s)" [ $CRC -eq 0 ]
 check "... with ids 1..$EXPECT in order" \
 	[ "$(sed -n 's/^id: //p' "$T/curl1.out" | awk '$1 != NR { bad = 1 } END { print NR, bad + 0 }')" = "$EXPECT 0" ]
+
+# --- the slow readers ----------------------------------------------------------------------
+wait $FAST
+check "a client that reads got all 402 events of the burst's run" [ "$(grep -c '^id: ' "$T/fast.out")" = 402 ]
+wait $PAUSE
+check "a client that paused 10 s caught up: all 400 big events ($(cat "$T/pause.out"))" \
+	[ "$(cut -d' ' -f3 "$T/pause.out")" = 400 ]
+i=0
+while [ "$(grep -c "stream of run $R5: a client stopped reading" "$LOG")" = 0 ] && [ $i -lt 100 ]; do
+	sleep 1
+	i=$((i + 1))
+done
+check "a client that never reads is dropped after its stall ($i s more)" \
+	[ "$(grep -c "stream of run $R5: a client stopped reading" "$LOG")" = 1 ]
+wait $NEVER
+check "... its stream ended without the rest ($(cut -d' ' -f1 "$T/never.out") bytes, the kernel's buffers and 1 MiB, of ~3.2 MB)" \
+	[ "$(cut -d' ' -f3 "$T/never.out")" -lt 400 ] 2>/dev/null
 
 # --- the heartbeat ------------------------------------------------------------------------
 wait $HB
