@@ -42,7 +42,7 @@ ALL_LDFLAGS = $(LDOPT) $(LDFLAGS)
 
 # Every .c under these folders except the two mains goes into libagrippa.a,
 # so unit tests link the same objects the daemon runs.
-LIB_DIRS  := common ipc privsep tmpl supervisor engine httpd proxy sandbox
+LIB_DIRS  := common ipc privsep tmpl supervisor engine runner httpd proxy sandbox
 MAIN_SRC  := supervisor/agrippad.c ctl/agrippactl.c sandbox/main.c
 LIB_SRC   := $(filter-out $(MAIN_SRC),$(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
 CTL_SRC   := $(filter-out ctl/agrippactl.c,$(wildcard ctl/*.c))
@@ -99,7 +99,7 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libagrippa.a
 
 # The git helper links libgit2, which stays out of agrippad: its code is
 # built apart from libagrippa.a, into a program of its own.
-GH_OBJ  := $(BUILD)/githelper/checkout.o
+GH_OBJ  := $(BUILD)/githelper/checkout.o $(BUILD)/githelper/diff.o
 GH_LIBS := $(shell pkg-config --libs libgit2 2>/dev/null)
 GIT_LIBS := $(GH_LIBS) $(shell pkg-config --libs libevent libsodium msgpack 2>/dev/null)
 $(BUILD)/agrippa-git: $(BUILD)/githelper/main.o $(GH_OBJ) $(BUILD)/libagrippa.a
@@ -108,6 +108,9 @@ $(BUILD)/tests/tools/mkrepo: tests/tools/mkrepo.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(GH_LIBS)
 $(BUILD)/tests/test_checkout: tests/unit/test_checkout.c $(GH_OBJ) $(BUILD)/libagrippa.a
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(GH_LIBS) $(PKG_LIBS) $$(pkg-config --libs cmocka)
+$(BUILD)/tests/test_diff: tests/unit/test_diff.c $(GH_OBJ) $(BUILD)/libagrippa.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(GH_LIBS) $(PKG_LIBS) $$(pkg-config --libs cmocka)
 

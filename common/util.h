@@ -1,6 +1,8 @@
 #ifndef AGRIPPA_UTIL_H
 #define AGRIPPA_UTIL_H
 
+#include <sys/types.h>
+
 #include <stdarg.h>
 #include <stddef.h>
 
@@ -45,5 +47,9 @@ void wipe_free(void *p);
  * success.  Returns 0, or -1 with errno set.
  */
 int rmtree_at(int dfd, const char *name);
+/* Give name in dfd and, for a directory, everything below it to uid:gid,
+ * without following any symbolic link (links themselves change owner).
+ * Returns 0 or -1 with errno set. */
+int chown_tree_at(int dfd, const char *name, uid_t uid, gid_t gid);
 
 #endif

@@ -17,14 +17,14 @@
 #include "githelper/checkout.h"
 
 /* What the repository may not bring into the work tree's top level. */
-static const char *const gh_stripped[] = {".claude", ".mcp.json", ".agrippa"};
+static const char *const gh_stripped[] = {GH_STRIPPED_NAMES};
 
 struct gh_cred {
 	const char *token;
 	int used;
 };
 
-static int
+int
 gh_fail(char *err, size_t errsz, const char *fmt, ...)
 {
 	va_list ap;
@@ -37,7 +37,7 @@ gh_fail(char *err, size_t errsz, const char *fmt, ...)
 
 /* libgit2's last error, for a message (it never holds the token: the token
  * is only ever in the credential object). */
-static const char *
+const char *
 gh_git_error(void)
 {
 	const git_error *e = git_error_last();
@@ -66,9 +66,10 @@ gh_remove_tree(int dfd, const char *name)
 	return rmtree_at(dfd, name);
 }
 
-/* dir: absolute, an existing empty directory (not a link to one). */
+/* dir (named what in messages): absolute, an existing empty directory (not a
+ * link to one). */
 static int
-gh_check_dir(const char *dir, char *err, size_t errsz)
+gh_check_dir(const char *dir, const char *what, char *err, size_t errsz)
 {
 	struct stat st;
 	struct dirent *de;
@@ -76,19 +77,19 @@ gh_check_dir(const char *dir, char *err, size_t errsz)
 	int n = 0;
 
 	if (dir[0] != '/')
-		return gh_fail(err, errsz, "the workspace must be an absolute path");
+		return gh_fail(err, errsz, "%s must be an absolute path", what);
 	if (lstat(dir, &st) == -1)
-		return gh_fail(err, errsz, "the workspace: %s", strerror(errno));
+		return gh_fail(err, errsz, "%s: %s", what, strerror(errno));
 	if (!S_ISDIR(st.st_mode))
-		return gh_fail(err, errsz, "the workspace is not a directory");
+		return gh_fail(err, errsz, "%s is not a directory", what);
 	if ((d = opendir(dir)) == NULL)
-		return gh_fail(err, errsz, "the workspace: %s", strerror(errno));
+		return gh_fail(err, errsz, "%s: %s", what, strerror(errno));
 	while ((de = readdir(d)) != NULL)
 		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
 			n++;
 	closedir(d);
 	if (n > 0)
-		return gh_fail(err, errsz, "the workspace is not empty");
+		return gh_fail(err, errsz, "%s is not empty", what);
 	return 0;
 }
 
@@ -103,7 +104,8 @@ gh_check_url(const char *url, char *err, size_t errsz)
 		host = url + 8;
 		hl = strcspn(host, "/");
 		if (hl == 0 || memchr(host, '@', hl) != NULL)
-			return gh_fail(err, errsz, "the URL must be https://HOST/... without credentials");
+			return gh_fail(err, errsz,
+			               "the URL must be https://HOST/... without credentials");
 		return 0;
 	}
 	if (strncmp(url, "file:///", 8) == 0 || url[0] == '/')
@@ -205,9 +207,9 @@ gh_strip(const char *dir, char *err, size_t errsz)
 static void
 gh_no_config(void)
 {
-	static const git_config_level_t levels[] = {
-	    GIT_CONFIG_LEVEL_PROGRAMDATA, GIT_CONFIG_LEVEL_SYSTEM, GIT_CONFIG_LEVEL_XDG,
-	    GIT_CONFIG_LEVEL_GLOBAL};
+	static const git_config_level_t levels[] = {GIT_CONFIG_LEVEL_PROGRAMDATA,
+	                                            GIT_CONFIG_LEVEL_SYSTEM, GIT_CONFIG_LEVEL_XDG,
+	                                            GIT_CONFIG_LEVEL_GLOBAL};
 	size_t i;
 
 	for (i = 0; i < sizeof(levels) / sizeof(levels[0]); i++)
@@ -215,18 +217,8 @@ gh_no_config(void)
 }
 
 int
-gh_checkout(const char *url, const char *token, const char *dir, char *base, char *err,
-            size_t errsz)
+gh_git_init(char *err, size_t errsz)
 {
-	git_clone_options opts;
-	git_repository *repo = NULL;
-	struct gh_cred cred = {NULL, 0};
-	git_oid head;
-	int rv = -1;
-
-	base[0] = '\0';
-	if (gh_check_url(url, err, errsz) == -1 || gh_check_dir(dir, err, errsz) == -1)
-		return -1;
 	if (git_libgit2_init() < 0)
 		return gh_fail(err, errsz, "libgit2: %s", gh_git_error());
 	/* no system, global or XDG configuration (proxies, URL rewrites,
@@ -239,7 +231,24 @@ gh_checkout(const char *url, const char *token, const char *dir, char *base, cha
 	 * objects are read from the source.
 	 */
 	git_libgit2_opts(GIT_OPT_SET_OWNER_VALIDATION, 0);
+	return 0;
+}
+
+/*
+ * Clone url into dir (checked by the caller), bare or with its default
+ * branch checked out.  The token goes to an https server only, through the
+ * credential callback.  *out is the caller's to free.
+ */
+static int
+gh_clone(git_repository **out, const char *url, const char *token, const char *dir, int bare,
+         char *err, size_t errsz)
+{
+	git_clone_options opts;
+	struct gh_cred cred = {NULL, 0};
+
+	*out = NULL;
 	git_clone_options_init(&opts, GIT_CLONE_OPTIONS_VERSION);
+	opts.bare = bare;
 	/* git's own transfer, not hard links into the source's objects */
 	opts.local = GIT_CLONE_NO_LOCAL;
 	opts.checkout_opts.checkout_strategy = GIT_CHECKOUT_SAFE;
@@ -248,16 +257,127 @@ gh_checkout(const char *url, const char *token, const char *dir, char *base, cha
 		opts.fetch_opts.callbacks.credentials = gh_credentials;
 		opts.fetch_opts.callbacks.payload = &cred;
 	}
-	if (git_clone(&repo, url, dir, &opts) != 0) {
-		gh_fail(err, errsz, "clone: %s", gh_git_error());
+	if (git_clone(out, url, dir, &opts) != 0)
+		return gh_fail(err, errsz, "clone: %s", gh_git_error());
+	return 0;
+}
+
+/* The commit HEAD of repo names, in *id. */
+static int
+gh_head(git_repository *repo, git_oid *id, char *err, size_t errsz)
+{
+	if (git_reference_name_to_id(id, repo, "HEAD") != 0)
+		return gh_fail(err, errsz, "HEAD: %s", gh_git_error());
+	return 0;
+}
+
+int
+gh_checkout(const char *url, const char *token, const char *dir, char *base, char *err,
+            size_t errsz)
+{
+	git_repository *repo = NULL;
+	git_oid head;
+	int rv = -1;
+
+	base[0] = '\0';
+	if (gh_check_url(url, err, errsz) == -1 ||
+	    gh_check_dir(dir, "the workspace", err, errsz) == -1)
+		return -1;
+	if (gh_git_init(err, errsz) == -1)
+		return -1;
+	if (gh_clone(&repo, url, token, dir, 0, err, errsz) == -1)
+		goto out;
+	if (gh_check_paths(repo, dir, err, errsz) == -1 || gh_strip(dir, err, errsz) == -1 ||
+	    gh_head(repo, &head, err, errsz) == -1)
+		goto out;
+	git_oid_tostr(base, GH_OID_HEX_MAX + 1, &head);
+	rv = 0;
+out:
+	git_repository_free(repo);
+	git_libgit2_shutdown();
+	return rv;
+}
+
+/* gitdir and workdir: two different directories (a link, or one path
+ * written two ways, must not make them one). */
+static int
+gh_check_apart(const char *gitdir, const char *workdir, char *err, size_t errsz)
+{
+	struct stat a, b;
+
+	if (lstat(gitdir, &a) == -1 || lstat(workdir, &b) == -1)
+		return gh_fail(err, errsz, "lstat: %s", strerror(errno));
+	if (a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+		return gh_fail(err, errsz, "the repository and the workspace are one directory");
+	return 0;
+}
+
+/* Drop one reference's reflog ("clone: from GITDIR" would tell the sandbox
+ * where the trusted copy lives). */
+static int
+gh_drop_reflog(const char *name, void *payload)
+{
+	return git_reflog_delete(payload, name);
+}
+
+/*
+ * The work tree: a plain clone of the trusted bare copy at gitdir (objects
+ * copied, no token), which must stand at the commit head; its origin is set
+ * back to url; then the checks and the strip that gh_checkout makes.
+ */
+static int
+gh_checkout_workdir(const char *gitdir, const char *workdir, const char *url, const git_oid *head,
+                    char *err, size_t errsz)
+{
+	git_repository *repo;
+	git_oid id;
+	int rv = -1;
+
+	if (gh_clone(&repo, gitdir, NULL, workdir, 0, err, errsz) == -1)
+		return -1;
+	if (gh_head(repo, &id, err, errsz) == -1)
+		goto out;
+	if (!git_oid_equal(&id, head)) {
+		gh_fail(err, errsz, "the workspace is not at the repository's commit");
 		goto out;
 	}
-	if (gh_check_paths(repo, dir, err, errsz) == -1 || gh_strip(dir, err, errsz) == -1)
-		goto out;
-	if (git_reference_name_to_id(&head, repo, "HEAD") != 0) {
-		gh_fail(err, errsz, "HEAD: %s", gh_git_error());
+	if (git_remote_set_url(repo, "origin", url) != 0) {
+		gh_fail(err, errsz, "origin: %s", gh_git_error());
 		goto out;
 	}
+	if (git_reference_foreach_name(repo, gh_drop_reflog, repo) != 0 ||
+	    git_reflog_delete(repo, "HEAD") != 0) {
+		gh_fail(err, errsz, "reflog: %s", gh_git_error());
+		goto out;
+	}
+	if (gh_check_paths(repo, workdir, err, errsz) == -1 || gh_strip(workdir, err, errsz) == -1)
+		goto out;
+	rv = 0;
+out:
+	git_repository_free(repo);
+	return rv;
+}
+
+int
+gh_checkout_split(const char *url, const char *token, const char *gitdir, const char *workdir,
+                  char *base, char *err, size_t errsz)
+{
+	git_repository *repo = NULL;
+	git_oid head;
+	int rv = -1;
+
+	base[0] = '\0';
+	if (gh_check_url(url, err, errsz) == -1 ||
+	    gh_check_dir(gitdir, "the repository directory", err, errsz) == -1 ||
+	    gh_check_dir(workdir, "the workspace", err, errsz) == -1 ||
+	    gh_check_apart(gitdir, workdir, err, errsz) == -1)
+		return -1;
+	if (gh_git_init(err, errsz) == -1)
+		return -1;
+	if (gh_clone(&repo, url, token, gitdir, 1, err, errsz) == -1 ||
+	    gh_head(repo, &head, err, errsz) == -1 ||
+	    gh_checkout_workdir(gitdir, workdir, url, &head, err, errsz) == -1)
+		goto out;
 	git_oid_tostr(base, GH_OID_HEX_MAX + 1, &head);
 	rv = 0;
 out:

@@ -15,6 +15,10 @@
 #define GH_OID_HEX_MAX 64 /* SHA-1 repositories have 40, SHA-256 ones 64 */
 #define GH_TOKEN_USER "x-access-token"
 
+/* What a repository may not bring into the top of a work tree: agent
+ * settings, MCP servers, the daemon's artifacts (the strip below). */
+#define GH_STRIPPED_NAMES ".claude", ".mcp.json", ".agrippa"
+
 /*
  * Clone url into dir, which must be an existing, empty directory given as
  * an absolute path, and check out the remote's default branch.
@@ -39,6 +43,23 @@ int gh_checkout(const char *url, const char *token, const char *dir, char *base,
                 size_t errsz);
 
 /*
+ * gh_checkout split in two, so that the daemon keeps a copy of the
+ * repository that the sandbox never sees:
+ *  - url (same rules and token handling as gh_checkout) is cloned as a
+ *    bare repository into gitdir: the trusted copy, which gh_diff reads.
+ *  - workdir becomes a plain clone of gitdir (objects copied, never hard
+ *    linked; no token) checked out at the same commit, with its "origin"
+ *    set back to url; then the path check and the strip of gh_checkout.
+ *    This is the tree the agent gets, .git included.
+ * gitdir and workdir: two different existing empty directories, absolute
+ * paths.  base (GH_OID_HEX_MAX + 1 bytes) gets the commit's id in hex.
+ * Returns 0, or -1 with a one-line reason in err (never the token); both
+ * directories may then hold partial clones, which the caller removes.
+ */
+int gh_checkout_split(const char *url, const char *token, const char *gitdir, const char *workdir,
+                      char *base, char *err, size_t errsz);
+
+/*
  * The check gh_checkout makes after cloning, on the work tree at dir as it
  * is now: every path of its index relative, without "." or ".." components,
  * not in ".git", and below no symbolic link.  0, or -1 with the reason.
@@ -52,5 +73,20 @@ int gh_verify(const char *dir, char *err, size_t errsz);
  * not exist is success.  Returns 0, or -1 with errno set.
  */
 int gh_remove_tree(int dirfd, const char *name);
+
+/* Shared with githelper/diff.c. */
+
+/* Format a one-line reason into err; returns -1. */
+int gh_fail(char *err, size_t errsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* libgit2's last error message (static storage), or "unknown error". */
+const char *gh_git_error(void);
+
+/*
+ * git_libgit2_init, then no system, global or XDG configuration and no
+ * owner validation for this process.  Pair a success with
+ * git_libgit2_shutdown.  0, or -1 with the reason.
+ */
+int gh_git_init(char *err, size_t errsz);
 
 #endif

@@ -258,8 +258,190 @@ ipc_dec_git_checkout(const msgpack_object *body, struct ipc_git_checkout *out)
 		return -1;
 	probe = c;
 	if (ipc_get_str(&probe, &s, &len, IPC_GIT_PATH_MAX) == -1 || len == 0 || s[0] != '/' ||
-	    ipc_get_cstr(&c, out->workspace, sizeof(out->workspace)) == -1 || ipc_end(&c) == -1)
+	    ipc_get_cstr(&c, out->workspace, sizeof(out->workspace)) == -1)
 		return -1;
+	probe = c;
+	if (ipc_get_str(&probe, &s, &len, IPC_GIT_PATH_MAX) == -1 || (len > 0 && s[0] != '/') ||
+	    ipc_get_cstr(&c, out->gitdir, sizeof(out->gitdir)) == -1 || ipc_end(&c) == -1)
+		return -1;
+	return 0;
+}
+
+/* A commit id in hex: 40 or 64 lower-case digits, NUL-terminated into out. */
+static int
+ipc_get_oid(struct ipc_cur *c, char out[65])
+{
+	const char *s;
+	size_t len, i;
+
+	if (ipc_get_str(c, &s, &len, 64) == -1 || (len != 40 && len != 64))
+		return -1;
+	for (i = 0; i < len; i++)
+		if (strchr("0123456789abcdef", s[i]) == NULL || s[i] == '\0')
+			return -1;
+	memcpy(out, s, len);
+	out[len] = '\0';
+	return 0;
+}
+
+/* An absolute path of 1..IPC_GIT_PATH_MAX bytes. */
+static int
+ipc_get_abspath(struct ipc_cur *c, char *out, size_t outsz)
+{
+	struct ipc_cur probe = *c;
+	const char *s;
+	size_t len;
+
+	if (ipc_get_str(&probe, &s, &len, IPC_GIT_PATH_MAX) == -1 || len == 0 || s[0] != '/')
+		return -1;
+	return ipc_get_cstr(c, out, outsz);
+}
+
+int
+ipc_dec_git_diff(const msgpack_object *body, struct ipc_git_diff *out)
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_abspath(&c, out->gitdir, sizeof(out->gitdir)) == -1 ||
+	    ipc_get_abspath(&c, out->workspace, sizeof(out->workspace)) == -1 ||
+	    ipc_get_oid(&c, out->base) == -1 || ipc_get_u64(&c, &out->cap) == -1 ||
+	    ipc_end(&c) == -1 || out->cap == 0)
+		return -1;
+	return 0;
+}
+
+/* A run status name: 1..IPC_STATUS_MAX of [a-z_]. */
+static int
+ipc_get_status(struct ipc_cur *c, char out[IPC_STATUS_MAX + 1])
+{
+	const char *s;
+	size_t len, i;
+
+	if (ipc_get_str(c, &s, &len, IPC_STATUS_MAX) == -1 || len == 0)
+		return -1;
+	for (i = 0; i < len; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || s[i] == '_'))
+			return -1;
+	memcpy(out, s, len);
+	out[len] = '\0';
+	return 0;
+}
+
+int
+ipc_dec_engine_wake(const msgpack_object *body, uint32_t *kind, char run[IPC_UUID_LEN + 1])
+{
+	struct ipc_cur c;
+	const char *s;
+	size_t len;
+	uint64_t k;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_u64(&c, &k) == -1 || k > IPC_WAKE_CANCEL ||
+	    ipc_get_str(&c, &s, &len, IPC_UUID_LEN) == -1 || ipc_end(&c) == -1 ||
+	    (len != 0 && !ipc_is_uuid(s, len)))
+		return -1;
+	*kind = (uint32_t)k;
+	memcpy(run, s, len);
+	run[len] = '\0';
+	return 0;
+}
+
+int
+ipc_dec_run_start(const msgpack_object *body, char run[IPC_UUID_LEN + 1],
+    char previous[IPC_STATUS_MAX + 1])
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_uuid(&c, run) == -1 || ipc_get_status(&c, previous) == -1 ||
+	    ipc_end(&c) == -1)
+		return -1;
+	return 0;
+}
+
+/* [run uuid, n u32 <= max] */
+static int
+ipc_dec_run_u32(const msgpack_object *body, char run[IPC_UUID_LEN + 1], uint32_t *out,
+    uint32_t max)
+{
+	struct ipc_cur c;
+	uint64_t v;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_uuid(&c, run) == -1 || ipc_get_u64(&c, &v) == -1 || v > max ||
+	    ipc_end(&c) == -1)
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+int
+ipc_dec_run_stop(const msgpack_object *body, char run[IPC_UUID_LEN + 1], uint32_t *reason)
+{
+	return ipc_dec_run_u32(body, run, reason, IPC_STOP_LEASE);
+}
+
+int
+ipc_dec_run_ended(const msgpack_object *body, char run[IPC_UUID_LEN + 1], uint32_t *outcome)
+{
+	return ipc_dec_run_u32(body, run, outcome, IPC_RUN__MAX);
+}
+
+int
+ipc_dec_runner_start(const msgpack_object *body, struct ipc_runner_start *out)
+{
+	struct ipc_cur c;
+	const char *s;
+	size_t len, i;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_uuid(&c, out->run) == -1 ||
+	    ipc_get_str(&c, &s, &len, IPC_INSTANCE_MAX) == -1 || len == 0)
+		return -1;
+	for (i = 0; i < len; i++)
+		if (s[i] <= ' ' || s[i] > '~')
+			return -1;
+	memcpy(out->owner, s, len);
+	out->owner[len] = '\0';
+	if (ipc_get_status(&c, out->previous) == -1 || ipc_get_u32(&c, &out->exec_max_ms) == -1 ||
+	    ipc_end(&c) == -1 || out->exec_max_ms == 0)
+		return -1;
+	return 0;
+}
+
+int
+ipc_dec_engine_conf(const msgpack_object *body, struct ipc_engine_conf *out)
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_u32(&c, &out->concurrency) == -1 || ipc_get_u32(&c, &out->lease) == -1 ||
+	    ipc_get_u32(&c, &out->sweep) == -1 || ipc_end(&c) == -1 || out->concurrency > 1024 || out->lease < 2 || out->lease > 3600 || out->sweep < 1 ||
+	    out->sweep > 3600)
+		return -1;
+	return 0;
+}
+
+int
+ipc_dec_runner_cancel(const msgpack_object *body)
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	return ipc_end(&c);
+}
+
+int
+ipc_dec_runner_done(const msgpack_object *body, uint32_t *outcome)
+{
+	struct ipc_cur c;
+	uint64_t v;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_u64(&c, &v) == -1 || v > IPC_RUN__MAX || ipc_end(&c) == -1)
+		return -1;
+	*outcome = (uint32_t)v;
 	return 0;
 }
 
@@ -273,7 +455,8 @@ ipc_dec_git_result(const msgpack_object *body, struct ipc_git_result *out)
 	ipc_cur_init(&c, body);
 	if (ipc_get_bool(&c, &out->ok) == -1 ||
 	    ipc_get_str(&c, &out->error, &out->errlen, IPC_ERRMSG_MAX) == -1 ||
-	    ipc_get_str(&c, &s, &len, 64) == -1 || ipc_end(&c) == -1)
+	    ipc_get_str(&c, &s, &len, 64) == -1 || ipc_get_u64(&c, &out->size) == -1 ||
+	    ipc_end(&c) == -1)
 		return -1;
 	for (i = 0; i < len; i++)
 		if (strchr("0123456789abcdef", s[i]) == NULL || s[i] == '\0')
@@ -687,6 +870,79 @@ val_IMSG_GIT_RESULT(const msgpack_object *body)
 	struct ipc_git_result r;
 
 	return ipc_dec_git_result(body, &r);
+}
+
+static int
+val_IMSG_GIT_DIFF(const msgpack_object *body)
+{
+	static struct ipc_git_diff g;
+
+	return ipc_dec_git_diff(body, &g);
+}
+
+static int
+val_IMSG_ENGINE_WAKE(const msgpack_object *body)
+{
+	char run[IPC_UUID_LEN + 1];
+	uint32_t k;
+
+	return ipc_dec_engine_wake(body, &k, run);
+}
+
+static int
+val_IMSG_RUN_START(const msgpack_object *body)
+{
+	char run[IPC_UUID_LEN + 1], prev[IPC_STATUS_MAX + 1];
+
+	return ipc_dec_run_start(body, run, prev);
+}
+
+static int
+val_IMSG_RUN_STOP(const msgpack_object *body)
+{
+	char run[IPC_UUID_LEN + 1];
+	uint32_t r;
+
+	return ipc_dec_run_stop(body, run, &r);
+}
+
+static int
+val_IMSG_RUN_ENDED(const msgpack_object *body)
+{
+	char run[IPC_UUID_LEN + 1];
+	uint32_t o;
+
+	return ipc_dec_run_ended(body, run, &o);
+}
+
+static int
+val_IMSG_RUNNER_START(const msgpack_object *body)
+{
+	struct ipc_runner_start r;
+
+	return ipc_dec_runner_start(body, &r);
+}
+
+static int
+val_IMSG_RUNNER_CANCEL(const msgpack_object *body)
+{
+	return ipc_dec_runner_cancel(body);
+}
+
+static int
+val_IMSG_RUNNER_DONE(const msgpack_object *body)
+{
+	uint32_t o;
+
+	return ipc_dec_runner_done(body, &o);
+}
+
+static int
+val_IMSG_ENGINE_CONF(const msgpack_object *body)
+{
+	struct ipc_engine_conf e;
+
+	return ipc_dec_engine_conf(body, &e);
 }
 
 static int

@@ -129,11 +129,44 @@
  *  REPO_SEALED [nonce bin(24), ciphertext bin(17..IPC_SECRET_MAX + 16)]
  *              the token sealed under the "reposecr" key
  *
- * The git helper (agrippa-git, one checkout per process):
+ * The git helper (agrippa-git, one operation per process):
  *  GIT_CHECKOUT [url str(1..IPC_GIT_URL_MAX), token bin(0..IPC_SECRET_MAX),
- *               workspace str(1..IPC_GIT_PATH_MAX, absolute)]
+ *               workspace str(1..IPC_GIT_PATH_MAX, absolute),
+ *               gitdir str(0..IPC_GIT_PATH_MAX; absolute, or "" for a plain
+ *               clone into workspace)]  with a gitdir: a bare clone there
+ *               (the daemon's trusted copy) and the workspace cloned from it
+ *  GIT_DIFF    [gitdir str(1..IPC_GIT_PATH_MAX, absolute), workspace
+ *               str(1..IPC_GIT_PATH_MAX, absolute), base str(40 or 64 hex),
+ *               cap u64]  + the file to write the patch to: the workspace
+ *               against base, read from gitdir only
  *  GIT_RESULT  [ok bool, error str(<=IPC_ERRMSG_MAX), base str(0..64 hex;
- *               40 or 64 when ok, empty otherwise)]
+ *               40 or 64 when ok, empty otherwise), size u64 (the patch's
+ *               bytes for GIT_DIFF, 0 otherwise)]
+ *
+ * The engine and runners (DESIGN 1, 3.4):
+ *  ENGINE_WAKE [kind u32 (0 runs may be claimable: NOTIFY run_queued, or
+ *               the LISTEN connection came back; 1 NOTIFY run_cancel),
+ *               run str (a UUID, or "")]
+ *  RUN_START   [run str (UUID), previous str(<=IPC_STATUS_MAX) (the status
+ *               it was claimed from)]  engine -> supervisor: start a runner
+ *               (and its sandbox, after the checkout when the run has none)
+ *               for a run the engine claimed; the engine's instance id is
+ *               the lease owner
+ *  RUN_STOP    [run str, reason u32 (0 cancel requested, 1 lease lost)]
+ *              cancel: the runner stops its step and ends the run
+ *              cancelled; lease lost: the runner is killed at once
+ *  RUN_ENDED   [run str, outcome u32 (IPC_RUN_*)]  supervisor -> engine:
+ *              the run's runner (or its setup) is gone
+ *  RUNNER_START [run str (UUID), owner str(1..IPC_INSTANCE_MAX), previous
+ *               str(<=IPC_STATUS_MAX), exec_max_ms u32 (sandbox.exec_timeout:
+ *               a longer step timeout is cut to it)]  + the runner's end of
+ *               its sandbox's channel.  The runner's channel is scoped to
+ *               this run.
+ *  RUNNER_CANCEL []  end the run cancelled now (kill the running command)
+ *  RUNNER_DONE [outcome u32 (IPC_RUN_*)]  the runner is about to exit
+ *  ENGINE_CONF [concurrency u32 (0..1024: 0 claims nothing), lease u32 (2..3600 s), sweep u32
+ *               (1..3600 s)]  the engine's settings, after READY and after
+ *               every reload
  */
 #define IPC_MSG_LIST(X)                                                                     \
 	X(IMSG_HELLO, 1, SUP, CHILDREN_ALL, 0)                                              \
@@ -170,7 +203,16 @@
 	X(IMSG_REPO_SEAL, 32, ROLE_BIT(ROLE_HTTPD), SUP, 0)                                  \
 	X(IMSG_REPO_SEALED, 33, SUP, ROLE_BIT(ROLE_HTTPD), 0)                                \
 	X(IMSG_GIT_CHECKOUT, 34, SUP, ROLE_BIT(ROLE_GITHELPER), 0)                           \
-	X(IMSG_GIT_RESULT, 35, ROLE_BIT(ROLE_GITHELPER), SUP, 0)
+	X(IMSG_GIT_RESULT, 35, ROLE_BIT(ROLE_GITHELPER), SUP, 0)                           \
+	X(IMSG_GIT_DIFF, 36, SUP, ROLE_BIT(ROLE_GITHELPER), IPC_F_FD)                        \
+	X(IMSG_ENGINE_WAKE, 37, SUP, ROLE_BIT(ROLE_ENGINE), 0)                               \
+	X(IMSG_RUN_START, 38, ROLE_BIT(ROLE_ENGINE), SUP, 0)                                 \
+	X(IMSG_RUN_STOP, 39, ROLE_BIT(ROLE_ENGINE), SUP, 0)                                  \
+	X(IMSG_RUN_ENDED, 40, SUP, ROLE_BIT(ROLE_ENGINE), 0)                                 \
+	X(IMSG_RUNNER_START, 41, SUP, ROLE_BIT(ROLE_RUNNER), IPC_F_FD)                       \
+	X(IMSG_RUNNER_CANCEL, 42, SUP, ROLE_BIT(ROLE_RUNNER), 0)                             \
+	X(IMSG_RUNNER_DONE, 43, ROLE_BIT(ROLE_RUNNER), SUP, 0)                               \
+	X(IMSG_ENGINE_CONF, 44, SUP, ROLE_BIT(ROLE_ENGINE), 0)
 
 enum ipc_msg_type {
 #define IPC_X_ENUM(sym, num, snd, rcv, fl) sym = num,
@@ -258,6 +300,7 @@ struct ipc_git_checkout {
 	const uint8_t *token; /* points into the message; len 0 for none */
 	size_t toklen;
 	char workspace[IPC_GIT_PATH_MAX + 1];
+	char gitdir[IPC_GIT_PATH_MAX + 1]; /* "" for a plain clone */
 };
 int ipc_dec_git_checkout(const msgpack_object *body, struct ipc_git_checkout *out);
 struct ipc_git_result {
@@ -265,8 +308,47 @@ struct ipc_git_result {
 	const char *error;
 	size_t errlen;
 	char base[65];
+	uint64_t size;
 };
 int ipc_dec_git_result(const msgpack_object *body, struct ipc_git_result *out);
+struct ipc_git_diff {
+	char gitdir[IPC_GIT_PATH_MAX + 1];
+	char workspace[IPC_GIT_PATH_MAX + 1];
+	char base[65];
+	uint64_t cap;
+};
+int ipc_dec_git_diff(const msgpack_object *body, struct ipc_git_diff *out);
+
+#define IPC_STATUS_MAX 32
+/* RUN_ENDED and RUNNER_DONE outcomes */
+enum {
+	IPC_RUN_FINISHED = 0, /* the run ended (succeeded, failed, cancelled) */
+	IPC_RUN_PARKED = 1,   /* waiting for an approval; the lease was handed back */
+	IPC_RUN_STOPPED = 2,  /* stopped with the run live (drain, lost lease): claim it again */
+	IPC_RUN_CRASHED = 3,  /* the runner died, or its setup failed and left the run live */
+	IPC_RUN__MAX = 3
+};
+/* ENGINE_WAKE kinds and RUN_STOP reasons */
+enum { IPC_WAKE_CLAIM = 0, IPC_WAKE_CANCEL = 1 };
+enum { IPC_STOP_CANCEL = 0, IPC_STOP_LEASE = 1 };
+int ipc_dec_engine_wake(const msgpack_object *body, uint32_t *kind, char run[IPC_UUID_LEN + 1]);
+int ipc_dec_run_start(const msgpack_object *body, char run[IPC_UUID_LEN + 1],
+                      char previous[IPC_STATUS_MAX + 1]);
+int ipc_dec_run_stop(const msgpack_object *body, char run[IPC_UUID_LEN + 1], uint32_t *reason);
+int ipc_dec_run_ended(const msgpack_object *body, char run[IPC_UUID_LEN + 1], uint32_t *outcome);
+struct ipc_runner_start {
+	char run[IPC_UUID_LEN + 1];
+	char owner[IPC_INSTANCE_MAX + 1];
+	char previous[IPC_STATUS_MAX + 1];
+	uint32_t exec_max_ms;
+};
+int ipc_dec_runner_start(const msgpack_object *body, struct ipc_runner_start *out);
+int ipc_dec_runner_cancel(const msgpack_object *body);
+int ipc_dec_runner_done(const msgpack_object *body, uint32_t *outcome);
+struct ipc_engine_conf {
+	uint32_t concurrency, lease, sweep;
+};
+int ipc_dec_engine_conf(const msgpack_object *body, struct ipc_engine_conf *out);
 #define IPC_SECRET_MAX 4096 /* a repository token over the API */
 int ipc_dec_repo_seal(const msgpack_object *body, const uint8_t **token, size_t *len);
 int ipc_dec_repo_sealed(const msgpack_object *body, const uint8_t **nonce, const uint8_t **ct,

@@ -31,6 +31,8 @@ static const struct rl_policy rl_policies[] = {
 	{ ROLE_HTTPD, 65536, 1 },
 	/* proxy: libcurl's resolver threads count against RLIMIT_NPROC. */
 	{ ROLE_PROXY, 1024, 0 },
+	/* runner: its supervisor and sandbox channels. */
+	{ ROLE_RUNNER, 256, 1 },
 	/* Later roles get only RLIMIT_CORE until their own limits are set here. */
 };
 /* clang-format on */

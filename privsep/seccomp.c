@@ -232,6 +232,7 @@ static const struct sc_policy sc_policies[] = {
 	{ ROLE_ENGINE, "engine", { SC_LIST(sc_base), SC_LIST(sc_unix_socket) } },
 	{ ROLE_HTTPD, "httpd", { SC_LIST(sc_base), SC_LIST(sc_unix_socket), SC_LIST(sc_httpd) } },
 	{ ROLE_PROXY, "proxy", { SC_LIST(sc_base), SC_LIST(sc_proxy) } },
+	{ ROLE_RUNNER, "runner", { SC_LIST(sc_base), SC_LIST(sc_unix_socket) } },
 };
 /* clang-format on */
 

@@ -7,7 +7,8 @@
 #                           itself: ctl_* ops for agrippactl commands
 #                           (supervisor/ctl_admin.c), sup_* ops for its own work)
 #   -- args: text int8 bool? ...   (PostgreSQL types; '?' = may be null)
-#   -- scope: none | instance      (instance: $1 must be the caller's instance id)
+#   -- scope: none | instance | run (instance: $1 must be the caller's instance
+#                           id; run: $1 the runner's run and $2 its lease owner)
 # followed by exactly one SQL statement.
 set -eu
 
@@ -61,6 +62,7 @@ for f in "$@"; do
 		case "${scope:-none}" in
 		none) sc=SQL_SCOPE_NONE ;;
 		instance) sc=SQL_SCOPE_INSTANCE ;;
+		run) sc=SQL_SCOPE_RUN ;;
 		*) echo "sqlgen: $f: unknown scope $scope" >&2; exit 1 ;;
 		esac
 		n=0

@@ -10,6 +10,7 @@
 
 #include "common/log.h"
 #include "engine/engine.h"
+#include "runner/runner.h"
 #include "httpd/httpd.h"
 #include "proxy/proxy.h"
 #include "supervisor/config.h"
@@ -33,6 +34,8 @@ child_main(const char *role, int foreground)
 		httpd_main();
 	if (strcmp(role, "proxy") == 0)
 		proxy_main();
+	if (strcmp(role, "runner") == 0)
+		runner_main();
 	fatalx("unknown role %s", role);
 }
 

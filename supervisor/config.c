@@ -5,7 +5,7 @@
  * silently, while events show every anchor, alias and tag so each can be
  * refused, and no node is ever expanded (no billion laughs).  The walker
  * follows the fixed shape of the file (a mapping of scalars, one sequence,
- * one small mapping) and skips anything unexpected iteratively, so hostile
+ * a few small mappings) and skips anything unexpected iteratively, so hostile
  * nesting costs no stack.  Everything is parsed into a heap temporary that
  * is copied to the caller's config only when the whole file is valid.
  */
@@ -466,6 +466,7 @@ conf_set_listen(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev
 
 static void conf_set_database(struct conf_parse *, const struct conf_key *, yaml_event_t *);
 static void conf_set_sandbox(struct conf_parse *, const struct conf_key *, yaml_event_t *);
+static void conf_set_engine(struct conf_parse *, const struct conf_key *, yaml_event_t *);
 
 #define CONF_FIELD_SIZE(field) sizeof(((struct config *)0)->field)
 #define CONF_STRING(field, setter)                                                                 \
@@ -486,6 +487,7 @@ static const struct conf_key conf_top_keys[] = {
     {"database", "database", conf_set_database, 0, 0},
     {"ipc_max_frame", "ipc_max_frame", conf_set_frame, 0, 0},
     {"sandbox", "sandbox", conf_set_sandbox, 0, 0},
+    {"engine", "engine", conf_set_engine, 0, 0},
 };
 
 enum { CONF_DB_URL, CONF_DB_POOL };
@@ -495,6 +497,24 @@ static const struct conf_key conf_db_keys[] = {
 };
 
 #define CONF_NKEYS(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The range of a numeric key of a section: min, max, suffixes allowed. */
+struct conf_range {
+	uint64_t min, max;
+	int suffixes;
+};
+
+/* Store the uint64_t value of ev at k->off when it is within r (else the
+ * error is reported and the default stays). */
+static void
+conf_set_ranged(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev,
+    const struct conf_range *r)
+{
+	uint64_t v;
+
+	if (conf_int(p, k->label, ev, r->min, r->max, r->suffixes, &v) == 0)
+		memcpy((char *)p->c + k->off, &v, sizeof(v));
+}
 
 /*
  * sandbox.*: every value is a number in a range, none may be 0 or
@@ -520,11 +540,8 @@ static const struct conf_key conf_sbx_keys[] = {
     CONF_SBX(file_max, "file_max"),
     CONF_SBX(artifact_max, "artifact_max"),
 };
-/* Ranges, in the order of conf_sbx_keys: min, max, suffixes allowed. */
-static const struct {
-	uint64_t min, max;
-	int suffixes;
-} conf_sbx_ranges[] = {
+/* Ranges, in the order of conf_sbx_keys. */
+static const struct conf_range conf_sbx_ranges[] = {
     {1, 4294967294ull, 0},                      /* uid */
     {1, 4294967294ull, 0},                      /* gid */
     {1, 1024, 0},                               /* max */
@@ -544,15 +561,38 @@ _Static_assert(CONF_NKEYS(conf_sbx_keys) == CONF_NKEYS(conf_sbx_ranges), "one ra
 static void
 conf_set_sbx_num(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
 {
-	size_t i = (size_t)(k - conf_sbx_keys);
-	uint64_t v;
+	conf_set_ranged(p, k, ev, &conf_sbx_ranges[k - conf_sbx_keys]);
+}
 
-	if (conf_int(p, k->label, ev, conf_sbx_ranges[i].min, conf_sbx_ranges[i].max,
-		conf_sbx_ranges[i].suffixes, &v) == 0)
-		memcpy((char *)p->c + k->off, &v, sizeof(v));
+/*
+ * engine.*: numbers in a range, like sandbox.*.  Durations are whole
+ * seconds, as sandbox.exec_timeout takes them (no suffixes).
+ */
+static void conf_set_eng_num(struct conf_parse *, const struct conf_key *, yaml_event_t *);
+#define CONF_ENG(field)                                                                            \
+	{ #field, "engine." #field, conf_set_eng_num, offsetof(struct config, engine.field), 0 }
+static const struct conf_key conf_eng_keys[] = {
+    CONF_ENG(concurrency),
+    CONF_ENG(lease),
+    CONF_ENG(sweep),
+};
+/* Ranges, in the order of conf_eng_keys. */
+static const struct conf_range conf_eng_ranges[] = {
+    {0, 1024, 0}, /* concurrency: runs at once (0: none, an API-only host) */
+    {2, 3600, 0}, /* lease: seconds */
+    {1, 3600, 0}, /* sweep: seconds */
+};
+_Static_assert(CONF_NKEYS(conf_eng_keys) == CONF_NKEYS(conf_eng_ranges), "one range per key");
+
+static void
+conf_set_eng_num(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+{
+	conf_set_ranged(p, k, ev, &conf_eng_ranges[k - conf_eng_keys]);
 }
 
 _Static_assert(CONF_NKEYS(conf_top_keys) <= 32, "seen is a 32-bit mask");
+_Static_assert(CONF_NKEYS(conf_sbx_keys) <= 32, "seen is a 32-bit mask");
+_Static_assert(CONF_NKEYS(conf_eng_keys) <= 32, "seen is a 32-bit mask");
 
 /* Index of the key named by scalar ev in keys, or -1. */
 static int
@@ -676,8 +716,11 @@ conf_set_database(struct conf_parse *p, const struct conf_key *k, yaml_event_t *
 	c->db_embedded = (seen & (UINT32_C(1) << CONF_DB_URL)) == 0;
 }
 
+/* A section that must be a mapping of keys (prefix "sandbox.", ...); an
+ * empty one is allowed and keeps every default. */
 static void
-conf_set_sandbox(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+conf_section(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev,
+    const struct conf_key *keys, size_t nkeys, const char *prefix)
 {
 	uint32_t seen = 0;
 
@@ -687,7 +730,19 @@ conf_set_sandbox(struct conf_parse *p, const struct conf_key *k, yaml_event_t *e
 		conf_skip(p, ev);
 		return;
 	}
-	conf_mapping(p, conf_sbx_keys, CONF_NKEYS(conf_sbx_keys), "sandbox.", &seen);
+	conf_mapping(p, keys, nkeys, prefix, &seen);
+}
+
+static void
+conf_set_sandbox(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+{
+	conf_section(p, k, ev, conf_sbx_keys, CONF_NKEYS(conf_sbx_keys), "sandbox.");
+}
+
+static void
+conf_set_engine(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+{
+	conf_section(p, k, ev, conf_eng_keys, CONF_NKEYS(conf_eng_keys), "engine.");
 }
 
 /* The stream */
@@ -791,6 +846,9 @@ config_defaults(struct config *c)
 	c->sandbox.output_max = 1ull << 20;
 	c->sandbox.file_max = 8ull << 20;
 	c->sandbox.artifact_max = 16ull << 20;
+	c->engine.concurrency = 4;
+	c->engine.lease = 30;
+	c->engine.sweep = 5;
 }
 
 /* Run the walker over buf into tmp.  Returns the number of errors. */

@@ -37,6 +37,14 @@ struct conf_sandbox {
 	uint64_t artifact_max;  /* artifact_max: largest artifact, default 16M */
 };
 
+/* engine: how this host's engine schedules runs (agrippad.conf.5). */
+struct conf_engine {
+	uint64_t concurrency; /* concurrency: runs this host executes at once, 1..1024, default 4 */
+	uint64_t lease;       /* lease: a run's lease, seconds, 2..3600, default 30 */
+	uint64_t sweep;       /* sweep: seconds between sweeps (expired approvals,
+	                       * stranded runs), 1..3600, default 5 */
+};
+
 struct config {
 	char path[PATH_MAX];           /* file it was read from */
 	char state_dir[PATH_MAX];      /* state_dir: /var/agrippa */
@@ -54,6 +62,7 @@ struct config {
 	unsigned db_pool;              /* database.pool: 1..64, default 4 */
 	size_t ipc_max_frame;          /* ipc_max_frame: 65536..268435456 (or 64K..256M), default 16M */
 	struct conf_sandbox sandbox;
+	struct conf_engine engine;
 };
 
 /*

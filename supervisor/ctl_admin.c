@@ -725,7 +725,7 @@ prep_repo_test(struct admin_req *r, struct admin_args *a, char *err, size_t sz)
 
 /* The helper's word: the scratch checkout goes, the operator hears. */
 static void
-repo_test_done(void *arg, int ok, const char *error, const char *base)
+repo_test_done(void *arg, int ok, const char *error, const char *base, uint64_t size)
 {
 	struct admin_req *r = arg;
 
@@ -738,13 +738,8 @@ repo_test_done(void *arg, int ok, const char *error, const char *base)
 	admin_req_free(r);
 }
 
-/*
- * The sealed token (text-format bytea from libpq) opened into a new
- * sodium_malloc buffer; *len 0 and NULL when there is none.  -1 when it
- * does not open (another master key, a changed byte).
- */
-static int
-repo_token_open(PGresult *res, unsigned char **tok, size_t *len)
+int
+repo_token_open(PGresult *res, int col, unsigned char **tok, size_t *len)
 {
 	unsigned char *ct = NULL, *nonce = NULL;
 	size_t ctlen = 0, nlen = 0;
@@ -752,10 +747,11 @@ repo_token_open(PGresult *res, unsigned char **tok, size_t *len)
 
 	*tok = NULL;
 	*len = 0;
-	if (PQgetisnull(res, 0, 1))
+	if (PQgetisnull(res, 0, col))
 		return 0;
-	if ((ct = PQunescapeBytea((const unsigned char *)PQgetvalue(res, 0, 1), &ctlen)) == NULL ||
-	    (nonce = PQunescapeBytea((const unsigned char *)PQgetvalue(res, 0, 2), &nlen)) ==
+	if ((ct = PQunescapeBytea((const unsigned char *)PQgetvalue(res, 0, col), &ctlen)) ==
+	        NULL ||
+	    (nonce = PQunescapeBytea((const unsigned char *)PQgetvalue(res, 0, col + 1), &nlen)) ==
 	        NULL ||
 	    nlen != SECRET_NONCE_LEN || ctlen <= SECRET_MAC_LEN)
 		goto out;
@@ -795,6 +791,7 @@ repo_scratch(struct admin_req *r, char *err, size_t sz)
 static void
 done_repo_test(struct admin_req *r, PGresult *res)
 {
+	struct gitrun_req gr;
 	unsigned char *tok;
 	size_t len;
 	char err[ADMIN_MSG_MAX];
@@ -803,7 +800,7 @@ done_repo_test(struct admin_req *r, PGresult *res)
 		admin_reply(r, 1, "repo test: no repository %s in project %s", r->argv[1], r->argv[0]);
 		return;
 	}
-	if (repo_token_open(res, &tok, &len) == -1) {
+	if (repo_token_open(res, 1, &tok, &len) == -1) {
 		admin_reply(r, 1, "repo test: the stored token does not open with this master key");
 		return;
 	}
@@ -813,8 +810,12 @@ done_repo_test(struct admin_req *r, PGresult *res)
 		admin_reply(r, 1, "repo test: %s", err);
 		return;
 	}
-	r->gitrun = gitrun_start(PQgetvalue(res, 0, 0), tok, len, r->scratch, repo_test_done, r,
-	                         err, sizeof(err));
+	memset(&gr, 0, sizeof(gr));
+	gr.url = PQgetvalue(res, 0, 0);
+	gr.token = tok;
+	gr.toklen = len;
+	gr.workspace = r->scratch;
+	r->gitrun = gitrun_start(&gr, repo_test_done, r, err, sizeof(err));
 	if (tok != NULL)
 		sodium_free(tok); /* wipes it: the helper has its own copy */
 	if (r->gitrun == NULL) {
@@ -1381,7 +1382,7 @@ admin_check_args(const struct sql_op *op, const struct admin_args *a, struct db_
 		if (ipc_dec_db_op(m.body, &req) == -1)
 			snprintf(err, sz, "op %s: malformed request", op->name);
 		else
-			code = db_op_check(op, ROLE_CTL, "", &req, p, err, sz);
+			code = db_op_check(op, ROLE_CTL, "", NULL, NULL, &req, p, err, sz);
 		ipc_msg_free(&m);
 	}
 	ipc_wbuf_free(&w);

@@ -29,6 +29,7 @@ enum sql_type {
 enum sql_scope {
 	SQL_SCOPE_NONE,
 	SQL_SCOPE_INSTANCE, /* $1 must equal the calling child's instance id */
+	SQL_SCOPE_RUN,      /* $1 the calling runner's run, $2 its lease owner */
 };
 
 struct sql_arg {
@@ -70,8 +71,10 @@ struct db_params {
 	int lengths[IPC_DB_MAXARGS];
 	int formats[IPC_DB_MAXARGS];
 };
+/* run and owner: a runner's run and lease owner (NULL for other callers),
+ * which SQL_SCOPE_RUN ops must name as $1 and $2. */
 int db_op_check(const struct sql_op *op, enum ipc_role role, const char *instance,
-    const struct ipc_db_op *req, struct db_params *p, char *errbuf, size_t errsz);
+    const char *run, const char *owner, const struct ipc_db_op *req, struct db_params *p, char *errbuf, size_t errsz);
 void db_params_free(struct db_params *p);
 unsigned db_type_oid(enum sql_type t);
 

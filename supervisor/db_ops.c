@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/log.h"
 #include "supervisor/db.h"
@@ -130,7 +131,7 @@ range:
 
 int
 db_op_check(const struct sql_op *op, enum ipc_role role, const char *instance,
-    const struct ipc_db_op *req, struct db_params *p, char *errbuf, size_t errsz)
+    const char *run, const char *owner, const struct ipc_db_op *req, struct db_params *p, char *errbuf, size_t errsz)
 {
 	struct ipc_cur c = req->args;
 	const msgpack_object *o;
@@ -159,6 +160,15 @@ db_op_check(const struct sql_op *op, enum ipc_role role, const char *instance,
 	if (op->scope == SQL_SCOPE_INSTANCE &&
 	    (p->n < 1 || p->values[0] == NULL || strcmp(p->values[0], instance) != 0)) {
 		snprintf(errbuf, errsz, "op %s: may only name the caller's own instance", op->name);
+		db_params_free(p);
+		return DB_ERR_DENIED;
+	}
+	if (op->scope == SQL_SCOPE_RUN &&
+	    (run == NULL || owner == NULL || p->n < 2 || p->values[0] == NULL ||
+		p->values[1] == NULL || strcasecmp(p->values[0], run) != 0 ||
+		strcmp(p->values[1], owner) != 0)) {
+		snprintf(errbuf, errsz, "op %s: may only name the caller's own run and lease",
+		    op->name);
 		db_params_free(p);
 		return DB_ERR_DENIED;
 	}

@@ -65,10 +65,14 @@ static void
 dbop_done(uint64_t reqid, int code, const char *err, void *pgres, void *arg)
 {
 	struct dbop_ctx *x = arg;
+	struct proc *p = x->p;
 	struct ipc_wbuf w;
 
-	if (x->p->gen != x->gen || x->p->chan == NULL) {
+	p->inflight--;
+	if (p->gen != x->gen || p->chan == NULL) {
 		free(x); /* the child that asked is gone */
+		if (p->inflight == 0 && p->on_idle != NULL)
+			p->on_idle(p);
 		return;
 	}
 	if (code != DB_OK) {
@@ -81,6 +85,8 @@ dbop_done(uint64_t reqid, int code, const char *err, void *pgres, void *arg)
 		ipc_wbuf_free(&w);
 	}
 	free(x);
+	if (p->inflight == 0 && p->on_idle != NULL)
+		p->on_idle(p);
 }
 
 void
@@ -102,7 +108,8 @@ sup_db_op(struct proc *p, struct ipc_msg *m)
 		dbop_reply_error(p, m->id, DB_ERR_UNKNOWN_OP, "no such operation");
 		return;
 	}
-	code = db_op_check(op, p->role, p->instance, &req, &params, err, sizeof(err));
+	code = db_op_check(op, p->role, p->instance, p->run[0] != '\0' ? p->run : NULL,
+	    p->owner[0] != '\0' ? p->owner : NULL, &req, &params, err, sizeof(err));
 	if (code != DB_OK) {
 		log_warnx("%s: %s", p->name, err);
 		dbop_reply_error(p, m->id, code, err);
@@ -113,7 +120,9 @@ sup_db_op(struct proc *p, struct ipc_msg *m)
 	x->p = p;
 	x->gen = p->gen;
 	x->msgid = m->id;
+	p->inflight++;
 	if (db_pool_submit(op, &params, dbop_done, x) == 0) {
+		p->inflight--;
 		db_params_free(&params);
 		free(x);
 		dbop_reply_error(p, m->id, DB_ERR_UNAVAILABLE, "database unavailable");

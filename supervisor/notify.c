@@ -4,7 +4,9 @@
  * (run_events from append_run_event / finalize_run; auth_changed from the
  * triggers on tokens, users and memberships) and turns each notification
  * into an IPC message for httpd: IMSG_RUN_WAKE for the event streams,
- * IMSG_AUTH_FLUSH for its cache of token lookups.  A notification is a wake-up only:
+ * IMSG_AUTH_FLUSH for its cache of token lookups; and run_queued (a submit,
+ * a decided approval) and run_cancel into IMSG_ENGINE_WAKE for the engine
+ * (supervisor/runs.c).  A notification is a wake-up only:
  * receivers replay from the database, so a lost or forged one costs a query,
  * never an event.  When the connection is (re-)established, notifications
  * sent in between are lost: httpd then gets a wake-up for all runs and a
@@ -23,7 +25,8 @@
 #define NOTIFY_BACKOFF_MIN_MS 250
 #define NOTIFY_BACKOFF_MAX_MS 10000
 
-static const char notify_listen_sql[] = "LISTEN run_events; LISTEN auth_changed";
+static const char notify_listen_sql[] =
+    "LISTEN run_events; LISTEN auth_changed; LISTEN run_queued; LISTEN run_cancel";
 
 static struct {
 	struct event_base *base;
@@ -159,6 +162,7 @@ notify_drain(void)
 			/* whatever was notified before now is lost */
 			notify_wake("", 0);
 			notify_auth_flush();
+			runs_wake(IPC_WAKE_CLAIM, "");
 		}
 	}
 	while ((n = PQnotifies(nt.pg)) != NULL) {
@@ -166,6 +170,11 @@ notify_drain(void)
 			notify_run_event(n->extra);
 		else if (strcmp(n->relname, "auth_changed") == 0)
 			notify_auth_flush();
+		else if (strcmp(n->relname, "run_queued") == 0)
+			runs_wake(IPC_WAKE_CLAIM, "");
+		else if (strcmp(n->relname, "run_cancel") == 0 &&
+		    ipc_is_uuid(n->extra, strlen(n->extra)))
+			runs_wake(IPC_WAKE_CANCEL, n->extra);
 		PQfreemem(n);
 	}
 	return 0;

@@ -110,6 +110,8 @@ proc_on_msg(struct ipc_chan *ch, struct ipc_msg *m, void *arg)
 		log_info("%s ready (pid %ld)", p->name, (long)p->pid);
 		if (p->role == ROLE_HTTPD)
 			proc_send_listen(p);
+		if (p->role == ROLE_ENGINE)
+			runs_engine_ready(p);
 		return;
 	case IMSG_DB_OP:
 		sup_db_op(p, m);
@@ -119,6 +121,12 @@ proc_on_msg(struct ipc_chan *ch, struct ipc_msg *m, void *arg)
 		return;
 	case IMSG_REPO_SEAL:
 		sup_repo_seal(p, m);
+		return;
+	case IMSG_RUN_START:
+		runs_start(p, m);
+		return;
+	case IMSG_RUN_STOP:
+		runs_stop(p, m);
 		return;
 	default:
 		/* The catalog let it through, but this peer has no use for it here. */
@@ -157,7 +165,7 @@ proc_restart_cb(evutil_socket_t fd, short what, void *arg)
 	proc_start(arg);
 }
 
-static void
+void
 proc_hello(struct proc *p)
 {
 	struct ipc_wbuf w;
@@ -176,7 +184,7 @@ proc_hello(struct proc *p)
 }
 
 /* In the forked child: fixed descriptors, then exec ourselves as the role. */
-__attribute__((noreturn)) static void
+__attribute__((noreturn)) void
 proc_exec(struct proc *p, int fd)
 {
 	char *argv[6];
@@ -211,24 +219,22 @@ proc_exec(struct proc *p, int fd)
 	_exit(127);
 }
 
-static void
-proc_start(struct proc *p)
+int
+proc_spawn(struct proc *p, void (*on_msg)(struct ipc_chan *, struct ipc_msg *, void *),
+    void (*on_err)(struct ipc_chan *, const char *, void *), void *arg)
 {
-	struct timeval tv = { SUP_READY_TIMEOUT_SECS, 0 };
 	int sv[2];
 	pid_t pid;
 
-	if (sup.stopping)
-		return;
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1)
-		fatal("socketpair");
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1) {
+		log_warn("%s: socketpair", p->name);
+		return -1;
+	}
 	if ((pid = fork()) == -1) {
 		log_warn("%s: fork", p->name);
 		close(sv[0]);
 		close(sv[1]);
-		p->backoff = p->backoff ? p->backoff : 1;
-		proc_schedule(p);
-		return;
+		return -1;
 	}
 	if (pid == 0) {
 		close(sv[0]);
@@ -240,12 +246,27 @@ proc_start(struct proc *p)
 	p->gen++;
 	p->started = time(NULL);
 	p->chan = ipc_chan_new(sup.base, sv[0], ROLE_SUPERVISOR, p->role, sup.conf.ipc_max_frame,
-	    proc_on_msg, proc_on_err, p);
+	    on_msg, on_err, arg);
 	if (p->chan == NULL)
 		fatalx("%s: cannot create channel", p->name);
-	evtimer_add(p->ready_ev, &tv);
 	proc_hello(p);
 	log_debug("%s started (pid %ld)", p->name, (long)pid);
+	return 0;
+}
+
+static void
+proc_start(struct proc *p)
+{
+	struct timeval tv = { SUP_READY_TIMEOUT_SECS, 0 };
+
+	if (sup.stopping)
+		return;
+	if (proc_spawn(p, proc_on_msg, proc_on_err, p) == -1) {
+		p->backoff = p->backoff ? p->backoff : 1;
+		proc_schedule(p);
+		return;
+	}
+	evtimer_add(p->ready_ev, &tv);
 }
 
 void
@@ -293,6 +314,8 @@ proc_reaped(pid_t pid, int status)
 		if (p->pid != pid)
 			continue;
 		proc_describe_exit(p, status, why, sizeof(why));
+		if (p->role == ROLE_ENGINE)
+			runs_engine_gone(p->instance);
 		if (p->chan != NULL) {
 			ipc_chan_free(p->chan);
 			p->chan = NULL;
@@ -323,6 +346,7 @@ proc_stop_all(void)
 	struct ipc_wbuf w;
 	size_t i;
 
+	runs_stop_all();
 	for (i = 0; i < nprocs; i++) {
 		struct proc *p = &procs[i];
 
@@ -347,7 +371,7 @@ proc_all_exited(void)
 	for (i = 0; i < nprocs; i++)
 		if (procs[i].pid > 0)
 			return 0;
-	return 1;
+	return runs_all_exited();
 }
 
 void
@@ -358,6 +382,7 @@ proc_kill_all(int sig)
 	for (i = 0; i < nprocs; i++)
 		if (procs[i].pid > 0)
 			kill(procs[i].pid, sig);
+	runs_kill_all(sig);
 }
 
 void

@@ -934,8 +934,14 @@ sbx_workspace(struct sbx *s, const struct sbx_req *req, struct sbx_launch *l, ch
 {
 	int ws = -1, art = -1, rv = -1;
 
-	if (req->workspace != NULL ? sbx_check_workspace(req->workspace, real, realsz, err, errsz)
-				   : sbx_fresh(s, err, errsz))
+	if (req->workspace != NULL && req->trusted) {
+		if (fmt_ok(real, realsz, "%s", req->workspace) == -1) {
+			snprintf(err, errsz, "workspace path too long");
+			return -1;
+		}
+	} else if (req->workspace != NULL
+	    ? sbx_check_workspace(req->workspace, real, realsz, err, errsz)
+	    : sbx_fresh(s, err, errsz))
 		return -1;
 	if (req->workspace == NULL && fmt_ok(real, realsz, "%s", s->fresh) == -1)
 		return -1;

@@ -35,6 +35,8 @@ typedef void (*sbx_done_cb)(struct sbx *s, int status, void *arg);
 struct sbx_req {
 	const char *workspace; /* absolute directory, or NULL for a fresh empty one */
 	int readonly;          /* access: readOnly */
+	int trusted;           /* workspace is a run's, made by the supervisor under
+	                          the state directory (not an operator's path) */
 	sbx_done_cb done;
 	void *arg;
 };

@@ -263,6 +263,8 @@ sup_reload(char *errbuf, size_t errsz)
 	nc->sandbox.gid = sup.conf.sandbox.gid;
 	sup.conf.sandbox = nc->sandbox;
 	sbx_rewarm();
+	sup.conf.engine = nc->engine;
+	runs_send_conf();
 	log_info("configuration reloaded");
 	rv = 0;
 out:
@@ -318,7 +320,8 @@ sup_signal(evutil_socket_t sig, short what, void *arg)
 		while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
 			if (sup.pg_embedded && pid == sup.pg.pid)
 				sup_pg_reaped(status);
-			else if (!sbx_reaped(pid, status) && !gitrun_reaped(pid, status))
+			else if (!sbx_reaped(pid, status) && !gitrun_reaped(pid, status) &&
+			    !runs_reaped(pid, status))
 				proc_reaped(pid, status);
 		}
 		if (sup.stopping && proc_all_exited() && sbx_count() == 0)

@@ -37,6 +37,13 @@ struct proc {
 	struct event *restart_ev;
 	struct event *ready_ev;
 	char instance[IPC_INSTANCE_MAX + 1];
+	/* runners (supervisor/runs.c): the run and lease owner their database
+	 * operations are scoped to; operations in flight, and what to call
+	 * when none is left */
+	char run[IPC_UUID_LEN + 1];
+	char owner[IPC_INSTANCE_MAX + 1];
+	unsigned inflight;
+	void (*on_idle)(struct proc *);
 };
 
 struct sup {
@@ -90,6 +97,25 @@ struct proc *proc_by_role(enum ipc_role role);
 /* Finish w and send it (with fd, or -1) to p; w is freed either way.
  * Returns 0, or -1 when p has no channel or the frame is refused. */
 int proc_send(struct proc *p, struct ipc_wbuf *w, int fd);
+/* Fork and exec p's role with a new channel (on_msg/on_err/arg) and send
+ * HELLO: sets pid, chan, gen, started.  Returns 0 or -1 (logged). */
+int proc_spawn(struct proc *p, void (*on_msg)(struct ipc_chan *, struct ipc_msg *, void *),
+    void (*on_err)(struct ipc_chan *, const char *, void *), void *arg);
+void proc_hello(struct proc *p);
+__attribute__((noreturn)) void proc_exec(struct proc *p, int fd);
+
+/* runs.c: runs the engine claimed: setup (checkout), runner and sandbox */
+void runs_engine_ready(struct proc *engine);
+void runs_send_conf(void);
+void runs_start(struct proc *engine, struct ipc_msg *m);
+void runs_stop(struct proc *engine, struct ipc_msg *m);
+void runs_engine_gone(const char *instance);
+int runs_reaped(pid_t pid, int status);
+void runs_stop_all(void);
+int runs_all_exited(void);
+void runs_kill_all(int sig);
+/* NOTIFY run_queued / run_cancel (notify.c) */
+void runs_wake(uint32_t kind, const char *run);
 
 /* dbop.c: answering DB_OP from children */
 void sup_db_op(struct proc *p, struct ipc_msg *m);
@@ -112,6 +138,14 @@ void control_cleanup(const char *path);
 struct ipc_ctl_request;
 int ctl_admin_run(struct ipc_chan *ch, uint64_t id, struct ipc_ctl_request *req);
 void ctl_admin_cancel(const struct ipc_chan *ch);
+/*
+ * A sealed repository token in row 0 of res (libpq text-format bytea:
+ * ciphertext in column col, nonce in col + 1) opened into a new
+ * sodium_malloc buffer; *tok NULL and *len 0 when the ciphertext is NULL.
+ * -1 when it does not open (another master key, a changed byte).
+ */
+struct pg_result;
+int repo_token_open(struct pg_result *res, int col, unsigned char **tok, size_t *len);
 
 /* listen.c */
 int listen_bind_all(const struct config *conf, int *fds, size_t *nfds, char *errbuf,
@@ -129,15 +163,28 @@ int listen_rebind(const struct config *oldc, int *oldfds, const struct config *n
 void notify_init(struct event_base *base, const char *conninfo);
 void notify_shutdown(void);
 
-/* gitrun.c: the transient git helper, one checkout each */
+/* gitrun.c: the transient git helper, one operation each */
 struct gitrun;
-/* ok, with error (a line) when not, base (the commit id) when it is */
-typedef void (*gitrun_cb)(void *arg, int ok, const char *error, const char *base);
-/* Clone url into workspace (an existing empty directory the service user
- * can write) with token (toklen bytes, may be 0); cb runs once, later.
- * Returns NULL with err set when it could not start. */
-struct gitrun *gitrun_start(const char *url, const unsigned char *token, size_t toklen,
-                            const char *workspace, gitrun_cb cb, void *arg, char *err,
+struct gitrun_req {
+	int diff;                   /* 0: a checkout, 1: a patch */
+	const char *url;            /* checkout: the repository */
+	const unsigned char *token; /* checkout: toklen bytes, may be NULL */
+	size_t toklen;
+	const char *workspace;      /* an existing directory */
+	const char *gitdir;         /* checkout: NULL or "" for a plain clone into
+	                               workspace, else the bare trusted copy;
+	                               diff: that copy */
+	const char *base;           /* diff: the base commit */
+	uint64_t cap;               /* diff: the largest patch */
+	int outfd;                  /* diff: where the patch goes */
+};
+/* ok, with error (a line) when not; base (the commit id) after a
+ * checkout, size (the patch's bytes) after a diff */
+typedef void (*gitrun_cb)(void *arg, int ok, const char *error, const char *base,
+                          uint64_t size);
+/* Start the helper for req; cb runs once, later.  Returns NULL with err set
+ * when it could not start. */
+struct gitrun *gitrun_start(const struct gitrun_req *req, gitrun_cb cb, void *arg, char *err,
                             size_t errsz);
 /* The asker is gone: kill the helper; cb is not called. */
 void gitrun_abandon(struct gitrun *g);

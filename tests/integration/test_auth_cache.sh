@@ -9,6 +9,8 @@
 . tests/integration/lib.sh
 need_root auth_cache
 make_env
+# runs stay as the API leaves them: this host executes none
+echo "engine: { concurrency: 0 }" >>"$CONF"
 trap cleanup_env EXIT
 
 start_daemon_or_finish auth_cache

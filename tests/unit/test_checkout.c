@@ -5,7 +5,8 @@
  * (.claude/, .mcp.json, .agrippa as a directory or as a link to /) is gone
  * and nothing outside the workspace changed; paths that would escape are
  * refused; bad URLs and workspaces are refused before anything is written;
- * a token never reaches the clone's configuration.
+ * a token never reaches the clone's configuration.  The split layout
+ * (gh_checkout_split): a bare trusted copy beside the work tree.
  */
 #include <sys/stat.h>
 
@@ -462,6 +463,144 @@ t_https_unreachable(void **state)
 	assert_null(strstr(err, "SECRET"));
 }
 
+/* The split layout: a bare trusted copy in gitdir, never checked out; a
+ * work tree in the workspace at the same commit, its own objects (no hard
+ * link), origin back to the URL without the token, stripped like
+ * gh_checkout's. */
+static void
+t_split(void **state)
+{
+	struct fx *f = *state;
+	static const struct file files[] = {
+	    {"README.md", "hello\n", 0100644},
+	    {"src/main.c", "int main(void) { return 0; }\n", 0100644},
+	    {".claude/settings.json", "{}\n", 0100644},
+	    {".mcp.json", "{}\n", 0100644},
+	    {".agrippa", "/", 0120000},
+	};
+	const char *gone[] = {".claude", ".mcp.json", ".agrippa"};
+	char want[GH_OID_HEX_MAX + 1], base[GH_OID_HEX_MAX + 1], err[256], git[128], p[512];
+	git_repository *repo;
+	git_remote *origin;
+	git_oid head;
+	struct stat st;
+	char *c;
+	size_t i;
+
+	make_repo(f->src, files, 5, want);
+	snprintf(git, sizeof(git), "%s/git", f->root);
+	assert_int_equal(mkdir(git, 0700), 0);
+	if (gh_checkout_split(f->src, "tok-SECRET", git, f->ws, base, err, sizeof(err)) != 0)
+		fail_msg("gh_checkout_split: %s", err);
+	assert_string_equal(base, want);
+	/* the trusted copy: bare, at the commit, nothing checked out */
+	assert_int_equal(git_repository_open(&repo, git), 0);
+	assert_true(git_repository_is_bare(repo));
+	assert_int_equal(git_reference_name_to_id(&head, repo, "HEAD"), 0);
+	git_oid_tostr(p, GH_OID_HEX_MAX + 1, &head);
+	assert_string_equal(p, want);
+	git_repository_free(repo);
+	snprintf(p, sizeof(p), "%s/README.md", git);
+	assert_int_equal(access(p, F_OK), -1);
+	snprintf(p, sizeof(p), "%s/config", git);
+	assert_non_null(c = read_file(p));
+	assert_null(strstr(c, "SECRET"));
+	/* the work tree: files, same commit, origin is the URL */
+	snprintf(p, sizeof(p), "%s/src/main.c", f->ws);
+	assert_string_equal(read_file(p), "int main(void) { return 0; }\n");
+	assert_int_equal(git_repository_open(&repo, f->ws), 0);
+	assert_false(git_repository_is_bare(repo));
+	assert_int_equal(git_reference_name_to_id(&head, repo, "HEAD"), 0);
+	git_oid_tostr(p, GH_OID_HEX_MAX + 1, &head);
+	assert_string_equal(p, want);
+	assert_int_equal(git_remote_lookup(&origin, repo, "origin"), 0);
+	assert_string_equal(git_remote_url(origin), f->src);
+	git_remote_free(origin);
+	git_repository_free(repo);
+	snprintf(p, sizeof(p), "%s/.git/config", f->ws);
+	assert_non_null(c = read_file(p));
+	assert_null(strstr(c, "SECRET"));
+	assert_null(strstr(c, git)); /* the trusted copy's path is not handed out */
+	snprintf(p, sizeof(p), "grep -rqsF %s %s/.git", git, f->ws);
+	assert_int_not_equal(system(p), 0);
+	for (i = 0; i < 3; i++) {
+		snprintf(p, sizeof(p), "%s/%s", f->ws, gone[i]);
+		assert_int_equal(lstat(p, &st), -1);
+	}
+	/* objects copied, not linked: none between the clones or the source */
+	snprintf(p, sizeof(p), "find %s/.git/objects -type f | grep -q .", f->ws);
+	assert_int_equal(system(p), 0);
+	snprintf(p, sizeof(p), "find %s %s/.git -type f -links +1 | grep -q .", git, f->ws);
+	assert_int_not_equal(system(p), 0);
+	assert_canary(f);
+}
+
+/* file:// URLs: origin keeps the URL as given. */
+static void
+t_split_file_url(void **state)
+{
+	struct fx *f = *state;
+	static const struct file files[] = {{"a", "a\n", 0100644}};
+	char want[GH_OID_HEX_MAX + 1], base[GH_OID_HEX_MAX + 1], err[256], url[256], git[128];
+	git_repository *repo;
+	git_remote *origin;
+
+	make_repo(f->src, files, 1, want);
+	snprintf(url, sizeof(url), "file://%s", f->src);
+	snprintf(git, sizeof(git), "%s/git", f->root);
+	assert_int_equal(mkdir(git, 0700), 0);
+	assert_int_equal(gh_checkout_split(url, NULL, git, f->ws, base, err, sizeof(err)), 0);
+	assert_string_equal(base, want);
+	assert_int_equal(git_repository_open(&repo, f->ws), 0);
+	assert_int_equal(git_remote_lookup(&origin, repo, "origin"), 0);
+	assert_string_equal(git_remote_url(origin), url);
+	git_remote_free(origin);
+	git_repository_free(repo);
+}
+
+/* Bad layouts are refused before anything is written; hostile trees are
+ * refused as gh_checkout refuses them. */
+static void
+t_split_refusals(void **state)
+{
+	struct fx *f = *state;
+	static const struct file files[] = {{"a", "a\n", 0100644}};
+	char want[GH_OID_HEX_MAX + 1], base[GH_OID_HEX_MAX + 1], err[256], git[128], p[512];
+	int fd;
+
+	make_repo(f->src, files, 1, want);
+	snprintf(git, sizeof(git), "%s/git", f->root);
+	assert_int_equal(mkdir(git, 0700), 0);
+	/* one directory for both, directly or through a link */
+	assert_int_equal(gh_checkout_split(f->src, NULL, f->ws, f->ws, base, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "one directory"));
+	snprintf(p, sizeof(p), "%s/ws/../ws", f->root);
+	assert_int_equal(gh_checkout_split(f->src, NULL, p, f->ws, base, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "one directory"));
+	assert_int_equal(gh_checkout_split(f->src, NULL, "git", f->ws, base, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "absolute"));
+	assert_int_equal(gh_checkout_split("ssh://h/r", NULL, git, f->ws, base, err, sizeof(err)),
+	                 -1);
+	assert_non_null(strstr(err, "URL"));
+	snprintf(p, sizeof(p), "%s/stale", git);
+	write_file(p, "stale\n");
+	assert_int_equal(gh_checkout_split(f->src, NULL, git, f->ws, base, err, sizeof(err)), -1);
+	assert_string_equal(err, "the repository directory is not empty");
+	assert_string_equal(read_file(p), "stale\n");
+	unlink(p);
+	/* a tree entry ".git" holding a hook: refused, nothing planted */
+	snprintf(p, sizeof(p), "%s/raw", f->root);
+	make_raw_repo(p, ".git", 1);
+	assert_int_equal(gh_checkout_split(p, NULL, git, f->ws, base, err, sizeof(err)), -1);
+	assert_string_equal(base, "");
+	snprintf(p, sizeof(p), "grep -rqs pwned %s/.git/hooks %s/hooks", f->ws, git);
+	assert_int_not_equal(system(p), 0);
+	fd = open(f->root, O_RDONLY | O_DIRECTORY);
+	assert_int_equal(gh_remove_tree(fd, "ws"), 0);
+	close(fd);
+	assert_canary(f);
+}
+
 /* gh_remove_tree: files, nested directories, links (never followed). */
 static void
 t_remove_tree(void **state)
@@ -506,6 +645,9 @@ main(void)
 	    cmocka_unit_test_setup_teardown(t_verify_paths, setup, teardown),
 	    cmocka_unit_test_setup_teardown(t_https_unreachable, setup, teardown),
 	    cmocka_unit_test_setup_teardown(t_remove_tree, setup, teardown),
+	    cmocka_unit_test_setup_teardown(t_split, setup, teardown),
+	    cmocka_unit_test_setup_teardown(t_split_file_url, setup, teardown),
+	    cmocka_unit_test_setup_teardown(t_split_refusals, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -238,6 +238,105 @@ test_sandbox_section(void **state)
 	assert_int_equal(cfg.sandbox.cpu, 100);
 }
 
+/* engine: defaults, every key set, each bound on both sides (the value
+ * just inside is accepted, just outside refused), and the usual key and
+ * type errors, each with its exact position. */
+static void
+test_engine_section(void **state)
+{
+	static struct config def;
+
+	config_defaults(&def);
+	assert_int_equal(def.engine.concurrency, 4);
+	assert_int_equal(def.engine.lease, 30);
+	assert_int_equal(def.engine.sweep, 5);
+	assert_int_equal(parse(minimal), 0);
+	assert_int_equal(cfg.engine.concurrency, 4);
+	assert_int_equal(cfg.engine.lease, 30);
+	assert_int_equal(cfg.engine.sweep, 5);
+	/* an empty section is the defaults */
+	assert_int_equal(parse("engine: {}\n"), 0);
+	assert_int_equal(cfg.engine.concurrency, 4);
+	assert_int_equal(cfg.engine.lease, 30);
+	assert_int_equal(cfg.engine.sweep, 5);
+
+	assert_int_equal(parse("engine:\n  concurrency: 16\n  lease: 120\n  sweep: 10\n"), 0);
+	assert_string_equal(err, "");
+	assert_int_equal(cfg.engine.concurrency, 16);
+	assert_int_equal(cfg.engine.lease, 120);
+	assert_int_equal(cfg.engine.sweep, 10);
+	/* keys left out keep their defaults, and the sandbox is untouched */
+	assert_int_equal(parse("engine: { lease: 60 }\n"), 0);
+	assert_int_equal(cfg.engine.concurrency, 4);
+	assert_int_equal(cfg.engine.lease, 60);
+	assert_int_equal(cfg.engine.sweep, 5);
+	assert_int_equal(cfg.sandbox.max, 32);
+	/* the bounds themselves are accepted */
+	assert_int_equal(parse("engine: { concurrency: 0, lease: 2, sweep: 1 }\n"), 0);
+	assert_int_equal(cfg.engine.concurrency, 0);
+	assert_int_equal(cfg.engine.lease, 2);
+	assert_int_equal(cfg.engine.sweep, 1);
+	assert_int_equal(parse("engine: { concurrency: 1024, lease: 3600, sweep: 3600 }\n"), 0);
+	assert_int_equal(cfg.engine.concurrency, 1024);
+	assert_int_equal(cfg.engine.lease, 3600);
+	assert_int_equal(cfg.engine.sweep, 3600);
+
+	/* one past each bound is refused */
+	expect_only("engine: { concurrency: -1 }\n",
+	    "1:24: engine.concurrency: expected an integer from 0 to 1024");
+	expect_only("engine: { concurrency: 1025 }\n",
+	    "1:24: engine.concurrency: expected an integer from 0 to 1024");
+	expect_only("engine: { lease: 1 }\n",
+	    "1:18: engine.lease: expected an integer from 2 to 3600");
+	expect_only("engine: { lease: 3601 }\n",
+	    "1:18: engine.lease: expected an integer from 2 to 3600");
+	expect_only("engine: { sweep: 0 }\n",
+	    "1:18: engine.sweep: expected an integer from 1 to 3600");
+	expect_only("engine: { sweep: 3601 }\n",
+	    "1:18: engine.sweep: expected an integer from 1 to 3600");
+	/* durations are plain seconds, as sandbox.exec_timeout: no suffix */
+	expect_only("engine: { lease: 1K }\n",
+	    "1:18: engine.lease: expected an integer from 2 to 3600");
+	expect_only("engine: { sweep: -1 }\n",
+	    "1:18: engine.sweep: expected an integer from 1 to 3600");
+	expect_only("engine: { concurrency: 99999999999999999999999 }\n",
+	    "1:24: engine.concurrency: expected an integer from 0 to 1024");
+
+	/* keys */
+	expect_only("engine: { workers: 4 }\n", "1:11: unknown key 'engine.workers'");
+	expect_only("engine:\n  sweep: 5\n  lease: 30\n  sweep: 6\n",
+	    "4:3: duplicate key 'engine.sweep'");
+	expect_only("engine: { max: 4 }\n", "1:11: unknown key 'engine.max'");
+	expect_only("sandbox: { lease: 30 }\n", "1:12: unknown key 'sandbox.lease'");
+	expect_only("engine: { lease: 30 }\nengine: { lease: 40 }\n",
+	    "2:1: duplicate key 'engine'");
+
+	/* node types */
+	expect_only("engine: 4\n", "1:9: engine: expected a mapping, found a scalar");
+	expect_only("engine:\n", "1:8: engine: expected a mapping, found nothing");
+	expect_only("engine: [ 4 ]\n", "1:9: engine: expected a mapping, found a sequence");
+	expect_only("engine: { lease: [ 30 ] }\n",
+	    "1:18: engine.lease: expected an integer, found a sequence");
+	expect_only("engine: { sweep: { s: 5 } }\n",
+	    "1:18: engine.sweep: expected an integer, found a mapping");
+	expect_only("engine: { concurrency: \"4\" }\n",
+	    "1:24: engine.concurrency: expected an integer, found a quoted string");
+	expect_only("engine: { concurrency: }\n", "1:24: engine.concurrency: empty value");
+
+	/* every error of the section is reported, in order */
+	assert_int_equal(parse("engine:\n  concurrency: 2000\n  bogus: 1\n  lease: 9999\n"), -1);
+	assert_string_equal(err, NAME ":2:16: engine.concurrency: expected an integer from 0 to "
+				  "1024\n" NAME ":3:3: unknown key 'engine.bogus'\n" NAME
+				  ":4:10: engine.lease: expected an integer from 2 to 3600\n");
+
+	/* a failed parse leaves the previous values */
+	assert_int_equal(parse("engine: { concurrency: 8, sweep: 2 }\n"), 0);
+	assert_int_equal(parse("engine: { concurrency: 9, sweep: 0 }\n"), -1);
+	assert_int_equal(cfg.engine.concurrency, 8);
+	assert_int_equal(cfg.engine.sweep, 2);
+	assert_int_equal(cfg.engine.lease, 30);
+}
+
 static void
 test_numbers(void **state)
 {
@@ -751,6 +850,7 @@ main(void)
 	    cmocka_unit_test(test_database_forms),
 	    cmocka_unit_test(test_numbers),
 	    cmocka_unit_test(test_sandbox_section),
+	    cmocka_unit_test(test_engine_section),
 	    cmocka_unit_test(test_unknown_and_duplicate_keys),
 	    cmocka_unit_test(test_wrong_types),
 	    cmocka_unit_test(test_empty_values),

@@ -164,7 +164,7 @@ check(const char *op, enum ipc_role role, const char *inst, uint32_t nargs,
 	int code;
 
 	req_build(&r, op, nargs, fill);
-	code = db_op_check(db_op_lookup(op), role, inst, &r.op, p, err, 256);
+	code = db_op_check(db_op_lookup(op), role, inst, NULL, NULL, &r.op, p, err, 256);
 	req_free(&r);
 	return code;
 }

@@ -1041,6 +1041,84 @@ t_v_run_wake(void **state)
 	ipc_msg_free(&m);
 }
 
+/* Whether a GIT_DIFF body with these fields decodes. */
+static int
+ipc_dec_git_diff_ok(const char *g, const char *w, const char *base, uint64_t cap)
+{
+	struct ipc_git_diff d;
+	struct ipc_msg m;
+	int rv;
+
+	build(&m, IMSG_GIT_DIFF, 4, "sssU", g, w, base, cap);
+	rv = ipc_dec_git_diff(m.body, &d);
+	ipc_msg_free(&m);
+	return rv;
+}
+
+/* The engine's and runners' messages. */
+static void
+t_v_engine(void **state)
+{
+	static const char run[] = "0b6a4a8e-1c2d-4e5f-8a9b-0c1d2e3f4a5b";
+	struct ipc_runner_start rs;
+	struct ipc_engine_conf ec;
+	char r[IPC_UUID_LEN + 1], prev[IPC_STATUS_MAX + 1];
+	struct ipc_msg m;
+	uint32_t k;
+
+	/* ENGINE_WAKE: kind 0 or 1, a run or "" */
+	assert_int_equal(valid(IMSG_ENGINE_WAKE, 2, "us", 0u, ""), 0);
+	assert_int_equal(valid(IMSG_ENGINE_WAKE, 2, "us", 1u, run), 0);
+	assert_int_equal(valid(IMSG_ENGINE_WAKE, 2, "us", 2u, run), -1);
+	assert_int_equal(valid(IMSG_ENGINE_WAKE, 2, "us", 1u, "x"), -1);
+	build(&m, IMSG_ENGINE_WAKE, 2, "us", 1u, run);
+	assert_int_equal(ipc_dec_engine_wake(m.body, &k, r), 0);
+	assert_int_equal(k, IPC_WAKE_CANCEL);
+	assert_string_equal(r, run);
+	ipc_msg_free(&m);
+	/* RUN_START: a run and a status name */
+	assert_int_equal(valid(IMSG_RUN_START, 2, "ss", run, "queued"), 0);
+	assert_int_equal(valid(IMSG_RUN_START, 2, "ss", run, ""), -1);
+	assert_int_equal(valid(IMSG_RUN_START, 2, "ss", run, "Queued"), -1);
+	assert_int_equal(valid(IMSG_RUN_START, 2, "ss", run, "waiting_approval_and_much_longer_than_32"), -1);
+	assert_int_equal(valid(IMSG_RUN_START, 2, "ss", "", "queued"), -1);
+	build(&m, IMSG_RUN_START, 2, "ss", run, "waiting_approval");
+	assert_int_equal(ipc_dec_run_start(m.body, r, prev), 0);
+	assert_string_equal(prev, "waiting_approval");
+	ipc_msg_free(&m);
+	/* RUN_STOP: reason 0..1; RUN_ENDED: outcome 0..3 */
+	assert_int_equal(valid(IMSG_RUN_STOP, 2, "su", run, 1u), 0);
+	assert_int_equal(valid(IMSG_RUN_STOP, 2, "su", run, 2u), -1);
+	assert_int_equal(valid(IMSG_RUN_ENDED, 2, "su", run, 3u), 0);
+	assert_int_equal(valid(IMSG_RUN_ENDED, 2, "su", run, 4u), -1);
+	assert_int_equal(valid(IMSG_RUN_ENDED, 1, "s", run), -1);
+	/* RUNNER_START: run, a printable owner, a status, a timeout > 0, a descriptor */
+	assert_int_equal(valid(IMSG_RUNNER_START, 4, "sssu", run, "engine-01", "queued", 600000u), 0);
+	assert_int_equal(valid(IMSG_RUNNER_START, 4, "sssu", run, "", "queued", 600000u), -1);
+	assert_int_equal(valid(IMSG_RUNNER_START, 4, "sssu", run, "a b", "queued", 600000u), -1);
+	assert_int_equal(valid(IMSG_RUNNER_START, 4, "sssu", run, "e", "queued", 0u), -1);
+	build(&m, IMSG_RUNNER_START, 4, "sssu", run, "engine-01", "running", 5000u);
+	assert_int_equal(ipc_dec_runner_start(m.body, &rs), 0);
+	assert_string_equal(rs.owner, "engine-01");
+	assert_int_equal(rs.exec_max_ms, 5000);
+	ipc_msg_free(&m);
+	/* RUNNER_CANCEL carries nothing; RUNNER_DONE an outcome */
+	assert_int_equal(valid(IMSG_RUNNER_CANCEL, 0, ""), 0);
+	assert_int_equal(valid(IMSG_RUNNER_CANCEL, 1, "u", 1u), -1);
+	assert_int_equal(valid(IMSG_RUNNER_DONE, 1, "u", 2u), 0);
+	assert_int_equal(valid(IMSG_RUNNER_DONE, 1, "u", 9u), -1);
+	/* ENGINE_CONF: concurrency 0..1024, lease 2..3600, sweep 1..3600 */
+	assert_int_equal(valid(IMSG_ENGINE_CONF, 3, "uuu", 0u, 2u, 1u), 0);
+	assert_int_equal(valid(IMSG_ENGINE_CONF, 3, "uuu", 1024u, 3600u, 3600u), 0);
+	assert_int_equal(valid(IMSG_ENGINE_CONF, 3, "uuu", 1025u, 30u, 5u), -1);
+	assert_int_equal(valid(IMSG_ENGINE_CONF, 3, "uuu", 4u, 1u, 5u), -1);
+	assert_int_equal(valid(IMSG_ENGINE_CONF, 3, "uuu", 4u, 30u, 0u), -1);
+	build(&m, IMSG_ENGINE_CONF, 3, "uuu", 8u, 30u, 5u);
+	assert_int_equal(ipc_dec_engine_conf(m.body, &ec), 0);
+	assert_int_equal(ec.concurrency, 8);
+	ipc_msg_free(&m);
+}
+
 static void
 t_v_artifact(void **state)
 {
@@ -1068,45 +1146,62 @@ t_v_artifact(void **state)
 		assert_int_equal(valid(IMSG_REPO_SEALED, 2, "BB", big, (size_t)24, big,
 		                       (size_t)IPC_SECRET_MAX + 17), -1);
 	}
-	/* GIT_CHECKOUT: a URL, a token (maybe empty), an absolute workspace */
+	/* GIT_CHECKOUT: a URL, a token (maybe empty), an absolute workspace, a
+	 * gitdir that is absolute or "" */
 	{
 		struct ipc_git_checkout g;
 		struct ipc_git_result gr;
+		struct ipc_git_diff gd;
+		static const char oid[] = "0123456789abcdef0123456789abcdef01234567";
 
-		assert_int_equal(valid(IMSG_GIT_CHECKOUT, 3, "sBs", "https://h/r.git", "tok", (size_t)3,
-		                       "/var/agrippa/work/x"),
+		assert_int_equal(valid(IMSG_GIT_CHECKOUT, 4, "sBss", "https://h/r.git", "tok", (size_t)3,
+		                       "/var/agrippa/work/x", ""),
 		                 0);
-		assert_int_equal(valid(IMSG_GIT_CHECKOUT, 3, "sBs", "/srv/r", "", (size_t)0, "/w"), 0);
-		assert_int_equal(valid(IMSG_GIT_CHECKOUT, 3, "sBs", "", "", (size_t)0, "/w"), -1);
-		assert_int_equal(valid(IMSG_GIT_CHECKOUT, 3, "sBs", "/srv/r", "", (size_t)0, "w"), -1);
-		assert_int_equal(valid(IMSG_GIT_CHECKOUT, 3, "sBs", "/srv/r", "", (size_t)0, ""), -1);
-		assert_int_equal(valid(IMSG_GIT_CHECKOUT, 3, "sss", "/srv/r", "tok", "/w"), -1);
-		assert_int_equal(valid(IMSG_GIT_CHECKOUT, 2, "sB", "/srv/r", "", (size_t)0), -1);
-		build(&m, IMSG_GIT_CHECKOUT, 3, "sBs", "file:///srv/r", "secret", (size_t)6, "/w/x");
+		assert_int_equal(valid(IMSG_GIT_CHECKOUT, 4, "sBss", "/srv/r", "", (size_t)0, "/w", "/g"), 0);
+		assert_int_equal(valid(IMSG_GIT_CHECKOUT, 4, "sBss", "/srv/r", "", (size_t)0, "/w", "g"), -1);
+		assert_int_equal(valid(IMSG_GIT_CHECKOUT, 4, "sBss", "", "", (size_t)0, "/w", ""), -1);
+		assert_int_equal(valid(IMSG_GIT_CHECKOUT, 4, "sBss", "/srv/r", "", (size_t)0, "w", ""), -1);
+		assert_int_equal(valid(IMSG_GIT_CHECKOUT, 4, "sBss", "/srv/r", "", (size_t)0, "", ""), -1);
+		assert_int_equal(valid(IMSG_GIT_CHECKOUT, 4, "ssss", "/srv/r", "tok", "/w", ""), -1);
+		assert_int_equal(valid(IMSG_GIT_CHECKOUT, 3, "sBs", "/srv/r", "", (size_t)0, "/w"), -1);
+		build(&m, IMSG_GIT_CHECKOUT, 4, "sBss", "file:///srv/r", "secret", (size_t)6, "/w/x", "/g/y");
 		assert_int_equal(ipc_dec_git_checkout(m.body, &g), 0);
 		assert_string_equal(g.url, "file:///srv/r");
 		assert_int_equal(g.toklen, 6);
 		assert_memory_equal(g.token, "secret", 6);
 		assert_string_equal(g.workspace, "/w/x");
+		assert_string_equal(g.gitdir, "/g/y");
 		ipc_msg_free(&m);
-		/* GIT_RESULT: ok with a 40 or 64 hex id, or not ok with none */
-		assert_int_equal(valid(IMSG_GIT_RESULT, 3, "bss", 1, "",
-		                       "0123456789abcdef0123456789abcdef01234567"),
-		                 0);
-		assert_int_equal(valid(IMSG_GIT_RESULT, 3, "bss", 0, "clone: refused", ""), 0);
-		assert_int_equal(valid(IMSG_GIT_RESULT, 3, "bss", 1, "", ""), -1);
-		assert_int_equal(valid(IMSG_GIT_RESULT, 3, "bss", 1, "", "0123"), -1);
-		assert_int_equal(valid(IMSG_GIT_RESULT, 3, "bss", 0, "x",
-		                       "0123456789abcdef0123456789abcdef01234567"),
+		/* GIT_RESULT: ok with a 40 or 64 hex id, or not ok with none; a size */
+		assert_int_equal(valid(IMSG_GIT_RESULT, 4, "bssU", 1, "", oid, (uint64_t)0), 0);
+		assert_int_equal(valid(IMSG_GIT_RESULT, 4, "bssU", 0, "clone: refused", "", (uint64_t)0), 0);
+		assert_int_equal(valid(IMSG_GIT_RESULT, 4, "bssU", 1, "", "", (uint64_t)0), -1);
+		assert_int_equal(valid(IMSG_GIT_RESULT, 4, "bssU", 1, "", "0123", (uint64_t)0), -1);
+		assert_int_equal(valid(IMSG_GIT_RESULT, 4, "bssU", 0, "x", oid, (uint64_t)0), -1);
+		assert_int_equal(valid(IMSG_GIT_RESULT, 4, "bssU", 1, "",
+		                       "0123456789ABCDEF0123456789abcdef01234567", (uint64_t)0),
 		                 -1);
-		assert_int_equal(valid(IMSG_GIT_RESULT, 3, "bss", 1, "",
-		                       "0123456789ABCDEF0123456789abcdef01234567"),
-		                 -1);
-		build(&m, IMSG_GIT_RESULT, 3, "bss", 1, "", "0123456789abcdef0123456789abcdef01234567");
+		assert_int_equal(valid(IMSG_GIT_RESULT, 3, "bss", 1, "", oid), -1);
+		build(&m, IMSG_GIT_RESULT, 4, "bssU", 1, "", oid, (uint64_t)1234);
 		assert_int_equal(ipc_dec_git_result(m.body, &gr), 0);
 		assert_true(gr.ok);
-		assert_string_equal(gr.base, "0123456789abcdef0123456789abcdef01234567");
+		assert_string_equal(gr.base, oid);
+		assert_true(gr.size == 1234);
 		ipc_msg_free(&m);
+		/* GIT_DIFF: two absolute paths, a commit id, a cap > 0 (and a file) */
+		assert_int_equal(ipc_dec_git_diff_ok("/g", "/w", oid, 100), 0);
+		build(&m, IMSG_GIT_DIFF, 4, "sssU", "/g", "/w", oid, (uint64_t)100);
+		assert_int_equal(ipc_dec_git_diff(m.body, &gd), 0);
+		assert_string_equal(gd.gitdir, "/g");
+		assert_string_equal(gd.workspace, "/w");
+		assert_string_equal(gd.base, oid);
+		assert_true(gd.cap == 100);
+		ipc_msg_free(&m);
+		assert_int_equal(ipc_dec_git_diff_ok("g", "/w", oid, 100), -1);
+		assert_int_equal(ipc_dec_git_diff_ok("/g", "", oid, 100), -1);
+		assert_int_equal(ipc_dec_git_diff_ok("/g", "/w", "0123", 100), -1);
+		assert_int_equal(ipc_dec_git_diff_ok("/g", "/w", "0123456789abcdef0123456789abcdef0123456G", 100), -1);
+		assert_int_equal(ipc_dec_git_diff_ok("/g", "/w", oid, 0), -1);
 	}
 	/* AUTH_FLUSH carries nothing */
 	assert_int_equal(valid(IMSG_AUTH_FLUSH, 0, ""), 0);
@@ -2620,6 +2715,7 @@ main(void)
 		cmocka_unit_test(t_v_listen_fd),
 		cmocka_unit_test(t_v_run_wake),
 		cmocka_unit_test(t_v_artifact),
+		cmocka_unit_test(t_v_engine),
 		cmocka_unit_test(t_v_chunk),
 		cmocka_unit_test(t_v_ctl_request),
 		cmocka_unit_test(t_v_ctl_reply),

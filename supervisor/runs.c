@@ -1,0 +1,644 @@
+/*
+ * Runs the engine claimed (DESIGN.md sections 1 and 3.4): for each
+ * RUN_START the supervisor sets the run up and starts its runner.
+ *
+ *  - Setup: the run's directory STATE/runs/RUN holds "git", the trusted
+ *    bare copy of the repository (service user, never mounted in a
+ *    sandbox), and "ws", the workspace (given to the sandbox user).  When
+ *    the run has no base commit yet, the repository connection is loaded
+ *    (scoped to the run's project by run_setup), its token decrypted here
+ *    and handed to a transient git helper only (gitrun.c), and the base
+ *    commit recorded with the event workspace.ready.  A checkout that fails
+ *    fails the run.
+ *  - Runner: a sandbox on the workspace, then a runner process (agrippad
+ *    -P runner) whose channel is scoped to this run and lease owner: its
+ *    database operations must name both (SQL_SCOPE_RUN), and it is given
+ *    its end of the sandbox channel in RUNNER_START.
+ *  - End: when the runner exits, its sandbox is killed and the engine told
+ *    (RUN_ENDED) how it ended; a finished run's directory is removed.
+ *  - A cancel is forwarded to the runner (RUNNER_CANCEL); a lost lease
+ *    kills it.  When the engine dies, its runners are killed: their leases
+ *    lapse and the next engine takes the runs up.
+ */
+#include <sys/queue.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libpq-fe.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "supervisor/db.h"
+#include "supervisor/sbx.h"
+#include "supervisor/supervisor.h"
+
+struct srun {
+	LIST_ENTRY(srun) entry;
+	struct proc p; /* the runner */
+	char previous[IPC_STATUS_MAX + 1];
+	char dir[PATH_MAX], ws[PATH_MAX], git[PATH_MAX];
+	int readonly;
+	struct gitrun *gitrun;
+	struct sbx *sbx;
+	int sbx_fd;         /* the runner's end of the sandbox channel, until it is ready */
+	int said;           /* RUNNER_DONE came */
+	uint32_t outcome;
+	int ended;          /* RUN_ENDED sent: the run is over for this supervisor */
+	int setup_ops;      /* the supervisor's own operations in flight */
+};
+static LIST_HEAD(, srun) sruns = LIST_HEAD_INITIALIZER(sruns);
+
+static void srun_end(struct srun *r, uint32_t outcome);
+
+static struct srun *
+srun_find(const char *run)
+{
+	struct srun *r;
+
+	LIST_FOREACH(r, &sruns, entry)
+		if (!r->ended && strcmp(r->p.run, run) == 0)
+			return r;
+	return NULL;
+}
+
+static struct proc *
+engine_proc(void)
+{
+	struct proc *p = proc_by_role(ROLE_ENGINE);
+
+	return p != NULL && p->chan != NULL && p->ready ? p : NULL;
+}
+
+/* ---- the engine ---------------------------------------------------------- */
+
+void
+runs_send_conf(void)
+{
+	struct proc *e = engine_proc();
+	struct ipc_wbuf w;
+
+	if (e == NULL)
+		return;
+	ipc_wbuf_begin(&w, IMSG_ENGINE_CONF, 0, 3);
+	ipc_put_u64(&w, sup.conf.engine.concurrency);
+	ipc_put_u64(&w, sup.conf.engine.lease);
+	ipc_put_u64(&w, sup.conf.engine.sweep);
+	proc_send(e, &w, -1);
+}
+
+void
+runs_engine_ready(struct proc *engine)
+{
+	runs_send_conf();
+}
+
+void
+runs_wake(uint32_t kind, const char *run)
+{
+	struct proc *e = engine_proc();
+	struct ipc_wbuf w;
+
+	if (e == NULL)
+		return;
+	ipc_wbuf_begin(&w, IMSG_ENGINE_WAKE, 0, 2);
+	ipc_put_u64(&w, kind);
+	ipc_put_str(&w, run);
+	proc_send(e, &w, -1);
+}
+
+/* Tell the engine that owns r (if it is still the one running) that r's
+ * runner is gone. */
+static void
+tell_engine(struct srun *r, uint32_t outcome)
+{
+	struct proc *e = engine_proc();
+	struct ipc_wbuf w;
+
+	if (e == NULL || strcmp(e->instance, r->p.owner) != 0)
+		return;
+	ipc_wbuf_begin(&w, IMSG_RUN_ENDED, 0, 2);
+	ipc_put_str(&w, r->p.run);
+	ipc_put_u64(&w, outcome);
+	proc_send(e, &w, -1);
+}
+
+/* ---- freeing ------------------------------------------------------------- */
+
+static void
+srun_maybe_free(struct srun *r)
+{
+	if (!r->ended || r->p.pid > 0 || r->p.inflight > 0 || r->setup_ops > 0 ||
+	    r->sbx != NULL || r->gitrun != NULL)
+		return;
+	LIST_REMOVE(r, entry);
+	if (r->sbx_fd >= 0)
+		close(r->sbx_fd);
+	free(r);
+}
+
+static void
+srun_idle(struct proc *p)
+{
+	srun_maybe_free((struct srun *)((char *)p - offsetof(struct srun, p)));
+}
+
+static void
+sbx_done(struct sbx *s, int status, void *arg)
+{
+	struct srun *r = arg;
+
+	r->sbx = NULL;
+	if (r->p.pid > 0 && !r->ended)
+		kill(r->p.pid, SIGKILL); /* a runner without its sandbox cannot go on */
+	srun_maybe_free(r);
+}
+
+/* The run is over here: outcome to the engine, its directory removed when
+ * it finished. */
+static void
+srun_end(struct srun *r, uint32_t outcome)
+{
+	if (r->ended)
+		return;
+	r->ended = 1;
+	if (r->gitrun != NULL) {
+		gitrun_abandon(r->gitrun);
+		r->gitrun = NULL;
+	}
+	if (r->sbx != NULL)
+		sbx_kill(r->sbx);
+	if (r->p.pid > 0)
+		kill(r->p.pid, SIGKILL);
+	if (outcome == IPC_RUN_FINISHED && r->dir[0] != '\0')
+		sbx_rmtree(r->dir);
+	log_debug("run %s: over here (outcome %u)", r->p.run, outcome);
+	tell_engine(r, outcome);
+	srun_maybe_free(r);
+}
+
+/* ---- the supervisor's own operations ------------------------------------- */
+
+typedef void (*srun_db_cb)(struct srun *r, int code, const char *err, PGresult *res);
+struct sop {
+	struct srun *r;
+	srun_db_cb cb;
+};
+
+static void
+sop_done(uint64_t reqid, int code, const char *err, void *pgres, void *arg)
+{
+	struct sop *o = arg;
+	struct srun *r = o->r;
+
+	if (!r->ended)
+		o->cb(r, code, err, pgres);
+	free(o);
+	r->setup_ops--; /* only now: the callback must not free r */
+	srun_maybe_free(r);
+}
+
+/* Submit op with nargs string arguments. */
+static void
+sop_submit(struct srun *r, const char *name, srun_db_cb cb, int nargs, ...)
+{
+	const struct sql_op *op = db_op_lookup(name);
+	struct db_params params;
+	struct sop *o;
+	va_list ap;
+	int i;
+
+	if (op == NULL)
+		fatalx("no op %s", name);
+	memset(&params, 0, sizeof(params));
+	va_start(ap, nargs);
+	for (i = 0; i < nargs; i++)
+		if ((params.values[i] = strdup(va_arg(ap, const char *))) == NULL)
+			fatal("strdup");
+	va_end(ap);
+	params.n = nargs;
+	if ((o = calloc(1, sizeof(*o))) == NULL)
+		fatal("calloc");
+	o->r = r;
+	o->cb = cb;
+	r->setup_ops++;
+	if (db_pool_submit(op, &params, sop_done, o) == 0) {
+		db_params_free(&params);
+		r->setup_ops--;
+		free(o);
+		log_warnx("run %s: %s: the database is unavailable", r->p.run, name);
+		srun_end(r, IPC_RUN_CRASHED);
+	}
+}
+
+static void
+failed_done(struct srun *r, int code, const char *err, PGresult *res)
+{
+	if (code != DB_OK) {
+		log_warnx("run %s: cannot record its failure: %s", r->p.run, err);
+		srun_end(r, IPC_RUN_CRASHED);
+		return;
+	}
+	srun_end(r, IPC_RUN_FINISHED);
+}
+
+/* The run cannot be set up: it fails with why. */
+static void
+srun_fail(struct srun *r, const char *why)
+{
+	log_warnx("run %s: %s", r->p.run, why);
+	sop_submit(r, "sup_run_fail", failed_done, 3, r->p.run, r->p.owner, why);
+}
+
+/* ---- the runner ---------------------------------------------------------- */
+
+static void
+runner_on_msg(struct ipc_chan *ch, struct ipc_msg *m, void *arg)
+{
+	struct srun *r = arg;
+	struct ipc_ready rd;
+	struct ipc_wbuf w;
+	uint32_t outcome;
+
+	if (!r->p.ready && m->type != IMSG_READY) {
+		log_warnx("run %s: runner sent a message before ready", r->p.run);
+		kill(r->p.pid, SIGKILL);
+		return;
+	}
+	switch (m->type) {
+	case IMSG_READY:
+		if (r->p.ready || ipc_dec_ready(m->body, &rd) == -1 ||
+		    rd.proto != IPC_PROTO_VERSION || rd.pid != (uint32_t)r->p.pid) {
+			kill(r->p.pid, SIGKILL);
+			return;
+		}
+		r->p.ready = 1;
+		ipc_wbuf_begin(&w, IMSG_RUNNER_START, 0, 4);
+		ipc_put_str(&w, r->p.run);
+		ipc_put_str(&w, r->p.owner);
+		ipc_put_str(&w, r->previous);
+		ipc_put_u64(&w, sup.conf.sandbox.exec_timeout * 1000);
+		if (proc_send(&r->p, &w, r->sbx_fd) == -1)
+			kill(r->p.pid, SIGKILL);
+		close(r->sbx_fd);
+		r->sbx_fd = -1;
+		return;
+	case IMSG_DB_OP:
+		sup_db_op(&r->p, m);
+		return;
+	case IMSG_RUNNER_DONE:
+		if (ipc_dec_runner_done(m->body, &outcome) == 0 && !r->said) {
+			r->said = 1;
+			r->outcome = outcome;
+		}
+		return;
+	default:
+		log_warnx("run %s: runner sent %s", r->p.run, ipc_msg_name(m->type));
+		kill(r->p.pid, SIGKILL);
+	}
+}
+
+static void
+runner_on_err(struct ipc_chan *ch, const char *reason, void *arg)
+{
+	struct srun *r = arg;
+
+	if (strcmp(reason, "closed") != 0)
+		log_warnx("run %s: runner channel: %s", r->p.run, reason);
+	ipc_chan_free(r->p.chan);
+	r->p.chan = NULL;
+	if (r->p.pid > 0)
+		kill(r->p.pid, SIGKILL);
+}
+
+static void
+runner_start(struct srun *r)
+{
+	struct sbx_req req;
+	char err[512];
+
+	if (sup.stopping) {
+		srun_end(r, IPC_RUN_STOPPED);
+		return;
+	}
+	memset(&req, 0, sizeof(req));
+	req.workspace = r->ws;
+	req.readonly = r->readonly;
+	req.trusted = 1;
+	req.done = sbx_done;
+	req.arg = r;
+	if ((r->sbx = sbx_create(&req, &r->sbx_fd, err, sizeof(err))) == NULL) {
+		log_warnx("run %s: no sandbox: %s", r->p.run, err);
+		srun_end(r, IPC_RUN_CRASHED); /* taken up again once resources allow */
+		return;
+	}
+	if (proc_spawn(&r->p, runner_on_msg, runner_on_err, r) == -1) {
+		srun_end(r, IPC_RUN_CRASHED);
+		return;
+	}
+	log_info("run %s: runner started (pid %ld, sandbox %s)", r->p.run, (long)r->p.pid,
+	    sbx_id(r->sbx));
+}
+
+int
+runs_reaped(pid_t pid, int status)
+{
+	struct srun *r;
+
+	LIST_FOREACH(r, &sruns, entry) {
+		if (r->p.pid != pid)
+			continue;
+		r->p.pid = 0;
+		if (r->p.chan != NULL) {
+			ipc_chan_free(r->p.chan);
+			r->p.chan = NULL;
+		}
+		if (!r->said && !r->ended) {
+			if (WIFSIGNALED(status))
+				log_warnx("run %s: runner killed by signal %d", r->p.run,
+				    WTERMSIG(status));
+			else
+				log_warnx("run %s: runner exited with status %d", r->p.run,
+				    WEXITSTATUS(status));
+		}
+		if (r->sbx != NULL)
+			sbx_kill(r->sbx);
+		srun_end(r, r->said ? r->outcome : IPC_RUN_CRASHED);
+		srun_maybe_free(r);
+		return 1;
+	}
+	return 0;
+}
+
+/* ---- setup --------------------------------------------------------------- */
+
+static void
+checked_out_done(struct srun *r, int code, const char *err, PGresult *res)
+{
+	if (code != DB_OK || PQntuples(res) != 1 || strcmp(PQgetvalue(res, 0, 0), "t") != 0) {
+		log_warnx("run %s: cannot record the base commit: %s", r->p.run,
+		    code != DB_OK ? err : "the lease is gone");
+		srun_end(r, IPC_RUN_CRASHED);
+		return;
+	}
+	runner_start(r);
+}
+
+/* The workspace to the sandbox user (after a checkout by the service user). */
+static int
+give_to_sandbox(struct srun *r, char *err, size_t errsz)
+{
+	if (sup.devmode)
+		return 0;
+	if (chown_tree_at(AT_FDCWD, r->ws, (uid_t)sup.conf.sandbox.uid,
+	    (gid_t)sup.conf.sandbox.gid) == -1) {
+		snprintf(err, errsz, "the workspace cannot be given to the sandbox: %s",
+		    strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static void
+checkout_done(void *arg, int ok, const char *error, const char *base, uint64_t size)
+{
+	struct srun *r = arg;
+	char why[IPC_ERRMSG_MAX + 64];
+
+	r->gitrun = NULL;
+	if (r->ended) {
+		srun_maybe_free(r);
+		return;
+	}
+	if (!ok) {
+		snprintf(why, sizeof(why), "checkout failed: %s", error);
+		srun_fail(r, why);
+		return;
+	}
+	if (give_to_sandbox(r, why, sizeof(why)) == -1) {
+		srun_fail(r, why);
+		return;
+	}
+	log_info("run %s: checked out %s", r->p.run, base);
+	sop_submit(r, "sup_run_checked_out", checked_out_done, 3, r->p.run, r->p.owner, base);
+}
+
+/* dir, made when missing, owned by uid:gid with mode. */
+static int
+mkdir_owned(const char *dir, mode_t mode, uid_t uid, gid_t gid)
+{
+	if (mkdir(dir, mode) == -1 && errno != EEXIST)
+		return -1;
+	if (!sup.devmode && chown(dir, uid, gid) == -1)
+		return -1;
+	return chmod(dir, mode);
+}
+
+static int
+run_paths(struct srun *r)
+{
+	char runs[PATH_MAX];
+
+	if (fmt_ok(runs, sizeof(runs), "%s/runs", sup.conf.state_dir) == -1 ||
+	    fmt_ok(r->dir, sizeof(r->dir), "%s/%s", runs, r->p.run) == -1 ||
+	    fmt_ok(r->ws, sizeof(r->ws), "%s/ws", r->dir) == -1 ||
+	    fmt_ok(r->git, sizeof(r->git), "%s/git", r->dir) == -1)
+		return -1;
+	if (mkdir_owned(runs, 0711, 0, 0) == -1 || mkdir_owned(r->dir, 0711, 0, 0) == -1)
+		return -1;
+	return 0;
+}
+
+static void
+setup_done(struct srun *r, int code, const char *err, PGresult *res)
+{
+	struct gitrun_req gr;
+	unsigned char *tok = NULL;
+	size_t toklen = 0;
+	char why[512];
+	struct stat st;
+
+	if (code != DB_OK) {
+		log_warnx("run %s: setup: %s", r->p.run, err);
+		srun_end(r, IPC_RUN_CRASHED);
+		return;
+	}
+	if (PQntuples(res) != 1 || strcmp(PQgetvalue(res, 0, 0), "running") != 0) {
+		srun_end(r, IPC_RUN_FINISHED); /* ended meanwhile (a cancel) */
+		return;
+	}
+	if (strcmp(PQgetvalue(res, 0, 6), "t") == 0) {
+		srun_fail(r, "the workspace's repository connection no longer exists");
+		return;
+	}
+	r->readonly = strcmp(PQgetvalue(res, 0, 4), "readOnly") == 0;
+	if (run_paths(r) == -1) {
+		snprintf(why, sizeof(why), "the run's directory: %s", strerror(errno));
+		srun_fail(r, why);
+		return;
+	}
+	if (!PQgetisnull(res, 0, 5)) { /* checked out before: resume in it */
+		if (lstat(r->ws, &st) == -1 || !S_ISDIR(st.st_mode)) {
+			srun_fail(r, "the run's workspace is gone");
+			return;
+		}
+		runner_start(r);
+		return;
+	}
+	if (PQgetisnull(res, 0, 1)) { /* no repository: an empty workspace */
+		if (mkdir_owned(r->ws, 0755, (uid_t)sup.conf.sandbox.uid,
+		    (gid_t)sup.conf.sandbox.gid) == -1) {
+			snprintf(why, sizeof(why), "the workspace: %s", strerror(errno));
+			srun_fail(r, why);
+			return;
+		}
+		runner_start(r);
+		return;
+	}
+	/* a checkout, from scratch (an earlier one may have been cut short) */
+	sbx_rmtree(r->ws);
+	sbx_rmtree(r->git);
+	if (mkdir_owned(r->ws, 0755, sup.uid, sup.gid) == -1 ||
+	    mkdir_owned(r->git, 0700, sup.uid, sup.gid) == -1) {
+		snprintf(why, sizeof(why), "the workspace: %s", strerror(errno));
+		srun_fail(r, why);
+		return;
+	}
+	if (repo_token_open(res, 2, &tok, &toklen) == -1) {
+		srun_fail(r, "the repository token does not open with this master key");
+		return;
+	}
+	memset(&gr, 0, sizeof(gr));
+	gr.url = PQgetvalue(res, 0, 1);
+	gr.token = tok;
+	gr.toklen = toklen;
+	gr.workspace = r->ws;
+	gr.gitdir = r->git;
+	r->gitrun = gitrun_start(&gr, checkout_done, r, why, sizeof(why));
+	if (tok != NULL)
+		sodium_free(tok); /* wipes it: the helper has its own copy */
+	if (r->gitrun == NULL)
+		srun_fail(r, why);
+}
+
+void
+runs_start(struct proc *engine, struct ipc_msg *m)
+{
+	char run[IPC_UUID_LEN + 1], prev[IPC_STATUS_MAX + 1];
+	struct ipc_wbuf w;
+	struct srun *r;
+
+	if (ipc_dec_run_start(m->body, run, prev) == -1)
+		return; /* the catalog checked it */
+	if (srun_find(run) != NULL || sup.stopping) {
+		/* still running here under an earlier lease, or stopping: the
+		 * engine hands it back */
+		ipc_wbuf_begin(&w, IMSG_RUN_ENDED, 0, 2);
+		ipc_put_str(&w, run);
+		ipc_put_u64(&w, IPC_RUN_STOPPED);
+		proc_send(engine, &w, -1);
+		return;
+	}
+	if ((r = calloc(1, sizeof(*r))) == NULL)
+		fatal("calloc");
+	r->p.role = ROLE_RUNNER;
+	r->p.name = "runner";
+	r->p.on_idle = srun_idle;
+	r->sbx_fd = -1;
+	memcpy(r->p.run, run, sizeof(r->p.run));
+	snprintf(r->p.owner, sizeof(r->p.owner), "%s", engine->instance);
+	snprintf(r->p.instance, sizeof(r->p.instance), "runner-%.8s", run);
+	memcpy(r->previous, prev, sizeof(r->previous));
+	LIST_INSERT_HEAD(&sruns, r, entry);
+	sop_submit(r, "sup_run_setup", setup_done, 1, r->p.run);
+}
+
+void
+runs_stop(struct proc *engine, struct ipc_msg *m)
+{
+	char run[IPC_UUID_LEN + 1];
+	struct ipc_wbuf w;
+	uint32_t reason;
+	struct srun *r;
+
+	if (ipc_dec_run_stop(m->body, run, &reason) == -1 || (r = srun_find(run)) == NULL ||
+	    strcmp(r->p.owner, engine->instance) != 0)
+		return;
+	if (reason == IPC_STOP_LEASE) {
+		srun_end(r, IPC_RUN_STOPPED);
+		return;
+	}
+	/* a cancel: the runner ends the run (one still in setup reads the
+	 * cancel when it loads the run) */
+	if (r->p.chan != NULL && r->p.ready) {
+		ipc_wbuf_begin(&w, IMSG_RUNNER_CANCEL, 0, 0);
+		proc_send(&r->p, &w, -1);
+	}
+}
+
+void
+runs_engine_gone(const char *instance)
+{
+	struct srun *r, *next;
+
+	for (r = LIST_FIRST(&sruns); r != NULL; r = next) {
+		next = LIST_NEXT(r, entry);
+		if (!r->ended && strcmp(r->p.owner, instance) == 0) {
+			log_warnx("run %s: its engine is gone; stopping its runner", r->p.run);
+			srun_end(r, IPC_RUN_STOPPED);
+		}
+	}
+}
+
+void
+runs_stop_all(void)
+{
+	struct srun *r;
+	struct ipc_wbuf w;
+
+	LIST_FOREACH(r, &sruns, entry) {
+		if (r->gitrun != NULL) {
+			gitrun_abandon(r->gitrun);
+			r->gitrun = NULL;
+		}
+		if (r->p.pid <= 0)
+			continue;
+		if (!r->p.ready) {
+			kill(r->p.pid, SIGTERM);
+			continue;
+		}
+		ipc_wbuf_begin(&w, IMSG_SHUTDOWN, 0, 0);
+		if (proc_send(&r->p, &w, -1) == -1)
+			kill(r->p.pid, SIGTERM);
+	}
+}
+
+int
+runs_all_exited(void)
+{
+	struct srun *r;
+
+	LIST_FOREACH(r, &sruns, entry)
+		if (r->p.pid > 0)
+			return 0;
+	return 1;
+}
+
+void
+runs_kill_all(int sig)
+{
+	struct srun *r;
+
+	LIST_FOREACH(r, &sruns, entry)
+		if (r->p.pid > 0)
+			kill(r->p.pid, sig);
+}

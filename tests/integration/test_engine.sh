@@ -1,0 +1,251 @@
+#!/bin/sh
+# The engine end to end against the real daemon, its database, sandboxes and
+# local git repositories: a submitted run is claimed at once, checked out by
+# the git helper, walked step by step by its runner (command output as
+# events, allow_failure, retries, timeouts, "when", checkpoints decided over
+# the API, pull_request refused), every event in order on the stream; a
+# cancel kills the running command; kill -9 of the runner, of the engine and
+# of the whole daemon mid-step: the run completes after, the interrupted
+# step ran again (also with retry 0), no event lost or duplicated; a hostile
+# repository cannot reach outside its workspace.
+. tests/integration/lib.sh
+need_root engine
+make_env
+trap cleanup_env EXIT
+cat >>"$CONF" <<EOC
+engine: { concurrency: 4, lease: 3, sweep: 1 }
+EOC
+
+start_daemon_or_finish engine
+
+MKREPO="$TOOLS/mkrepo"
+mkdir -p "$T/repos" "$T/tmpl"
+chmod 0755 "$T/repos"
+BASE=$("$MKREPO" "$T/repos/clean")
+HBASE=$("$MKREPO" "$T/repos/hostile" hostile)
+chmod -R a+rX "$T/repos"
+check "test repositories made" [ -n "$BASE" -a -n "$HBASE" ]
+
+# tmpl NAME BODY: a template file with the usual head.
+tmpl() {
+	{
+		printf 'name: %s\nversion: 1\n' "$1"
+		printf 'params:\n  repo: { type: repoRef, required: true }\n'
+		printf '  n: { type: int, default: 0 }\n'
+		printf 'workspace: { repo: "${params.repo}", access: readWrite }\n'
+		printf 'phases:\n'
+		cat
+	} >"$T/tmpl/$1.yaml"
+	ctl template load "$T/tmpl/$1.yaml"
+}
+
+tmpl basic <<'EOF'
+  - name: build
+    steps:
+      - { id: first, kind: command, run: "echo hello; echo oops >&2; cat README.md" }
+      - { id: failing, kind: command, run: "exit 3", allow_failure: true }
+      - { id: retried, kind: command, retry: 2, run: "n=$(cat count 2>/dev/null || echo 0); n=$((n+1)); echo $n > count; [ $n -ge 2 ]" }
+  - name: review
+    steps:
+      - { id: gate, kind: checkpoint, message: "Look at it", expires_in: 1h }
+      - { id: after, kind: command, run: "echo approved; ls -a" }
+      - { id: never, kind: command, run: "echo no", when: failure }
+EOF
+tmpl fails <<'EOF'
+  - name: one
+    steps:
+      - { id: bad, kind: command, run: "echo try; exit 7", retry: 1 }
+      - { id: skipped, kind: command, run: "echo no" }
+      - { id: cleanup, kind: command, run: "echo cleaning", when: always }
+      - { id: onfail, kind: command, run: "echo failed-path", when: failure }
+EOF
+tmpl slow <<'EOF'
+  - name: one
+    steps:
+      - { id: sleepy, kind: command, timeout: 1s, run: "sleep 30" }
+EOF
+tmpl pr <<'EOF'
+  - name: one
+    steps:
+      - { id: open-pr, kind: pull_request, title: "t", body: "b" }
+EOF
+tmpl long <<'EOF'
+  - name: one
+    steps:
+      - { id: mark, kind: command, run: "echo $$ >> runs; sleep 4; echo done" }
+      - { id: end, kind: command, run: "cat runs | wc -l" }
+EOF
+tmpl hostile <<'EOF'
+  - name: one
+    steps:
+      - { id: look, kind: command, run: "ls -la; ls -la .agrippa .claude .mcp.json 2>&1; echo end" }
+EOF
+
+ctl project add p1 && ctl user add alice && ctl member add p1 alice admin
+ctl repo add p1 clean "$T/repos/clean" </dev/null
+ctl repo add p1 hostile "$T/repos/hostile" </dev/null
+ctl repo add p1 gone "$T/repos/none" </dev/null
+TA=$(new_token alice)
+P1=$(psql_q "select id from projects where name = 'p1'")
+check "set-up: project, user, token, repositories" [ -n "$TA" -a -n "$P1" ]
+
+J='Content-Type: application/json'
+# submit TEMPLATE REPO: RUN set
+submit() {
+	RUN=$(curl -s --max-time 10 -H "Authorization: Bearer $TA" -H "$J" \
+		--data-binary "{\"template\": \"$1\", \"params\": {\"repo\": \"$2\"}}" \
+		"http://127.0.0.1:$PORT/v1/projects/$P1/runs" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+}
+run_status() { psql_q "select status from runs where id = '$1'"; }
+is_status() { [ "$(run_status "$1")" = "$2" ]; }
+# events RUN: "type step_id/status ..." one line per event, in seq order
+events() {
+	psql_q "select seq || ' ' || type || ' ' || coalesce(payload->>'step_id', payload->>'phase', '') ||
+		coalesce('/' || (payload->>'status'), '') || coalesce('#' || (payload->>'attempt'), '')
+		from run_events where run_id = '$1' order by seq"
+}
+# seq_ok RUN: seqs are 1..N without gaps
+seq_ok() {
+	[ "$(psql_q "select count(*) = max(seq) and count(distinct seq) = count(*) from run_events where run_id = '$1'")" = t ]
+}
+
+# --- a run end to end ---------------------------------------------------------
+submit basic clean
+R1=$RUN
+check "basic run submitted" [ -n "$R1" ]
+wait_for 30 is_status "$R1" waiting_approval
+check "the run reaches its checkpoint: waiting_approval ($(run_status "$R1"))" is_status "$R1" waiting_approval
+check "its base commit is the repository's ($BASE)" \
+	[ "$(psql_q "select base_commit from runs where id = '$R1'")" = "$BASE" ]
+events "$R1" >"$T/ev1"
+check "events so far, in order" [ "$(cut -d' ' -f2- "$T/ev1" | tr '\n' '|')" = \
+"run.queued |run.started |workspace.ready |phase.started build|step.started first#1|step.output first#1|step.output first#1|step.finished first/succeeded#1|step.started failing#1|step.finished failing/failed#1|step.started retried#1|step.finished retried/failed#1|step.started retried#2|step.finished retried/succeeded#2|phase.finished build|phase.started review|step.started gate#1|approval.requested gate#1|run.waiting_approval gate|" ]
+out_of() { # out_of RUN STEP STREAM: the step's output on that stream
+	psql_q "select string_agg(payload->>'text', '' order by seq) from run_events
+		where run_id = '$1' and type = 'step.output' and payload->>'step_id' = '$2' and payload->>'stream' = '$3'"
+}
+check "stdout as output events" [ "$(out_of "$R1" first stdout)" = "hello
+hello" ]
+check "stderr as output events" [ "$(out_of "$R1" first stderr)" = oops ]
+check "the failing step records its exit status 3" \
+	[ "$(psql_q "select exit_status || status from run_steps where run_id = '$R1' and step_id = 'failing'")" = 3failed ]
+check "no runner left while the run waits" [ -z "$(child_pid runner)" ]
+
+APPROVAL=$(psql_q "select id from approvals where run_id = '$R1'")
+CODE=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 -H "Authorization: Bearer $TA" -H "$J" \
+	--data-binary '{"decision": "approved"}' "http://127.0.0.1:$PORT/v1/approvals/$APPROVAL/decide")
+check "approval over the API: 200 ($CODE)" [ "$CODE" = 200 ]
+wait_for 30 is_status "$R1" succeeded
+check "the run resumes and succeeds ($(run_status "$R1"))" is_status "$R1" succeeded
+events "$R1" >"$T/ev1"
+check "the rest of the events, in order" [ "$(cut -d' ' -f2- "$T/ev1" | tail -n +20 | tr '\n' '|')" = \
+"approval.approved gate|run.resumed |step.finished gate/succeeded#1|step.started after#1|step.output after#1|step.finished after/succeeded#1|step.skipped never|phase.finished review|run.succeeded |" ]
+check "event seqs are 1..N" seq_ok "$R1"
+check "the workspace as the commands left it (.git of the clone, count, README.md)" \
+	[ "$(psql_q "select payload->>'text' from run_events where run_id = '$R1' and type = 'step.output' and payload->>'step_id' = 'after'")" = "approved
+.
+..
+.git
+README.md
+count
+src" ]
+check "a finished run's directory is removed" [ ! -e "$T/state/runs/$R1" ]
+
+# the stream shows the same events, and ends after the terminal one
+curl -s -N --max-time 10 -H "Authorization: Bearer $TA" \
+	"http://127.0.0.1:$PORT/v1/runs/$R1/events/stream" >"$T/sse1"
+check "the SSE stream carries every event in order and ends" [ "$(grep '^event: ' "$T/sse1" | cut -d' ' -f2 | tr '\n' '|')" = \
+"$(cut -d' ' -f2 "$T/ev1" | tr '\n' '|')" ]
+
+# --- failure, retries exhausted, when --------------------------------------------
+submit fails clean
+R2=$RUN
+wait_for 30 is_status "$R2" failed
+check "a step failing past its retries fails the run" is_status "$R2" failed
+check "... with the step's error" [ "$(psql_q "select error from runs where id = '$R2'")" = "step bad: exited with status 7" ]
+check "... after 2 attempts, skipping 'success' steps and running 'always' and 'failure' ones" \
+	[ "$(events "$R2" | cut -d' ' -f2- | grep -E '^step\.(finished|skipped)' | tr '\n' '|')" = \
+	"step.finished bad/failed#1|step.finished bad/failed#2|step.skipped skipped|step.finished cleanup/succeeded#1|step.finished onfail/succeeded#1|" ]
+
+submit slow clean
+R3=$RUN
+wait_for 30 is_status "$R3" failed
+check "a command past its timeout is killed: the step timed_out and the run failed" \
+	[ "$(psql_q "select status from run_steps where run_id = '$R3'")" = timed_out -a "$(run_status "$R3")" = failed ]
+
+submit pr clean
+R4=$RUN
+wait_for 30 is_status "$R4" failed
+check "pull_request steps fail clearly" \
+	[ "$(psql_q "select error from run_steps where run_id = '$R4'")" = "pull_request steps are not supported yet" ]
+
+submit basic gone
+R5=$RUN
+wait_for 30 is_status "$R5" failed
+check "a repository that cannot be cloned fails the run at checkout" \
+	psql_q "select error from runs where id = '$R5'" | grep -q '^checkout failed: '
+
+# --- hostile repository -----------------------------------------------------------
+submit hostile hostile
+R6=$RUN
+wait_for 30 is_status "$R6" succeeded
+check "a repository shipping .claude, .mcp.json, .agrippa -> /: none is in the workspace" \
+	[ "$(psql_q "select string_agg(payload->>'text', '' order by seq) from run_events where run_id = '$R6' and type = 'step.output'" | grep -c 'No such file')" = 3 ]
+
+# --- cancel -------------------------------------------------------------------------
+submit long clean
+R7=$RUN
+wait_for 30 [ "$(psql_q "select count(*) from run_steps where run_id = '$R7' and status = 'running'")" = 1 ]
+sleep 0.5
+CODE=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 -X POST -H "Authorization: Bearer $TA" \
+	"http://127.0.0.1:$PORT/v1/runs/$R7/cancel")
+check "cancel of a running run: 202 ($CODE)" [ "$CODE" = 202 ]
+wait_for 3 is_status "$R7" cancelled
+check "the running command is killed and the run ends cancelled at once" is_status "$R7" cancelled
+check "... its step cancelled, the terminal event last" [ "$(psql_q "select status from run_steps where run_id = '$R7'")" = cancelled -a \
+	"$(events "$R7" | tail -n 1 | cut -d' ' -f2)" = run.cancelled ]
+
+# --- crash recovery ------------------------------------------------------------------
+# kill_mid WHAT: start a run of "long", kill WHAT while its first step runs,
+# and check that it completes with that step run again.
+kill_mid() {
+	submit long clean
+	R=$RUN
+	wait_for 30 [ "$(psql_q "select count(*) from run_steps where run_id = '$R' and status = 'running'")" = 1 ]
+	sleep 1
+	case $1 in
+	runner) kill -9 "$(child_pid runner)" ;;
+	engine) kill -9 "$(child_pid engine)" ;;
+	esac
+	wait_for 60 is_status "$R" succeeded
+	check "kill -9 of the $1 mid-step: the run completes ($(run_status "$R"))" is_status "$R" succeeded
+	check "... the step crashed once and ran again (retry 0)" [ "$(psql_q "select string_agg(status, ',' order by attempt) from run_steps where run_id = '$R' and step_id = 'mark'")" = crashed,succeeded ]
+	check "... both attempts ran in the same workspace" [ "$(psql_q "select payload->>'text' from run_events where run_id = '$R' and type = 'step.output' and payload->>'step_id' = 'end'" | tr -d ' ')" = 2 ]
+	check "... event seqs 1..N, one terminal event" seq_ok "$R"
+	check "... no event twice" [ "$(psql_q "select count(*) from (select type, payload from run_events where run_id = '$R' group by 1, 2 having count(*) > 1) d")" = 0 ]
+}
+kill_mid runner
+kill_mid engine
+
+# the whole daemon
+submit long clean
+R=$RUN
+wait_for 30 [ "$(psql_q "select count(*) from run_steps where run_id = '$R' and status = 'running'")" = 1 ]
+sleep 1
+kill -9 "$SUP_PID" $(children_of "$SUP_PID") 2>/dev/null
+pkill -KILL -u _agrippadb -f "$T/state/pg" 2>/dev/null
+wait "$SUP_PID" 2>/dev/null
+SUP_PID=""
+PGPID=$(head -n 1 "$T/state/pg/postmaster.pid" 2>/dev/null)
+pg_gone() { ! pgrep -u _agrippadb -f "$T/state/pg" >/dev/null && ! kill -0 "${PGPID:-0}" 2>/dev/null; }
+wait_for 20 pg_gone
+start_daemon_or_finish engine
+wait_for 60 is_status "$R" succeeded
+check "kill -9 of the whole daemon mid-step: the run completes after a restart" is_status "$R" succeeded
+check "... the step crashed once and ran again" [ "$(psql_q "select string_agg(status, ',' order by attempt) from run_steps where run_id = '$R' and step_id = 'mark'")" = crashed,succeeded ]
+check "... event seqs 1..N" seq_ok "$R"
+
+stop_daemon
+check "the daemon stops cleanly" [ "$DAEMON_STATUS" = 0 ]
+check "no runner or sandbox process left" [ -z "$(our_processes)" ]
+finish engine
