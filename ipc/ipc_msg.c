@@ -424,6 +424,49 @@ ipc_dec_engine_conf(const msgpack_object *body, struct ipc_engine_conf *out)
 }
 
 int
+ipc_dec_artifact_put(const msgpack_object *body, const uint8_t **sha, const uint8_t **data,
+    size_t *len)
+{
+	struct ipc_cur c;
+	size_t slen;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_bin(&c, sha, &slen, 32) == -1 || slen != 32 ||
+	    ipc_get_bin(&c, data, len, SIZE_MAX) == -1 || *len == 0 || ipc_end(&c) == -1)
+		return -1;
+	return 0;
+}
+
+int
+ipc_dec_patch_make(const msgpack_object *body, uint64_t *cap)
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_u64(&c, cap) == -1 || *cap == 0 || ipc_end(&c) == -1)
+		return -1;
+	return 0;
+}
+
+int
+ipc_dec_runner_reply(const msgpack_object *body, struct ipc_runner_reply *out)
+{
+	struct ipc_cur c;
+	size_t slen;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_bool(&c, &out->ok) == -1 ||
+	    ipc_get_str(&c, &out->error, &out->errlen, IPC_ERRMSG_MAX) == -1 ||
+	    ipc_get_u64(&c, &out->size) == -1 || ipc_get_bin(&c, &out->sha256, &slen, 32) == -1 ||
+	    (slen != 0 && slen != 32) || ipc_get_bin(&c, &out->data, &out->len, SIZE_MAX) == -1 ||
+	    ipc_end(&c) == -1 || out->len > out->size || (out->ok && out->size > 0 && slen != 32))
+		return -1;
+	if (slen == 0)
+		out->sha256 = NULL;
+	return 0;
+}
+
+int
 ipc_dec_runner_cancel(const msgpack_object *body)
 {
 	struct ipc_cur c;
@@ -943,6 +986,31 @@ val_IMSG_ENGINE_CONF(const msgpack_object *body)
 	struct ipc_engine_conf e;
 
 	return ipc_dec_engine_conf(body, &e);
+}
+
+static int
+val_IMSG_ARTIFACT_PUT(const msgpack_object *body)
+{
+	const uint8_t *sha, *data;
+	size_t len;
+
+	return ipc_dec_artifact_put(body, &sha, &data, &len);
+}
+
+static int
+val_IMSG_PATCH_MAKE(const msgpack_object *body)
+{
+	uint64_t cap;
+
+	return ipc_dec_patch_make(body, &cap);
+}
+
+static int
+val_IMSG_RUNNER_REPLY(const msgpack_object *body)
+{
+	struct ipc_runner_reply r;
+
+	return ipc_dec_runner_reply(body, &r);
 }
 
 static int

@@ -164,6 +164,16 @@
  *               this run.
  *  RUNNER_CANCEL []  end the run cancelled now (kill the running command)
  *  RUNNER_DONE [outcome u32 (IPC_RUN_*)]  the runner is about to exit
+ *  ARTIFACT_PUT [sha256 bin(32), data bin(1..)]  runner -> supervisor: an
+ *               artifact too large for the database, for the store; the
+ *               supervisor checks the digest
+ *  PATCH_MAKE  [cap u64 (> 0)]  runner -> supervisor: the workspace's patch
+ *               against the run's base commit, made by the git helper from
+ *               the trusted copy, at most cap bytes
+ *  RUNNER_REPLY [ok bool, error str(<=IPC_ERRMSG_MAX), size u64, sha256
+ *               bin(0 or 32), data bin]  the answer to either (same id):
+ *               PATCH_MAKE: size 0 for an empty patch; data holds the patch
+ *               when size <= IPC_INLINE_MAX, else it is in the store
  *  ENGINE_CONF [concurrency u32 (0..1024: 0 claims nothing), lease u32 (2..3600 s), sweep u32
  *               (1..3600 s)]  the engine's settings, after READY and after
  *               every reload
@@ -212,7 +222,10 @@
 	X(IMSG_RUNNER_START, 41, SUP, ROLE_BIT(ROLE_RUNNER), IPC_F_FD)                       \
 	X(IMSG_RUNNER_CANCEL, 42, SUP, ROLE_BIT(ROLE_RUNNER), 0)                             \
 	X(IMSG_RUNNER_DONE, 43, ROLE_BIT(ROLE_RUNNER), SUP, 0)                               \
-	X(IMSG_ENGINE_CONF, 44, SUP, ROLE_BIT(ROLE_ENGINE), 0)
+	X(IMSG_ENGINE_CONF, 44, SUP, ROLE_BIT(ROLE_ENGINE), 0)                               \
+	X(IMSG_ARTIFACT_PUT, 45, ROLE_BIT(ROLE_RUNNER), SUP, 0)                              \
+	X(IMSG_PATCH_MAKE, 46, ROLE_BIT(ROLE_RUNNER), SUP, 0)                                \
+	X(IMSG_RUNNER_REPLY, 47, SUP, ROLE_BIT(ROLE_RUNNER), 0)
 
 enum ipc_msg_type {
 #define IPC_X_ENUM(sym, num, snd, rcv, fl) sym = num,
@@ -349,6 +362,20 @@ struct ipc_engine_conf {
 	uint32_t concurrency, lease, sweep;
 };
 int ipc_dec_engine_conf(const msgpack_object *body, struct ipc_engine_conf *out);
+#define IPC_INLINE_MAX (256 * 1024) /* artifacts up to this size live in the database */
+int ipc_dec_artifact_put(const msgpack_object *body, const uint8_t **sha, const uint8_t **data,
+                         size_t *len);
+int ipc_dec_patch_make(const msgpack_object *body, uint64_t *cap);
+struct ipc_runner_reply {
+	int ok;
+	const char *error;
+	size_t errlen;
+	uint64_t size;
+	const uint8_t *sha256; /* NULL when none */
+	const uint8_t *data;
+	size_t len;
+};
+int ipc_dec_runner_reply(const msgpack_object *body, struct ipc_runner_reply *out);
 #define IPC_SECRET_MAX 4096 /* a repository token over the API */
 int ipc_dec_repo_seal(const msgpack_object *body, const uint8_t **token, size_t *len);
 int ipc_dec_repo_sealed(const msgpack_object *body, const uint8_t **nonce, const uint8_t **ct,

@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <jansson.h>
+#include <sodium.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +38,8 @@
 #include "common/log.h"
 #include "runner/runner.h"
 
-#define EXEC_ID_BASE 1000
+#define ART_ID_BASE (1ull << 40)   /* SBX_ARTIFACT ids */
+#define CLEAN_ID (1ull << 50)      /* the stale-artifact removal */
 
 struct rstep {
 	json_t *j;           /* borrowed from the template */
@@ -49,6 +51,26 @@ struct rstep {
 	int crashes;         /* attempts crashed */
 	int running;         /* attempt left running, 0 for none */
 	const char *final;   /* "succeeded", "skipped", "failed", "timed_out", "cancelled" or NULL */
+};
+
+/* An artifact the step's contract names, and what became of it. */
+struct art {
+	const char *key, *kind, *file;
+	int required;
+	unsigned char *data;     /* read from the sandbox */
+	size_t len, cap;
+	unsigned char sha[32];
+	int ok;                  /* read and checked */
+	int stored;              /* in the store (too large for the database) */
+	char why[IPC_ERRMSG_MAX + 64]; /* why it was not taken, when not */
+};
+
+/* A step end held back until the attempt's artifacts are read. */
+struct pending_end {
+	char status[16];
+	int exit_status, final;
+	char error[IPC_ERRMSG_MAX + 64];
+	json_t *extra;
 };
 
 struct outbuf {
@@ -87,6 +109,13 @@ static struct runner {
 	uint64_t exec_id;
 	struct outbuf out[3];
 	struct event *flush_ev;
+	/* the artifacts of the current attempt */
+	struct art *arts;
+	size_t narts, art_cur;
+	uint64_t art_id;
+	struct pending_end *pend;   /* the end waiting for the artifacts */
+	uint64_t put_id, patch_id;
+	int cleaning;               /* the stale-artifact removal is running */
 	/* the operation queue */
 	struct qop *qhead, *qtail;
 	int inflight;
@@ -94,6 +123,12 @@ static struct runner {
 
 static void next_step(void);
 static void finish_run(const char *status, const char *error);
+static void attempt_over(const char *status, int exit_status, const char *error, json_t *extra);
+static void art_output(const uint8_t *data, size_t len);
+static void art_result(const struct ipc_msg *m);
+static void art_put_done(const struct ipc_runner_reply *rr);
+static void patch_start(void);
+static void patch_done(const struct ipc_runner_reply *rr);
 
 /* ---- the operation queue ------------------------------------------------- */
 
@@ -565,10 +600,11 @@ step_end_done(struct child *c, const struct ipc_db_result *r, void *arg)
 /* End attempt rn.attempt of the current step with status; final: no retry
  * follows (the phase may end with it). */
 static void
-step_end(const char *status, int exit_status, const char *error, json_t *extra, int final)
+step_end_arts(const char *status, int exit_status, const char *error, json_t *extra, int final,
+    json_t *arts)
 {
 	struct rstep *s = &rn.steps[rn.cur];
-	struct qop *q = q_begin("runner_step_end", 6);
+	struct qop *q = q_begin("runner_step_end", 7);
 	struct end_ctx *x;
 	char *js;
 
@@ -597,7 +633,21 @@ step_end(const char *status, int exit_status, const char *error, json_t *extra, 
 	json_decref(extra);
 	ipc_put_str(&q->w, js);
 	free(js);
+	if (arts != NULL) {
+		if ((js = json_dumps(arts, JSON_COMPACT)) == NULL)
+			fatalx("out of memory");
+		json_decref(arts);
+		ipc_put_str(&q->w, js);
+		free(js);
+	} else
+		ipc_put_nil(&q->w);
 	q_send(q, step_end_done, x);
+}
+
+static void
+step_end(const char *status, int exit_status, const char *error, json_t *extra, int final)
+{
+	step_end_arts(status, exit_status, error, extra, final, NULL);
 }
 
 /* ---- command steps ------------------------------------------------------- */
@@ -621,7 +671,7 @@ step_timeout_ms(const struct rstep *s)
 }
 
 static void
-command_start(void)
+command_run(void)
 {
 	struct rstep *s = &rn.steps[rn.cur];
 	struct ipc_wbuf w;
@@ -646,7 +696,6 @@ command_exited(const struct ipc_sbx_exit *x)
 	const char *status;
 	char err[IPC_ERRMSG_MAX + 64];
 	json_t *extra;
-	int final = 1;
 
 	rn.exec_running = 0;
 	evtimer_del(rn.flush_ev);
@@ -673,16 +722,378 @@ command_exited(const struct ipc_sbx_exit *x)
 			snprintf(err, sizeof(err), "exited with status %lld", (long long)x->status);
 	} else
 		status = "succeeded";
-	if (strcmp(status, "failed") == 0 || strcmp(status, "timed_out") == 0) {
+	attempt_over(status, x->status >= 0 && x->status <= 255 && x->code == 0 ? (int)x->status : -1,
+	    err[0] != '\0' ? err : NULL, extra);
+}
+
+/* ---- artifacts ----------------------------------------------------------- */
+
+static void
+arts_free(void)
+{
+	size_t i;
+
+	for (i = 0; i < rn.narts; i++)
+		free(rn.arts[i].data);
+	free(rn.arts);
+	rn.arts = NULL;
+	rn.narts = rn.art_cur = 0;
+}
+
+/* The current step's contract: its "produces". */
+static void
+arts_load(void)
+{
+	struct rstep *s = &rn.steps[rn.cur];
+	json_t *prod = json_object_get(s->j, "produces"), *p;
+	size_t i;
+
+	arts_free();
+	rn.narts = json_array_size(prod);
+	if ((rn.arts = calloc(rn.narts + 1, sizeof(*rn.arts))) == NULL)
+		fatal("calloc");
+	json_array_foreach(prod, i, p) {
+		rn.arts[i].key = jstr(p, "key", "");
+		rn.arts[i].kind = jstr(p, "kind", "text");
+		rn.arts[i].file = jstr(p, "file", "");
+		rn.arts[i].required = json_is_true(json_object_get(p, "required"));
+		snprintf(rn.arts[i].why, sizeof(rn.arts[i].why), "missing");
+	}
+}
+
+/* The largest artifact a frame to the supervisor can carry. */
+static uint64_t
+art_cap(void)
+{
+	return rn.c.max_frame > 2 * 65536 ? rn.c.max_frame - 65536 : 65536;
+}
+
+static char *
+b64(const unsigned char *p, size_t len)
+{
+	size_t n = sodium_base64_encoded_len(len, sodium_base64_VARIANT_ORIGINAL);
+	char *o = malloc(n);
+
+	if (o == NULL)
+		fatal("malloc");
+	sodium_bin2base64(o, n, p, len, sodium_base64_VARIANT_ORIGINAL);
+	return o;
+}
+
+static void attempt_decide(void);
+
+/* Every artifact read: the contract is checked and the end goes out. */
+static void
+arts_finish(void)
+{
+	struct pending_end *e = rn.pend;
+	json_t *arts = json_array();
+	char hex[65], *enc;
+	size_t i;
+
+	for (i = 0; i < rn.narts; i++) {
+		struct art *a = &rn.arts[i];
+		json_t *o;
+
+		if (!a->ok) {
+			if (a->required && strcmp(e->status, "succeeded") == 0) {
+				snprintf(e->error, sizeof(e->error),
+				    "contract_violation: artifact %.64s (%.128s): %.512s", a->key, a->file,
+				    a->why);
+				snprintf(e->status, sizeof(e->status), "failed");
+			}
+			continue;
+		}
+		sodium_bin2hex(hex, sizeof(hex), a->sha, sizeof(a->sha));
+		o = json_pack("{s:s, s:s, s:I, s:s}", "key", a->key, "kind", a->kind, "size",
+		    (json_int_t)a->len, "sha256", hex);
+		if (!a->stored) {
+			enc = b64(a->data, a->len);
+			json_object_set_new(o, "inline", json_string(enc));
+			free(enc);
+		}
+		json_array_append_new(arts, o);
+	}
+	json_object_set_new(e->extra, "artifacts_json", arts);
+	attempt_decide();
+}
+
+static void arts_next(void);
+
+static void
+art_rejected(struct art *a)
+{
+	struct rstep *s = &rn.steps[rn.cur];
+
+	send_event("artifact.rejected", json_pack("{s:s, s:i, s:s, s:s, s:s}", "step_id", s->id,
+	    "attempt", rn.attempt, "key", a->key, "file", a->file, "reason", a->why));
+}
+
+/* SBX_RESULT of an SBX_ARTIFACT. */
+static void
+art_result(const struct ipc_msg *m)
+{
+	struct art *a = &rn.arts[rn.art_cur];
+	struct ipc_sbx_result res;
+	struct ipc_cur c;
+	const uint8_t *sha;
+	unsigned char got[32];
+	uint64_t size;
+	size_t slen;
+	struct ipc_wbuf w;
+
+	if (ipc_dec_sbx_result(m->body, &res) == -1)
+		fatalx("a bad artifact result from the sandbox");
+	if (res.code != 0) {
+		if (res.code == ENOENT)
+			snprintf(a->why, sizeof(a->why), "missing");
+		else
+			snprintf(a->why, sizeof(a->why), "%.*s", (int)res.errlen, res.error);
+		if (res.code != ENOENT)
+			art_rejected(a);
+		rn.art_cur++;
+		arts_next();
+		return;
+	}
+	if (res.data->type != MSGPACK_OBJECT_ARRAY)
+		fatalx("a bad artifact result from the sandbox");
+	ipc_cur_init(&c, res.data);
+	if (ipc_get_u64(&c, &size) == -1 || ipc_get_bin(&c, &sha, &slen, 32) == -1 || slen != 32)
+		fatalx("a bad artifact result from the sandbox");
+	crypto_hash_sha256(got, a->data, a->len);
+	if (size != a->len || sodium_memcmp(got, sha, 32) != 0) {
+		snprintf(a->why, sizeof(a->why), "it changed while it was read");
+		art_rejected(a);
+		rn.art_cur++;
+		arts_next();
+		return;
+	}
+	memcpy(a->sha, got, 32);
+	a->ok = 1;
+	if (a->len <= IPC_INLINE_MAX) {
+		rn.art_cur++;
+		arts_next();
+		return;
+	}
+	/* too large for the database: into the store first */
+	rn.put_id = ++rn.art_id;
+	ipc_wbuf_begin(&w, IMSG_ARTIFACT_PUT, rn.put_id, 2);
+	ipc_put_bin(&w, a->sha, 32);
+	ipc_put_bin(&w, a->data, a->len);
+	if (ipc_wbuf_finish(&w, rn.c.max_frame) == -1 || ipc_chan_send(rn.c.sup, &w, -1) == -1)
+		fatalx("cannot send an artifact to the supervisor");
+	ipc_wbuf_free(&w);
+}
+
+/* The supervisor stored (or not) the artifact sent with ARTIFACT_PUT. */
+static void
+art_put_done(const struct ipc_runner_reply *rr)
+{
+	struct art *a = &rn.arts[rn.art_cur];
+
+	rn.put_id = 0;
+	if (rr->ok) {
+		a->stored = 1;
+	} else {
+		a->ok = 0;
+		snprintf(a->why, sizeof(a->why), "%.*s", (int)rr->errlen, rr->error);
+		art_rejected(a);
+	}
+	rn.art_cur++;
+	arts_next();
+}
+
+static void
+arts_next(void)
+{
+	struct ipc_wbuf w;
+	struct art *a;
+
+	if (rn.art_cur >= rn.narts) {
+		arts_finish();
+		return;
+	}
+	a = &rn.arts[rn.art_cur];
+	a->cap = art_cap();
+	rn.art_id = ART_ID_BASE + rn.art_cur;
+	ipc_wbuf_begin(&w, IMSG_SBX_ARTIFACT, rn.art_id, 4);
+	ipc_put_str(&w, a->key);
+	ipc_put_str(&w, a->kind);
+	ipc_put_str(&w, a->file);
+	ipc_put_u64(&w, a->cap);
+	sbx_send(&w);
+}
+
+static void
+art_output(const uint8_t *data, size_t len)
+{
+	struct art *a = &rn.arts[rn.art_cur];
+
+	if (a->len + len > a->cap)
+		fatalx("the sandbox sent more of an artifact than its cap");
+	if ((a->data = realloc(a->data, a->len + len)) == NULL)
+		fatal("realloc");
+	memcpy(a->data + a->len, data, len);
+	a->len += len;
+}
+
+/* The attempt ended with status: read its artifacts when it keeps them
+ * (succeeded, or failed for good where failure is allowed), then decide. */
+static void
+attempt_over(const char *status, int exit_status, const char *error, json_t *extra)
+{
+	struct rstep *s = &rn.steps[rn.cur];
+	struct pending_end *e;
+	int failed = strcmp(status, "failed") == 0;
+
+	if ((e = calloc(1, sizeof(*e))) == NULL)
+		fatal("calloc");
+	snprintf(e->status, sizeof(e->status), "%s", status);
+	snprintf(e->error, sizeof(e->error), "%s", error != NULL ? error : "");
+	e->exit_status = exit_status;
+	e->extra = extra != NULL ? extra : json_object();
+	rn.pend = e;
+	arts_load();
+	if (rn.narts > 0 && !rn.cancel &&
+	    (strcmp(status, "succeeded") == 0 ||
+		(failed && s->allow_failure && s->fails + 1 > s->retry))) {
+		arts_next();
+		return;
+	}
+	attempt_decide();
+}
+
+/* Retry, or end the step, with what the attempt left. */
+static void
+attempt_decide(void)
+{
+	struct rstep *s = &rn.steps[rn.cur];
+	struct pending_end *e = rn.pend;
+	json_t *arts = json_object_get(e->extra, "artifacts_json");
+	int final = 1;
+
+	rn.pend = NULL;
+	if (arts != NULL)
+		json_incref(arts);
+	json_object_del(e->extra, "artifacts_json");
+	if (strcmp(e->status, "failed") == 0 || strcmp(e->status, "timed_out") == 0) {
 		s->fails++;
 		if (s->fails <= s->retry) {
 			final = 0;
-			json_object_set_new(extra, "retrying", json_true());
+			json_object_set_new(e->extra, "retrying", json_true());
+			json_decref(arts); /* a retried attempt keeps nothing */
+			arts = NULL;
 		} else
-			note_failure(s, "step %s: %s", s->id, err);
+			note_failure(s, "step %s: %s", s->id, e->error);
 	}
-	step_end(status, x->status >= 0 && x->status <= 255 && x->code == 0 ? (int)x->status : -1,
-	    err[0] != '\0' ? err : NULL, extra, final);
+	arts_free();
+	step_end_arts(e->status, e->exit_status, e->error[0] != '\0' ? e->error : NULL, e->extra,
+	    final, arts);
+	free(e);
+}
+
+/* ---- patch steps --------------------------------------------------------- */
+
+static void
+patch_start(void)
+{
+	struct ipc_wbuf w;
+
+	rn.patch_id = ++rn.art_id;
+	ipc_wbuf_begin(&w, IMSG_PATCH_MAKE, rn.patch_id, 1);
+	ipc_put_u64(&w, art_cap());
+	if (ipc_wbuf_finish(&w, rn.c.max_frame) == -1 || ipc_chan_send(rn.c.sup, &w, -1) == -1)
+		fatalx("cannot ask for a patch");
+	ipc_wbuf_free(&w);
+}
+
+/* The supervisor's patch: the contract's patch artifact (the first of kind
+ * patch, or an optional "patch"). */
+static void
+patch_done(const struct ipc_runner_reply *rr)
+{
+	struct pending_end *e;
+	struct art *a = NULL;
+	size_t i;
+
+	rn.patch_id = 0;
+	if ((e = calloc(1, sizeof(*e))) == NULL)
+		fatal("calloc");
+	e->exit_status = -1;
+	e->extra = json_pack("{s:I}", "patch_size", (json_int_t)rr->size);
+	rn.pend = e;
+	if (!rr->ok) {
+		snprintf(e->status, sizeof(e->status), "failed");
+		snprintf(e->error, sizeof(e->error), "the patch could not be made: %.*s",
+		    (int)rr->errlen, rr->error);
+		arts_free();
+		attempt_decide();
+		return;
+	}
+	snprintf(e->status, sizeof(e->status), "succeeded");
+	arts_load();
+	for (i = 0; i < rn.narts && a == NULL; i++)
+		if (strcmp(rn.arts[i].kind, "patch") == 0)
+			a = &rn.arts[i];
+	if (a == NULL) {
+		arts_free();
+		if ((rn.arts = calloc(1, sizeof(*rn.arts))) == NULL)
+			fatal("calloc");
+		rn.narts = 1;
+		a = &rn.arts[0];
+		a->key = "patch";
+		a->kind = "patch";
+		a->file = "";
+	}
+	if (rr->size == 0) {
+		snprintf(a->why, sizeof(a->why), "the workspace has no change");
+	} else {
+		a->ok = 1;
+		a->len = (size_t)rr->size;
+		memcpy(a->sha, rr->sha256, 32);
+		if (rr->len > 0) {
+			if ((a->data = malloc(rr->len)) == NULL)
+				fatal("malloc");
+			memcpy(a->data, rr->data, rr->len);
+		} else
+			a->stored = 1;
+	}
+	/* only the patch artifact: other keys a patch step names are not made */
+	for (i = 0; i < rn.narts; i++)
+		if (&rn.arts[i] != a)
+			rn.arts[i].required = 0, rn.arts[i].ok = 0;
+	arts_finish();
+}
+
+/* Before a command whose step produces artifacts: its contracted files go,
+ * so that a file an earlier attempt left is never taken for this one's. */
+static void
+command_start(void)
+{
+	struct rstep *s = &rn.steps[rn.cur];
+	json_t *prod = json_object_get(s->j, "produces"), *p;
+	struct ipc_wbuf w;
+	size_t i, n = json_array_size(prod);
+	char path[IPC_SBX_NAME_MAX + 32];
+
+	if (n == 0) {
+		command_run();
+		return;
+	}
+	rn.cleaning = 1;
+	ipc_wbuf_begin(&w, IMSG_SBX_EXEC, CLEAN_ID, 4);
+	ipc_put_bool(&w, 0);
+	ipc_put_array(&w, (uint32_t)(n + 3));
+	ipc_put_str(&w, "rm");
+	ipc_put_str(&w, "-f");
+	ipc_put_str(&w, "--");
+	json_array_foreach(prod, i, p) {
+		snprintf(path, sizeof(path), ".agrippa/artifacts/%s", jstr(p, "file", ""));
+		ipc_put_str(&w, path);
+	}
+	ipc_put_str(&w, "");
+	ipc_put_u64(&w, 60000);
+	sbx_send(&w);
 }
 
 /* ---- checkpoints --------------------------------------------------------- */
@@ -771,6 +1182,8 @@ step_begun(struct child *c, const struct ipc_db_result *r, void *arg)
 		command_start();
 	} else if (strcmp(s->kind, "checkpoint") == 0) {
 		checkpoint_start();
+	} else if (strcmp(s->kind, "patch") == 0) {
+		patch_start();
 	} else {
 		char err[128];
 
@@ -988,13 +1401,36 @@ sbx_msg(struct ipc_chan *ch, struct ipc_msg *m, void *arg)
 		q_send(q_begin("runner_load", 0), loaded, NULL);
 		return;
 	case IMSG_SBX_OUTPUT:
-		if (m->id == rn.exec_id && rn.exec_running && ipc_dec_sbx_output(m->body, &o) == 0)
+		if (ipc_dec_sbx_output(m->body, &o) == -1)
+			return;
+		if (m->id == rn.exec_id && rn.exec_running)
 			buffer_output(o.stream, o.data, o.len);
+		else if (m->id == rn.art_id && m->id >= ART_ID_BASE && o.stream == 0 &&
+		    rn.art_cur < rn.narts)
+			art_output(o.data, o.len);
 		return;
 	case IMSG_SBX_EXIT:
-		if (m->id != rn.exec_id || !rn.exec_running || ipc_dec_sbx_exit(m->body, &x) == -1)
+		if (ipc_dec_sbx_exit(m->body, &x) == -1)
+			fatalx("the sandbox sent a bad exit");
+		if (m->id == CLEAN_ID && rn.cleaning) {
+			rn.cleaning = 0;
+			if (x.code != 0 || x.status != 0)
+				log_warnx("run %s: removing stale artifacts failed", rn.run);
+			if (rn.cancel) {
+				attempt_over("cancelled", -1, "cancelled", NULL);
+				return;
+			}
+			command_run();
+			return;
+		}
+		if (m->id != rn.exec_id || !rn.exec_running)
 			fatalx("the sandbox sent an exit for no command");
 		command_exited(&x);
+		return;
+	case IMSG_SBX_RESULT:
+		if (m->id != rn.art_id || m->id < ART_ID_BASE || rn.art_cur >= rn.narts)
+			fatalx("the sandbox sent a result for nothing asked");
+		art_result(m);
 		return;
 	default:
 		fatalx("unexpected %s from the sandbox", ipc_msg_name(m->type));
@@ -1013,6 +1449,7 @@ static void
 runner_dispatch(struct child *c, struct ipc_msg *m)
 {
 	struct ipc_runner_start st;
+	struct ipc_runner_reply rr;
 	struct ipc_wbuf w;
 
 	if (rn.exiting)
@@ -1030,6 +1467,16 @@ runner_dispatch(struct child *c, struct ipc_msg *m)
 		if (rn.sbx == NULL)
 			fatalx("cannot set up the sandbox channel");
 		m->fd = -1;
+		return;
+	case IMSG_RUNNER_REPLY:
+		if (ipc_dec_runner_reply(m->body, &rr) == -1)
+			fatalx("a bad reply from the supervisor");
+		if (m->id != 0 && m->id == rn.put_id)
+			art_put_done(&rr);
+		else if (m->id != 0 && m->id == rn.patch_id)
+			patch_done(&rr);
+		else
+			fatalx("a reply from the supervisor to nothing asked");
 		return;
 	case IMSG_RUNNER_CANCEL:
 		if (rn.cancel)

@@ -70,7 +70,7 @@ echo "demo: \$ agrippactl sandbox run -- sh -c 'id; ls /; ...'"
 	 echo "processes: $(ls /proc | grep -c "^[0-9]")"; touch /etc/x 2>&1 | sed "s/^/refused: /"' || true
 echo
 echo "demo: the API: an operator sets up a user, a project and a repository, then the user"
-echo "demo: submits a run of templates/run-tests.yaml and follows its events"
+echo "demo: submits a run of templates/run-tests.yaml, approves it and reads its events"
 CTLS="./build/agrippactl -s $DEMO/agrippad.sock"
 # The state directory outlives a demo: what exists already is kept.
 $CTLS user add demo "Demo User" >/dev/null 2>&1 || true
@@ -82,17 +82,45 @@ TOKEN=$($CTLS token create demo 1 | tail -n 1)
 API="http://127.0.0.1:$PORT"
 AUTH="Authorization: Bearer $TOKEN"
 PROJ=$(curl -s -H "$AUTH" "$API/v1/me" | sed -n 's/.*"projects":\[{"id":"\([0-9a-f-]*\)".*/\1/p')
-echo "demo: \$ curl -H 'Authorization: Bearer agr_...' -d '{\"template\":\"run-tests\",\"params\":{\"repo\":\"self\"}}' $API/v1/projects/$PROJ/runs"
-RUN_JSON=$(curl -s -H "$AUTH" -H 'Content-Type: application/json' \
-	-d '{"template":"run-tests","params":{"repo":"self"}}' "$API/v1/projects/$PROJ/runs")
+BODY='{"template":"run-tests","params":{"repo":"self","test_command":"ls && grep -c . README.md"}}'
+echo "demo: \$ curl -H 'Authorization: Bearer agr_...' -d '$BODY' $API/v1/projects/$PROJ/runs"
+RUN_JSON=$(curl -s -H "$AUTH" -H 'Content-Type: application/json' -d "$BODY" "$API/v1/projects/$PROJ/runs")
 echo "$RUN_JSON" | head -c 300
 echo " ..."
 RUN=$(echo "$RUN_JSON" | sed -n 's/^{"id":"\([0-9a-f-]*\)".*/\1/p')
+# run_status: the run's status from the API
+run_status() { curl -s -H "$AUTH" "$API/v1/runs/$RUN" | sed -n 's/.*"status":"\([a-z_]*\)".*/\1/p'; }
+# wait_status STATUS...: up to 60 s for the run to reach one of them
+wait_status() {
+	i=0
+	while [ $i -lt 600 ]; do
+		st=$(run_status)
+		for want in "$@"; do [ "$st" = "$want" ] && return 0; done
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
 if [ -n "$RUN" ]; then
-	echo "demo: the engine that executes runs is not part of this release; cancelling the run"
-	curl -s -o /dev/null -H "$AUTH" -X POST "$API/v1/runs/$RUN/cancel"
+	echo "demo: the engine claims it, the git helper clones the repository, the runner runs"
+	echo "demo: the test command in the run's sandbox, makes the patch and waits for an approval"
+	if wait_status waiting_approval succeeded failed; then
+		APPROVAL=$(curl -s -H "$AUTH" "$API/v1/runs/$RUN/approvals" |
+			sed -n 's/.*"id":"\([0-9a-f-]*\)".*"status":"pending".*/\1/p')
+		if [ -n "$APPROVAL" ]; then
+			echo "demo: \$ curl -d '{\"decision\":\"approved\"}' $API/v1/approvals/$APPROVAL/decide"
+			curl -s -o /dev/null -H "$AUTH" -H 'Content-Type: application/json' \
+				-d '{"decision":"approved"}' "$API/v1/approvals/$APPROVAL/decide"
+			wait_status succeeded failed cancelled || true
+		fi
+	fi
+	echo "demo: the run is $(run_status); its events:"
 	echo "demo: \$ curl -N $API/v1/runs/$RUN/events/stream"
-	curl -s -N --max-time 5 -H "$AUTH" "$API/v1/runs/$RUN/events/stream" || true
+	curl -s -N --max-time 5 -H "$AUTH" "$API/v1/runs/$RUN/events/stream" | grep '^event:\|^data:' |
+		cut -c1-160 || true
+	echo "demo: \$ curl $API/v1/runs/$RUN/artifacts"
+	curl -s -H "$AUTH" "$API/v1/runs/$RUN/artifacts" | head -c 400
+	echo
 fi
 $CTLS token revoke "$(printf '%s' "$TOKEN" | cut -c1-12)" >/dev/null 2>&1 || true
 echo

@@ -55,6 +55,10 @@ struct srun {
 	uint32_t outcome;
 	int ended;          /* RUN_ENDED sent: the run is over for this supervisor */
 	int setup_ops;      /* the supervisor's own operations in flight */
+	char base[65];      /* the run's base commit, once known */
+	uint64_t patch_id;  /* the PATCH_MAKE being answered, 0 for none */
+	int patch_fd;       /* its file, until the git helper is done */
+	char patch_tmp[PATH_MAX];
 };
 static LIST_HEAD(, srun) sruns = LIST_HEAD_INITIALIZER(sruns);
 
@@ -143,6 +147,10 @@ srun_maybe_free(struct srun *r)
 	LIST_REMOVE(r, entry);
 	if (r->sbx_fd >= 0)
 		close(r->sbx_fd);
+	if (r->patch_fd >= 0)
+		close(r->patch_fd);
+	if (r->patch_tmp[0] != '\0')
+		unlink(r->patch_tmp);
 	free(r);
 }
 
@@ -259,6 +267,206 @@ srun_fail(struct srun *r, const char *why)
 	sop_submit(r, "sup_run_fail", failed_done, 3, r->p.run, r->p.owner, why);
 }
 
+
+/* ---- the artifact store -------------------------------------------------- */
+
+static void
+runner_reply(struct srun *r, uint64_t id, int ok, const char *error, uint64_t size,
+    const unsigned char *sha, const void *data, size_t len)
+{
+	struct ipc_wbuf w;
+
+	ipc_wbuf_begin(&w, IMSG_RUNNER_REPLY, id, 5);
+	ipc_put_bool(&w, ok);
+	ipc_put_str(&w, error);
+	ipc_put_u64(&w, size);
+	ipc_put_bin(&w, sha != NULL ? sha : (const unsigned char *)"", sha != NULL ? 32 : 0);
+	ipc_put_bin(&w, data != NULL ? data : "", len);
+	if (proc_send(&r->p, &w, -1) == -1)
+		log_warnx("run %s: cannot answer the runner", r->p.run);
+}
+
+static void
+hexof(const unsigned char sha[32], char hex[65])
+{
+	sodium_bin2hex(hex, 65, sha, 32);
+}
+
+/* STATE/artifacts, made when missing (only the supervisor writes it). */
+static int
+store_dir(char *dir, size_t dirsz)
+{
+	if (fmt_ok(dir, dirsz, "%s/artifacts", sup.conf.state_dir) == -1) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	if (mkdir(dir, 0700) == -1 && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
+/* Move the finished file tmp into the store under its digest. */
+static int
+store_commit(const char *tmp, const char hex[65])
+{
+	char dir[PATH_MAX], sub[PATH_MAX], path[PATH_MAX];
+
+	if (store_dir(dir, sizeof(dir)) == -1 ||
+	    fmt_ok(sub, sizeof(sub), "%s/%.2s", dir, hex) == -1 ||
+	    fmt_ok(path, sizeof(path), "%s/%s", sub, hex) == -1)
+		return -1;
+	if (mkdir(sub, 0700) == -1 && errno != EEXIST)
+		return -1;
+	return rename(tmp, path);
+}
+
+/* A new empty file in the store's directory, for writing (tmp gets its
+ * path). */
+static int
+store_tmp(char *tmp, size_t tmpsz)
+{
+	char dir[PATH_MAX];
+	int fd;
+
+	if (store_dir(dir, sizeof(dir)) == -1 ||
+	    fmt_ok(tmp, tmpsz, "%s/.tmp-XXXXXX", dir) == -1)
+		return -1;
+	if ((fd = mkostemp(tmp, O_CLOEXEC)) == -1)
+		return -1;
+	return fd;
+}
+
+/* ARTIFACT_PUT: the runner's artifact, checked against its digest and kept
+ * under it. */
+static void
+artifact_put(struct srun *r, struct ipc_msg *m)
+{
+	const uint8_t *sha, *data;
+	unsigned char got[32];
+	char hex[65], tmp[PATH_MAX];
+	size_t len, off = 0;
+	ssize_t n;
+	int fd;
+
+	if (ipc_dec_artifact_put(m->body, &sha, &data, &len) == -1)
+		return; /* the catalog checked it */
+	crypto_hash_sha256(got, data, len);
+	if (sodium_memcmp(got, sha, 32) != 0) {
+		runner_reply(r, m->id, 0, "the artifact does not match its digest", 0, NULL, NULL, 0);
+		return;
+	}
+	hexof(got, hex);
+	if ((fd = store_tmp(tmp, sizeof(tmp))) == -1) {
+		log_warn("run %s: artifact store", r->p.run);
+		runner_reply(r, m->id, 0, "the artifact store cannot be written", 0, NULL, NULL, 0);
+		return;
+	}
+	while (off < len && (n = write(fd, data + off, len - off)) > 0)
+		off += (size_t)n;
+	if (off != len || fsync(fd) == -1 || close(fd) == -1 || store_commit(tmp, hex) == -1) {
+		log_warn("run %s: artifact store", r->p.run);
+		if (off != len)
+			close(fd);
+		unlink(tmp);
+		runner_reply(r, m->id, 0, "the artifact store cannot be written", 0, NULL, NULL, 0);
+		return;
+	}
+	runner_reply(r, m->id, 1, "", len, got, NULL, 0);
+}
+
+/* The git helper made the patch into r->patch_fd. */
+static void
+patch_done(void *arg, int ok, const char *error, const char *base, uint64_t size)
+{
+	struct srun *r = arg;
+	crypto_hash_sha256_state st;
+	unsigned char sha[32], *buf = NULL;
+	char hex[65], why[IPC_ERRMSG_MAX];
+	uint64_t id = r->patch_id;
+	size_t off = 0;
+	ssize_t n;
+
+	r->gitrun = NULL;
+	r->patch_id = 0;
+	if (r->ended || r->p.chan == NULL) {
+		srun_maybe_free(r);
+		return;
+	}
+	if (!ok || size == 0) {
+		close(r->patch_fd);
+		r->patch_fd = -1;
+		unlink(r->patch_tmp);
+		r->patch_tmp[0] = '\0';
+		runner_reply(r, id, ok, ok ? "" : error, 0, NULL, NULL, 0);
+		return;
+	}
+	if ((buf = malloc(size)) == NULL)
+		fatal("malloc");
+	while (off < size && (n = pread(r->patch_fd, buf + off, size - off, (off_t)off)) > 0)
+		off += (size_t)n;
+	close(r->patch_fd);
+	r->patch_fd = -1;
+	crypto_hash_sha256_init(&st);
+	crypto_hash_sha256_update(&st, buf, off);
+	crypto_hash_sha256_final(&st, sha);
+	hexof(sha, hex);
+	if (off != size || store_commit(r->patch_tmp, hex) == -1) {
+		snprintf(why, sizeof(why), "the patch cannot be stored: %s", strerror(errno));
+		unlink(r->patch_tmp);
+		r->patch_tmp[0] = '\0';
+		free(buf);
+		runner_reply(r, id, 0, why, 0, NULL, NULL, 0);
+		return;
+	}
+	r->patch_tmp[0] = '\0';
+	runner_reply(r, id, 1, "", size, sha, size <= IPC_INLINE_MAX ? buf : NULL,
+	    size <= IPC_INLINE_MAX ? size : 0);
+	free(buf);
+}
+
+/* PATCH_MAKE: the workspace against the base commit, from the trusted
+ * copy, by a git helper. */
+static void
+patch_make(struct srun *r, struct ipc_msg *m)
+{
+	struct gitrun_req gr;
+	char why[512];
+	uint64_t cap;
+
+	if (ipc_dec_patch_make(m->body, &cap) == -1)
+		return;
+	if (r->patch_id != 0 || r->gitrun != NULL) {
+		runner_reply(r, m->id, 0, "a patch is being made already", 0, NULL, NULL, 0);
+		return;
+	}
+	if (r->base[0] == '\0') {
+		runner_reply(r, m->id, 0, "the run has no repository to make a patch against", 0,
+		    NULL, NULL, 0);
+		return;
+	}
+	if ((r->patch_fd = store_tmp(r->patch_tmp, sizeof(r->patch_tmp))) == -1) {
+		r->patch_tmp[0] = '\0';
+		runner_reply(r, m->id, 0, "the artifact store cannot be written", 0, NULL, NULL, 0);
+		return;
+	}
+	memset(&gr, 0, sizeof(gr));
+	gr.diff = 1;
+	gr.workspace = r->ws;
+	gr.gitdir = r->git;
+	gr.base = r->base;
+	gr.cap = cap;
+	gr.outfd = r->patch_fd;
+	r->patch_id = m->id;
+	if ((r->gitrun = gitrun_start(&gr, patch_done, r, why, sizeof(why))) == NULL) {
+		r->patch_id = 0;
+		close(r->patch_fd);
+		r->patch_fd = -1;
+		unlink(r->patch_tmp);
+		r->patch_tmp[0] = '\0';
+		runner_reply(r, m->id, 0, why, 0, NULL, NULL, 0);
+	}
+}
+
 /* ---- the runner ---------------------------------------------------------- */
 
 static void
@@ -294,6 +502,12 @@ runner_on_msg(struct ipc_chan *ch, struct ipc_msg *m, void *arg)
 		return;
 	case IMSG_DB_OP:
 		sup_db_op(&r->p, m);
+		return;
+	case IMSG_ARTIFACT_PUT:
+		artifact_put(r, m);
+		return;
+	case IMSG_PATCH_MAKE:
+		patch_make(r, m);
 		return;
 	case IMSG_RUNNER_DONE:
 		if (ipc_dec_runner_done(m->body, &outcome) == 0 && !r->said) {
@@ -429,6 +643,7 @@ checkout_done(void *arg, int ok, const char *error, const char *base, uint64_t s
 		return;
 	}
 	log_info("run %s: checked out %s", r->p.run, base);
+	snprintf(r->base, sizeof(r->base), "%s", base);
 	sop_submit(r, "sup_run_checked_out", checked_out_done, 3, r->p.run, r->p.owner, base);
 }
 
@@ -487,6 +702,7 @@ setup_done(struct srun *r, int code, const char *err, PGresult *res)
 		return;
 	}
 	if (!PQgetisnull(res, 0, 5)) { /* checked out before: resume in it */
+		snprintf(r->base, sizeof(r->base), "%s", PQgetvalue(res, 0, 5));
 		if (lstat(r->ws, &st) == -1 || !S_ISDIR(st.st_mode)) {
 			srun_fail(r, "the run's workspace is gone");
 			return;
@@ -554,6 +770,7 @@ runs_start(struct proc *engine, struct ipc_msg *m)
 	r->p.name = "runner";
 	r->p.on_idle = srun_idle;
 	r->sbx_fd = -1;
+	r->patch_fd = -1;
 	memcpy(r->p.run, run, sizeof(r->p.run));
 	snprintf(r->p.owner, sizeof(r->p.owner), "%s", engine->instance);
 	snprintf(r->p.instance, sizeof(r->p.instance), "runner-%.8s", run);

@@ -52,11 +52,12 @@ BEGIN
 END
 $$;
 
--- The event types a runner may append on its own: output.  The rest are
+-- The event types a runner may append on its own: output, and artifacts
+-- it refused.  The rest are
 -- written with the state change they describe, by the functions below.
 CREATE FUNCTION runner_event_type_ok(p_type text) RETURNS boolean
 LANGUAGE sql IMMUTABLE AS $$
-	SELECT p_type IN ('step.output')
+	SELECT p_type IN ('step.output', 'artifact.rejected')
 $$;
 
 -- runner_event(run, owner, type, payload) -> seq, or NULL (lease lost).
@@ -115,9 +116,16 @@ $$;
 -- attempt still running.  crashed is step_crash's; running is no end.
 -- extra.phase_done (the phase's name, taken out of the payload): the step
 -- was its phase's last, so phase.finished follows in the same transaction.
+-- artifacts: [{key, kind, size, sha256 (hex), inline (base64) or none (the
+-- file is in the store under its digest)}], committed here with the event
+-- artifact.stored each, so that only an attempt that ended keeps any.
 CREATE FUNCTION step_end(p_run uuid, p_owner text, p_step text, p_attempt integer,
-                         p_status text, p_exit integer, p_error text, p_extra jsonb)
+                         p_status text, p_exit integer, p_error text, p_extra jsonb,
+                         p_artifacts jsonb)
 RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+	a    jsonb;
+	v_id uuid;
 BEGIN
 	IF p_status NOT IN ('succeeded', 'failed', 'skipped', 'cancelled', 'timed_out') THEN
 		RAISE EXCEPTION 'step_end: % is not an end', p_status
@@ -135,6 +143,32 @@ BEGIN
 	PERFORM append_run_event(p_run, 'step.finished', (coalesce(p_extra, '{}') - 'phase_done') ||
 	    jsonb_build_object('step_id', p_step, 'attempt', p_attempt, 'status', p_status,
 	                       'exit_status', p_exit, 'error', p_error));
+	-- the attempt's artifacts, committed with its end: inline bytes
+	-- (base64) or a file the supervisor already put in the store
+	IF jsonb_typeof(p_artifacts) = 'array' AND jsonb_array_length(p_artifacts) > 0 THEN
+		IF p_status NOT IN ('succeeded', 'failed') THEN
+			RAISE EXCEPTION 'step_end: artifacts only with an end that has results'
+			    USING ERRCODE = 'invalid_parameter_value';
+		END IF;
+		FOR a IN SELECT * FROM jsonb_array_elements(p_artifacts) LOOP
+			INSERT INTO artifacts (run_id, step_id, attempt, key, kind, size, sha256, inline,
+			                       store_path)
+			VALUES (p_run, p_step, p_attempt, a->>'key', a->>'kind', (a->>'size')::bigint,
+			        decode(a->>'sha256', 'hex'),
+			        CASE WHEN a ? 'inline' THEN decode(a->>'inline', 'base64') END,
+			        CASE WHEN a ? 'inline' THEN NULL
+			             ELSE substr(a->>'sha256', 1, 2) || '/' || (a->>'sha256') END)
+			RETURNING id INTO v_id;
+			IF a ? 'inline' AND sha256(decode(a->>'inline', 'base64')) <> decode(a->>'sha256', 'hex') THEN
+				RAISE EXCEPTION 'step_end: artifact % does not match its digest', a->>'key'
+				    USING ERRCODE = 'data_exception';
+			END IF;
+			PERFORM append_run_event(p_run, 'artifact.stored', jsonb_build_object(
+			    'artifact_id', v_id, 'step_id', p_step, 'attempt', p_attempt,
+			    'key', a->>'key', 'kind', a->>'kind', 'size', (a->>'size')::bigint,
+			    'sha256', a->>'sha256'));
+		END LOOP;
+	END IF;
 	IF p_extra ? 'phase_done' THEN
 		PERFORM append_run_event(p_run, 'phase.finished',
 		    jsonb_build_object('phase', p_extra->>'phase_done'));

@@ -82,6 +82,11 @@ fuzz_decoders(const struct ipc_msg *m)
 	const uint8_t *b1, *b2;
 	static struct ipc_git_checkout gco;
 	struct ipc_git_result gres;
+	static struct ipc_git_diff gdiff;
+	struct ipc_runner_start rst;
+	struct ipc_engine_conf econf;
+	struct ipc_runner_reply rrep;
+	char status[IPC_STATUS_MAX + 1];
 
 	ok[IMSG_HELLO] = ipc_dec_hello(m->body, &h) == 0;
 	ok[IMSG_READY] = ipc_dec_ready(m->body, &rd) == 0;
@@ -134,6 +139,32 @@ fuzz_decoders(const struct ipc_msg *m)
 		__builtin_trap();
 	if ((ok[IMSG_GIT_RESULT] = ipc_dec_git_result(m->body, &gres) == 0) &&
 	    (gres.ok ? strlen(gres.base) < 40 : gres.base[0] != '\0'))
+		__builtin_trap();
+	if ((ok[IMSG_GIT_DIFF] = ipc_dec_git_diff(m->body, &gdiff) == 0) &&
+	    (gdiff.gitdir[0] != '/' || gdiff.workspace[0] != '/' || gdiff.cap == 0 ||
+		strlen(gdiff.base) < 40))
+		__builtin_trap();
+	if ((ok[IMSG_ENGINE_WAKE] = ipc_dec_engine_wake(m->body, &u32, run) == 0) &&
+	    (u32 > IPC_WAKE_CANCEL || (run[0] != '\0' && !ipc_is_uuid(run, strlen(run)))))
+		__builtin_trap();
+	if ((ok[IMSG_RUN_START] = ipc_dec_run_start(m->body, run, status) == 0) &&
+	    (!ipc_is_uuid(run, strlen(run)) || status[0] == '\0'))
+		__builtin_trap();
+	ok[IMSG_RUN_STOP] = ipc_dec_run_stop(m->body, run, &u32) == 0;
+	ok[IMSG_RUN_ENDED] = ipc_dec_run_ended(m->body, run, &u32) == 0;
+	if ((ok[IMSG_RUNNER_START] = ipc_dec_runner_start(m->body, &rst) == 0) &&
+	    (rst.owner[0] == '\0' || rst.exec_max_ms == 0))
+		__builtin_trap();
+	ok[IMSG_RUNNER_CANCEL] = ipc_dec_runner_cancel(m->body) == 0;
+	ok[IMSG_RUNNER_DONE] = ipc_dec_runner_done(m->body, &u32) == 0;
+	if ((ok[IMSG_ENGINE_CONF] = ipc_dec_engine_conf(m->body, &econf) == 0) &&
+	    (econf.concurrency > 1024 || econf.lease < 2 || econf.sweep < 1))
+		__builtin_trap();
+	if ((ok[IMSG_ARTIFACT_PUT] = ipc_dec_artifact_put(m->body, &b1, &b2, &len) == 0) && len == 0)
+		__builtin_trap();
+	ok[IMSG_PATCH_MAKE] = ipc_dec_patch_make(m->body, &u64) == 0;
+	if ((ok[IMSG_RUNNER_REPLY] = ipc_dec_runner_reply(m->body, &rrep) == 0) &&
+	    rrep.len > rrep.size)
 		__builtin_trap();
 	if (mi != NULL && m->type != IMSG_SHUTDOWN && m->type != IMSG_SBX_KILL &&
 	    ok[m->type] != (mi->validate(m->body) == 0))

@@ -14,6 +14,7 @@ make_env
 trap cleanup_env EXIT
 cat >>"$CONF" <<EOC
 engine: { concurrency: 4, lease: 3, sweep: 1 }
+sandbox: { artifact_max: 1M }
 EOC
 
 start_daemon_or_finish engine
@@ -79,6 +80,55 @@ tmpl hostile <<'EOF'
   - name: one
     steps:
       - { id: look, kind: command, run: "ls -la; ls -la .agrippa .claude .mcp.json 2>&1; echo end" }
+EOF
+
+tmpl arts <<'EOF'
+  - name: one
+    steps:
+      - id: make
+        kind: command
+        run: |
+          mkdir -p .agrippa/artifacts && cd .agrippa/artifacts &&
+          echo '# notes' > notes.md && ln -s /proc/self/environ env.txt &&
+          ln -s ../../README.md outside.txt && : > empty.txt &&
+          head -c 300000 /dev/zero | tr '\0' a > big.txt &&
+          head -c 2000000 /dev/zero > huge.txt && echo x > extra.txt &&
+          echo '{}' > report.md
+        produces:
+          - { key: notes, kind: md }
+          - { key: env, kind: text }
+          - { key: outside, kind: text }
+          - { key: empty, kind: text }
+          - { key: big, kind: text }
+          - { key: huge, kind: text }
+          - { key: report, kind: json }
+      - id: stale
+        kind: command
+        retry: 1
+        run: |
+          if [ -f marker ]; then exit 0; fi
+          touch marker; mkdir -p .agrippa/artifacts; echo '{"a": 1}' > .agrippa/artifacts/stale.json; exit 1
+        produces: [ { key: stale, kind: json } ]
+EOF
+tmpl contract <<'EOF'
+  - name: one
+    steps:
+      - id: need
+        kind: command
+        run: "mkdir -p .agrippa/artifacts; echo '{}' > .agrippa/artifacts/report.md"
+        produces: [ { key: report, kind: json, required: true } ]
+EOF
+tmpl patch <<'EOF'
+  - name: one
+    steps:
+      - { id: edit, kind: command, run: "echo changed >> README.md; echo new > newfile.txt; rm src/main.c; mkdir -p .agrippa/artifacts; echo no > .agrippa/artifacts/x.txt" }
+      - { id: patch, kind: patch, produces: [ { key: patch, kind: patch, required: true } ] }
+      - { id: review, kind: checkpoint, message: "ok?", expires_in: 1h }
+EOF
+tmpl nopatch <<'EOF'
+  - name: one
+    steps:
+      - { id: patch, kind: patch, produces: [ { key: patch, kind: patch, required: true } ] }
 EOF
 
 ctl project add p1 && ctl user add alice && ctl member add p1 alice admin
@@ -183,7 +233,59 @@ submit basic gone
 R5=$RUN
 wait_for 30 is_status "$R5" failed
 check "a repository that cannot be cloned fails the run at checkout" \
-	psql_q "select error from runs where id = '$R5'" | grep -q '^checkout failed: '
+	eval "psql_q \"select error from runs where id = '$R5'\" | grep -q '^checkout failed: '"
+
+# --- artifacts ---------------------------------------------------------------------
+BIGSHA=$(head -c 300000 /dev/zero | tr '\0' a | sha256sum | cut -d' ' -f1)
+submit arts clean
+R8=$RUN
+wait_for 30 is_status "$R8" succeeded
+check "a run producing artifacts succeeds ($(run_status "$R8"))" is_status "$R8" succeeded
+check "only the contracted, regular, non-empty files under the cap are stored: notes (inline), big (store)" \
+	[ "$(psql_q "select string_agg(key || ':' || size || ':' || (inline is not null) || ':' || coalesce(store_path, '-'), ' ' order by key) from artifacts where run_id = '$R8'")" = \
+	"big:300000:false:$(echo "$BIGSHA" | cut -c1-2)/$BIGSHA notes:8:true:-" ]
+check "the stored file is in the store under its digest" \
+	[ "$(sha256sum <"$T/state/artifacts/$(echo "$BIGSHA" | cut -c1-2)/$BIGSHA" | cut -d' ' -f1)" = "$BIGSHA" ]
+check "the inline one's digest is its content's" \
+	[ "$(psql_q "select encode(sha256, 'hex') = encode(sha256(inline), 'hex') from artifacts where run_id = '$R8' and key = 'notes'")" = t ]
+psql_q "select payload->>'key' || ': ' || (payload->>'reason') from run_events where run_id = '$R8' and type = 'artifact.rejected' order by seq" >"$T/rej"
+check "a link to /proc/self/environ is rejected" grep -q '^env: ' "$T/rej"
+check "a link to a file of the workspace is rejected" grep -q '^outside: ' "$T/rej"
+check "an empty file is rejected" grep -q '^empty: ' "$T/rej"
+check "a file over sandbox.artifact_max is rejected" grep -q '^huge: ' "$T/rej"
+check "a near miss (report.md for a json artifact) is missing, not stored; an uncontracted file is never read" \
+	[ "$(psql_q "select count(*) from artifacts where run_id = '$R8' and key in ('report', 'extra')")" = 0 -a "$(wc -l <"$T/rej")" = 4 ]
+check "a stale file of a failed attempt is not stored for the next" \
+	[ "$(psql_q "select count(*) from artifacts where run_id = '$R8' and step_id = 'stale'")" = 0 -a \
+	  "$(psql_q "select string_agg(status, ',' order by attempt) from run_steps where run_id = '$R8' and step_id = 'stale'")" = failed,succeeded ]
+check "artifact.stored events name each stored artifact" \
+	[ "$(psql_q "select string_agg(payload->>'key', ',' order by seq) from run_events where run_id = '$R8' and type = 'artifact.stored'")" = notes,big ]
+
+submit contract clean
+R9=$RUN
+wait_for 30 is_status "$R9" failed
+check "a required artifact missing after success fails the step: contract_violation" \
+	eval "psql_q \"select error from run_steps where run_id = '$R9'\" | grep -q '^contract_violation: artifact report (report.json): missing'"
+
+# --- patch -----------------------------------------------------------------------------
+submit patch clean
+R10=$RUN
+wait_for 30 is_status "$R10" waiting_approval
+check "a patch step stores the workspace's patch (the run waits at its checkpoint)" \
+	[ "$(psql_q "select key || ':' || kind from artifacts where run_id = '$R10'")" = patch:patch ]
+ART=$(psql_q "select id from artifacts where run_id = '$R10' and key = 'patch'")
+curl -s --max-time 10 -H "Authorization: Bearer $TA" -o "$T/patch" "http://127.0.0.1:$PORT/v1/artifacts/$ART"
+check "the patch downloads with the recorded sha256" \
+	[ "$(sha256sum <"$T/patch" | cut -d' ' -f1)" = "$(psql_q "select encode(sha256, 'hex') from artifacts where id = '$ART'")" ]
+check "it holds the change, the new file and the deletion" \
+	[ "$(grep -c -e '^+changed$' -e '^+new$' -e '^deleted file mode' "$T/patch")" = 3 ]
+check "... and nothing of .agrippa" [ "$(grep -c 'agrippa' "$T/patch")" = 0 ]
+
+submit nopatch clean
+R11=$RUN
+wait_for 30 is_status "$R11" failed
+check "a required patch of an unchanged workspace: contract_violation" \
+	eval "psql_q \"select error from run_steps where run_id = '$R11'\" | grep -q '^contract_violation: artifact patch'"
 
 # --- hostile repository -----------------------------------------------------------
 submit hostile hostile
