@@ -56,6 +56,8 @@ struct srun {
 	int ended;          /* RUN_ENDED sent: the run is over for this supervisor */
 	int setup_ops;      /* the supervisor's own operations in flight */
 	char base[65];      /* the run's base commit, once known */
+	unsigned char *secret; /* the repository token (sodium_malloc), for redaction */
+	size_t secretlen;
 	uint64_t patch_id;  /* the PATCH_MAKE being answered, 0 for none */
 	int patch_fd;       /* its file, until the git helper is done */
 	char patch_tmp[PATH_MAX];
@@ -151,6 +153,8 @@ srun_maybe_free(struct srun *r)
 		close(r->patch_fd);
 	if (r->patch_tmp[0] != '\0')
 		unlink(r->patch_tmp);
+	if (r->secret != NULL)
+		sodium_free(r->secret); /* wipes it */
 	free(r);
 }
 
@@ -467,6 +471,43 @@ patch_make(struct srun *r, struct ipc_msg *m)
 	}
 }
 
+/* ---- redaction ----------------------------------------------------------- */
+
+/*
+ * Every secret value the run could know is replaced, byte for byte, by '*'
+ * in what its runner writes to the database (events, errors), before the
+ * operation is checked or run: today the repository token.  The runner
+ * never holds it; this covers a token that reached a command's output some
+ * other way (a repository that contains it).  The frame's own bytes are
+ * overwritten in place, so lengths (and the msgpack) stay valid.
+ */
+static void
+redact(struct srun *r, struct ipc_msg *m)
+{
+	struct ipc_db_op op;
+	const msgpack_object *o;
+	char *p, *end, *hit;
+	size_t len;
+
+	if (r->secret == NULL || r->secretlen < 4 || ipc_dec_db_op(m->body, &op) == -1)
+		return;
+	while (ipc_get_any(&op.args, &o) == 0) {
+		if (o->type == MSGPACK_OBJECT_STR) {
+			p = (char *)o->via.str.ptr;
+			len = o->via.str.size;
+		} else if (o->type == MSGPACK_OBJECT_BIN) {
+			p = (char *)o->via.bin.ptr;
+			len = o->via.bin.size;
+		} else
+			continue;
+		end = p + len;
+		while (p < end && (hit = memmem(p, (size_t)(end - p), r->secret, r->secretlen)) != NULL) {
+			memset(hit, '*', r->secretlen);
+			p = hit + r->secretlen;
+		}
+	}
+}
+
 /* ---- the runner ---------------------------------------------------------- */
 
 static void
@@ -501,6 +542,7 @@ runner_on_msg(struct ipc_chan *ch, struct ipc_msg *m, void *arg)
 		r->sbx_fd = -1;
 		return;
 	case IMSG_DB_OP:
+		redact(r, m);
 		sup_db_op(&r->p, m);
 		return;
 	case IMSG_ARTIFACT_PUT:
@@ -701,6 +743,12 @@ setup_done(struct srun *r, int code, const char *err, PGresult *res)
 		srun_fail(r, why);
 		return;
 	}
+	if (repo_token_open(res, 2, &tok, &toklen) == -1) {
+		srun_fail(r, "the repository token does not open with this master key");
+		return;
+	}
+	r->secret = tok; /* kept for redaction while the run is here */
+	r->secretlen = toklen;
 	if (!PQgetisnull(res, 0, 5)) { /* checked out before: resume in it */
 		snprintf(r->base, sizeof(r->base), "%s", PQgetvalue(res, 0, 5));
 		if (lstat(r->ws, &st) == -1 || !S_ISDIR(st.st_mode)) {
@@ -729,10 +777,6 @@ setup_done(struct srun *r, int code, const char *err, PGresult *res)
 		srun_fail(r, why);
 		return;
 	}
-	if (repo_token_open(res, 2, &tok, &toklen) == -1) {
-		srun_fail(r, "the repository token does not open with this master key");
-		return;
-	}
 	memset(&gr, 0, sizeof(gr));
 	gr.url = PQgetvalue(res, 0, 1);
 	gr.token = tok;
@@ -740,8 +784,6 @@ setup_done(struct srun *r, int code, const char *err, PGresult *res)
 	gr.workspace = r->ws;
 	gr.gitdir = r->git;
 	r->gitrun = gitrun_start(&gr, checkout_done, r, why, sizeof(why));
-	if (tok != NULL)
-		sodium_free(tok); /* wipes it: the helper has its own copy */
 	if (r->gitrun == NULL)
 		srun_fail(r, why);
 }

@@ -131,10 +131,16 @@ tmpl nopatch <<'EOF'
       - { id: patch, kind: patch, produces: [ { key: patch, kind: patch, required: true } ] }
 EOF
 
+tmpl leak <<'EOF'
+  - name: one
+    steps:
+      - { id: say, kind: command, run: "echo before tok-REDACT-me-123456 after" }
+EOF
 ctl project add p1 && ctl user add alice && ctl member add p1 alice admin
 ctl repo add p1 clean "$T/repos/clean" </dev/null
 ctl repo add p1 hostile "$T/repos/hostile" </dev/null
 ctl repo add p1 gone "$T/repos/none" </dev/null
+printf 'tok-REDACT-me-123456' | ctl repo add p1 secretrepo "$T/repos/clean"
 TA=$(new_token alice)
 P1=$(psql_q "select id from projects where name = 'p1'")
 check "set-up: project, user, token, repositories" [ -n "$TA" -a -n "$P1" ]
@@ -286,6 +292,14 @@ R11=$RUN
 wait_for 30 is_status "$R11" failed
 check "a required patch of an unchanged workspace: contract_violation" \
 	eval "psql_q \"select error from run_steps where run_id = '$R11'\" | grep -q '^contract_violation: artifact patch'"
+
+# --- redaction --------------------------------------------------------------------------
+submit leak secretrepo
+R12=$RUN
+wait_for 30 is_status "$R12" succeeded
+check "the repository token in a command's output is redacted before it is stored" \
+	[ "$(out_of "$R12" say stdout)" = "before ******************** after" ]
+check "... and is in no event of the run" [ "$(psql_q "select count(*) from run_events where run_id = '$R12' and payload::text like '%REDACT%'")" = 0 ]
 
 # --- hostile repository -----------------------------------------------------------
 submit hostile hostile
