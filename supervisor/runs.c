@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libpq-fe.h>
@@ -102,10 +103,81 @@ runs_send_conf(void)
 	proc_send(e, &w, -1);
 }
 
+/* ---- left-over run directories ------------------------------------------ */
+
+struct stale {
+	char dir[PATH_MAX];
+};
+
+static void
+stale_done(uint64_t reqid, int code, const char *err, void *pgres, void *arg)
+{
+	struct stale *x = arg;
+	PGresult *res = pgres;
+	const char *st;
+
+	if (code == DB_OK) {
+		st = PQntuples(res) == 1 ? PQgetvalue(res, 0, 0) : "";
+		if (strcmp(st, "succeeded") == 0 || strcmp(st, "failed") == 0 ||
+		    strcmp(st, "cancelled") == 0 || PQntuples(res) == 0) {
+			log_info("removing the directory of finished run %s", x->dir);
+			sbx_rmtree(x->dir);
+		}
+	}
+	free(x);
+}
+
+/*
+ * Once per start: a run's directory outlives a run that ended without its
+ * runner (cancelled while parked, failed by a sweep) or while the daemon
+ * was down.  Every directory under STATE/runs whose run is finished (or
+ * gone) is removed; live ones are kept for their next runner.
+ */
+static void
+stale_sweep(void)
+{
+	const struct sql_op *op = db_op_lookup("sup_run_setup");
+	char runs[PATH_MAX];
+	struct db_params params;
+	struct dirent *de;
+	struct stale *x;
+	DIR *d;
+
+	if (op == NULL || fmt_ok(runs, sizeof(runs), "%s/runs", sup.conf.state_dir) == -1 ||
+	    (d = opendir(runs)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (!ipc_is_uuid(de->d_name, strlen(de->d_name)) || srun_find(de->d_name) != NULL)
+			continue;
+		if ((x = calloc(1, sizeof(*x))) == NULL)
+			fatal("calloc");
+		if (fmt_ok(x->dir, sizeof(x->dir), "%s/%s", runs, de->d_name) == -1) {
+			free(x);
+			continue;
+		}
+		memset(&params, 0, sizeof(params));
+		params.n = 1;
+		if ((params.values[0] = strdup(de->d_name)) == NULL)
+			fatal("strdup");
+		if (db_pool_submit(op, &params, stale_done, x) == 0) {
+			db_params_free(&params);
+			free(x);
+			break;
+		}
+	}
+	closedir(d);
+}
+
 void
 runs_engine_ready(struct proc *engine)
 {
+	static int swept;
+
 	runs_send_conf();
+	if (!swept) {
+		swept = 1;
+		stale_sweep();
+	}
 }
 
 void

@@ -343,6 +343,12 @@ kill_mid() {
 kill_mid runner
 kill_mid engine
 
+# a run cancelled while it waits for an approval keeps its directory until
+# the next start (no runner holds it)
+curl -s -o /dev/null --max-time 10 -X POST -H "Authorization: Bearer $TA" "http://127.0.0.1:$PORT/v1/runs/$R10/cancel"
+check "a parked run cancelled: cancelled, its directory still there" \
+	[ "$(run_status "$R10")" = cancelled -a -d "$T/state/runs/$R10" ]
+
 # the whole daemon
 submit long clean
 R=$RUN
@@ -360,6 +366,7 @@ wait_for 60 is_status "$R" succeeded
 check "kill -9 of the whole daemon mid-step: the run completes after a restart" is_status "$R" succeeded
 check "... the step crashed once and ran again" [ "$(psql_q "select string_agg(status, ',' order by attempt) from run_steps where run_id = '$R' and step_id = 'mark'")" = crashed,succeeded ]
 check "... event seqs 1..N" seq_ok "$R"
+check "the directory of the run that ended while no runner held it is removed at start" [ ! -e "$T/state/runs/$R10" ]
 
 stop_daemon
 check "the daemon stops cleanly" [ "$DAEMON_STATUS" = 0 ]
