@@ -220,12 +220,13 @@ renew_all(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+/* Not a claim at once: a run whose runner keeps dying (or cannot start)
+ * is taken up again at the next sweep period, not in a tight loop. */
 static void
 release_done(struct child *c, const struct ipc_db_result *r, void *arg)
 {
 	if (r != NULL && r->code != DB_OK)
 		log_warnx("releasing a lease: %.*s", (int)r->errlen, r->error);
-	engine_claim();
 }
 
 static void

@@ -869,9 +869,15 @@ runs_start(struct proc *engine, struct ipc_msg *m)
 
 	if (ipc_dec_run_start(m->body, run, prev) == -1)
 		return; /* the catalog checked it */
-	if (srun_find(run) != NULL || sup.stopping) {
-		/* still running here under an earlier lease, or stopping: the
-		 * engine hands it back */
+	if ((r = srun_find(run)) != NULL) {
+		/* still running here under a lease that lapsed (the claim that
+		 * just succeeded proves it): that runner must go first; the
+		 * engine hands the run back and takes it up again later */
+		log_warnx("run %s: claimed again while its old runner lives; stopping that one",
+		    run);
+		srun_end(r, IPC_RUN_STOPPED);
+	}
+	if (r != NULL || sup.stopping) {
 		ipc_wbuf_begin(&w, IMSG_RUN_ENDED, 0, 2);
 		ipc_put_str(&w, run);
 		ipc_put_u64(&w, IPC_RUN_STOPPED);

@@ -80,6 +80,11 @@ tmpl hostile <<'EOF'
   - name: one
     steps:
       - { id: look, kind: command, run: "ls -la; ls -la .agrippa .claude .mcp.json 2>&1; echo end" }
+      - id: relink
+        kind: command
+        run: "mkdir -p /tmp/a/artifacts && echo x > /tmp/a/artifacts/t.txt && rm -rf .agrippa && ln -s /tmp/a .agrippa && ln -s /etc/passwd pw"
+        produces: [ { key: t, kind: text } ]
+      - { id: patch, kind: patch, produces: [ { key: patch, kind: patch } ] }
 EOF
 
 tmpl arts <<'EOF'
@@ -307,6 +312,13 @@ R6=$RUN
 wait_for 30 is_status "$R6" succeeded
 check "a repository shipping .claude, .mcp.json, .agrippa -> /: none is in the workspace" \
 	[ "$(psql_q "select string_agg(payload->>'text', '' order by seq) from run_events where run_id = '$R6' and type = 'step.output'" | grep -c 'No such file')" = 3 ]
+check "an .agrippa the run turned into a link out of the workspace: its artifact is refused, not read" \
+	[ "$(psql_q "select count(*) from artifacts where run_id = '$R6' and key = 't'")" = 0 -a \
+	  "$(psql_q "select count(*) from run_events where run_id = '$R6' and type = 'artifact.rejected' and payload->>'key' = 't'")" = 1 ]
+ART=$(psql_q "select id from artifacts where run_id = '$R6' and key = 'patch'")
+curl -s --max-time 10 -H "Authorization: Bearer $TA" -o "$T/patch6" "http://127.0.0.1:$PORT/v1/artifacts/$ART"
+check "its patch has the link pw as a link (no content of /etc/passwd) and nothing under .agrippa" \
+	[ "$(grep -c '^+/etc/passwd' "$T/patch6")" = 1 -a "$(grep -c 'root:' "$T/patch6")" = 0 -a "$(grep -c 'agrippa' "$T/patch6")" = 0 ]
 
 # --- cancel -------------------------------------------------------------------------
 submit long clean

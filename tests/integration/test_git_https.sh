@@ -1,0 +1,228 @@
+#!/bin/sh
+# The git helper's https path with a repository token, against a fake git
+# server on loopback (tests/fakes/git_https.py) that speaks git's real
+# smart-HTTP protocol (git http-backend) over TLS and asks for HTTP Basic
+# credentials on every request.
+#
+# Trust: libgit2 here is Debian's, built with mbedTLS, which reads only its
+# compiled-in bundle /etc/ssl/certs/ca-certificates.crt (no SSL_CERT_FILE;
+# and the supervisor passes the helper only PATH, HOME and the sanitizer
+# variables anyway).  So the test CA is made trusted without touching the
+# host or the daemon's code: each trusting process runs in its own mount
+# namespace (unshare -m, private propagation) where the test's CA file is
+# bind-mounted over that bundle.
+#
+# Part 1 plays the supervisor with tests/tools/gitreq, which sends one
+# IMSG_GIT_CHECKOUT to agrippa-git exactly as supervisor/gitrun.c does, so
+# that the workspace it leaves can be searched for the token.  Part 2 runs
+# the real daemon (in such a namespace) and has `agrippactl repo test`
+# clone over https with a sealed token.
+. tests/integration/lib.sh
+. tests/integration/ctl_lib.sh
+need_root git_https
+for prog in openssl git python3 unshare; do
+	if ! command -v "$prog" >/dev/null 2>&1; then
+		notok "$prog is installed (scripts/deps.sh)"
+		finish git_https
+		exit 1
+	fi
+done
+make_env
+SRV_PID=""
+stop_server() { [ -z "$SRV_PID" ] || kill "$SRV_PID" 2>/dev/null; SRV_PID=""; }
+trap 'stop_server; cleanup_env' EXIT
+
+GITREQ="$TOOLS/gitreq"
+HELPER="$ROOT/$BUILD/agrippa-git"
+BUNDLE=/etc/ssl/certs/ca-certificates.crt
+TOKEN="tok-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+BAD="bad-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+AUTH="Basic $(printf 'x-access-token:%s' "$TOKEN" | base64 -w0)"
+BADAUTH="Basic $(printf 'x-access-token:%s' "$BAD" | base64 -w0)"
+# Nor may its base64 forms leak: alone, and as in the Basic header (where
+# it starts on a 3-byte boundary, so the two share this prefix).
+B64A=$(printf '%s' "$TOKEN" | base64 -w0 | cut -c1-16)
+mkdir -p "$T/tls" "$T/srv" "$T/ws"
+
+# A throwaway CA and a server certificate for 127.0.0.1 (mbedTLS 2.28
+# matches the host name against the DNS names only, so 127.0.0.1 is one).
+(
+	cd "$T/tls" || exit 1
+	openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 1 \
+		-subj /CN=agrippa-test-ca -addext basicConstraints=critical,CA:TRUE \
+		-addext keyUsage=critical,keyCertSign,cRLSign &&
+	openssl req -newkey rsa:2048 -nodes -keyout srv.key -out srv.csr -subj /CN=127.0.0.1 &&
+	printf '%s\n' 'subjectAltName=DNS:127.0.0.1,IP:127.0.0.1' \
+		'basicConstraints=CA:FALSE' 'extendedKeyUsage=serverAuth' >ext &&
+	openssl x509 -req -in srv.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 1 \
+		-extfile ext -out srv.crt
+) >"$T/tls/log" 2>&1
+check "a throwaway CA and server certificate" [ -s "$T/tls/srv.crt" ]
+
+BASE=$("$TOOLS/mkrepo" "$T/src")
+git clone -q --bare "$T/src" "$T/srv/repo.git" >/dev/null 2>&1
+check "a bare repository to serve ($BASE)" [ -n "$BASE" -a -f "$T/srv/repo.git/HEAD" ]
+printf '%s\n' "$TOKEN" >"$T/srv/token"
+chmod 0600 "$T/srv/token"
+
+python3 "$ROOT/tests/fakes/git_https.py" --root "$T/srv" --cert "$T/tls/srv.crt" \
+	--key "$T/tls/srv.key" --token-file "$T/srv/token" --log "$T/requests.log" \
+	--ports "$T/ports" >"$T/server.out" 2>&1 &
+SRV_PID=$!
+touch "$T/requests.log"
+if ! wait_for 10 test -s "$T/ports"; then
+	notok "the fake git server starts"
+	cat "$T/server.out"
+	finish git_https
+	exit 1
+fi
+ok "the fake git server starts"
+read -r PORT_TLS PORT_PLAIN <"$T/ports"
+URL="https://127.0.0.1:$PORT_TLS/repo.git"
+
+# trusted CMD...: CMD in a mount namespace where the test CA is the bundle.
+trusted() {
+	# shellcheck disable=SC2016 # $0 and $1 are the inner shell's
+	unshare -m --propagation private sh -c \
+		'mount --bind "$0" "$1" && shift && exec "$@"' "$T/tls/ca.crt" "$BUNDLE" "$@"
+}
+# req TOKEN URL WS [GITDIR]: one checkout through agrippa-git, trusted; its
+# line in $OUT, its status in $RC.
+req() {
+	tok=$1
+	shift
+	printf '%s' "$tok" | trusted "$GITREQ" "$HELPER" "$@" >"$T/out" 2>&1
+	RC=$?
+	OUT=$(cat "$T/out")
+}
+# log lines: SCHEME METHOD PATH AUTH (tab-separated), since mark $1.
+since() { tail -n +"$(($1 + 1))" "$T/requests.log"; }
+mark() { wc -l <"$T/requests.log" | tr -d ' '; }
+# saw_since MARK METHOD PATH AUTH: the server logged that request since MARK.
+saw_since() { since "$1" | grep -q -F -x "$(printf 'https\t%s\t%s\t%s' "$2" "$3" "$4")"; }
+# empty DIR...: every DIR exists and holds nothing.
+empty() {
+	for d in "$@"; do [ -d "$d" ] && [ -z "$(ls -A "$d")" ] || return 1; done
+}
+# clean_reflog DIR: the work tree's HEAD reflog exists and names no credentials.
+clean_reflog() { [ -f "$1/.git/logs/HEAD" ] && ! grep -q -e '@' -e x-access-token "$1/.git/logs/HEAD"; }
+not_same() { ! cmp -s "$1" "$2"; }
+# no_token DIR: neither the token nor its base64 anywhere below DIR.
+no_token() { ! grep -r -a -q -e "$TOKEN" -e "$B64A" "$1"; }
+
+# --- the certificate is verified: untrusted, the token is never sent ------
+M=$(mark)
+mkdir "$T/ws/untrusted"
+printf '%s' "$TOKEN" | "$GITREQ" "$HELPER" "$URL" "$T/ws/untrusted" >"$T/out" 2>&1
+RC=$?
+OUT=$(cat "$T/out")
+expect 1 '^error: clone: the SSL certificate is invalid' \
+	"without the test CA in the bundle the clone fails on the certificate ($OUT)"
+check "... the server saw the connection but not one request" \
+	[ "$(since "$M" | cut -f2)" = "NO-REQUEST" ]
+check "... and the workspace is empty" empty "$T/ws/untrusted"
+
+# --- a plain clone with the right token -----------------------------------
+M=$(mark)
+mkdir "$T/ws/plain"
+req "$TOKEN" "$URL" "$T/ws/plain"
+check "clone over https with the right token: ok with the commit id ($OUT)" \
+	[ $RC -eq 0 -a "$OUT" = "ok $BASE" ]
+check "... the work tree is checked out" [ -f "$T/ws/plain/README.md" -a -f "$T/ws/plain/src/main.c" ]
+since "$M" >"$T/plain.log"
+check "... the server saw Authorization: Basic base64(x-access-token:TOKEN)" \
+	saw_since "$M" POST /repo.git/git-upload-pack "$AUTH"
+check "... every request that carried credentials carried exactly those" \
+	[ "$(cut -f4 "$T/plain.log" | grep -v '^-$' | grep -c -v -F -x "$AUTH")" = 0 ]
+check "... the token is nowhere in the workspace (files, .git/config, reflogs)" no_token "$T/ws/plain"
+check "... the remote URL is the URL as given, without credentials" \
+	[ "$(git config -f "$T/ws/plain/.git/config" remote.origin.url)" = "$URL" ]
+check "... the reflog exists and names no credentials" clean_reflog "$T/ws/plain"
+
+# --- the split checkout the daemon uses for runs --------------------------
+M=$(mark)
+mkdir "$T/ws/split-git" "$T/ws/split-work"
+req "$TOKEN" "$URL" "$T/ws/split-work" "$T/ws/split-git"
+check "split checkout (trusted bare copy + workspace) over https: ok ($OUT)" \
+	[ $RC -eq 0 -a "$OUT" = "ok $BASE" ]
+check "... the server saw the token on the upload-pack request" \
+	saw_since "$M" POST /repo.git/git-upload-pack "$AUTH"
+check "... the token is nowhere in the bare copy" no_token "$T/ws/split-git"
+check "... nor in the workspace" no_token "$T/ws/split-work"
+check "... both remote URLs are the URL as given" \
+	[ "$(git config -f "$T/ws/split-git/config" remote.origin.url)" = "$URL" -a \
+	  "$(git config -f "$T/ws/split-work/.git/config" remote.origin.url)" = "$URL" ]
+
+# --- a wrong token ---------------------------------------------------------
+M=$(mark)
+mkdir "$T/ws/bad"
+req "$BAD" "$URL" "$T/ws/bad"
+expect 1 '^error: clone: .*authentication' \
+	"a wrong token: the clone fails with libgit2's authentication error ($OUT)"
+check "... the error names no token" [ "$(printf '%s' "$OUT" | grep -c -e "$BAD" -e "$TOKEN")" = 0 ]
+check "... the wrong token was offered once, not replayed" \
+	[ "$(since "$M" | cut -f4 | grep -c -F -x "$BADAUTH")" = 1 ]
+check "... nothing is left in the workspace (not even .git)" empty "$T/ws/bad"
+mkdir "$T/ws/bad-git" "$T/ws/bad-work"
+req "$BAD" "$URL" "$T/ws/bad-work" "$T/ws/bad-git"
+expect 1 '^error: clone: .*authentication' "a wrong token, split: fails the same way ($OUT)"
+check "... both directories are left empty" empty "$T/ws/bad-git" "$T/ws/bad-work"
+
+# --- no token without TLS ---------------------------------------------------
+M=$(mark)
+mkdir "$T/ws/http"
+req "$TOKEN" "http://127.0.0.1:$PORT_PLAIN/repo.git" "$T/ws/http"
+check "an http:// URL is refused before any connection ($OUT)" \
+	[ $RC -eq 1 -a -z "$(since "$M")" ]
+M=$(mark)
+mkdir "$T/ws/userinfo"
+req "$TOKEN" "https://x-access-token:$TOKEN@127.0.0.1:$PORT_TLS/repo.git" "$T/ws/userinfo"
+check "a URL with credentials in it is refused before any connection" \
+	[ $RC -eq 1 -a -z "$(since "$M")" ]
+check "no git request reached the plain-http listener" \
+	[ "$(cut -f1 "$T/requests.log" | grep -c -x http)" = 0 ]
+check "every request the server saw came over TLS" \
+	[ "$(grep -c -v '^https	' "$T/requests.log")" = 0 ]
+# Control: the plain-http listener does log what reaches it.
+curl -s -o /dev/null --max-time 8 "http://127.0.0.1:$PORT_PLAIN/control"
+check "(control: the plain-http listener logs requests)" \
+	grep -q -x "$(printf 'http\tGET\t/control\t-')" "$T/requests.log"
+check "no request over plain http ever carried credentials" \
+	[ "$(awk -F '\t' '$1 == "http" && $4 != "-"' "$T/requests.log" | wc -l)" -eq 0 ]
+
+# --- the real daemon: repo test over https with a sealed token -------------
+# agrippad itself runs in the trusting mount namespace (exec keeps the pid,
+# so SUP_PID and the daemon helpers of lib.sh see agrippad).
+cat >"$T/agrippad-ns" <<EOS
+#!/bin/sh
+exec unshare -m --propagation private sh -c 'mount --bind "\$0" "\$1" && shift && exec "\$@"' \
+	"$T/tls/ca.crt" "$BUNDLE" "$AGRIPPAD" "\$@"
+EOS
+chmod 0755 "$T/agrippad-ns"
+REAL_AGRIPPAD=$AGRIPPAD
+AGRIPPAD="$T/agrippad-ns"
+start_daemon_or_finish git_https
+AGRIPPAD=$REAL_AGRIPPAD
+run() { "$AGRIPPACTL" -s "$CTL" "$@" >"$T/out" 2>&1; RC=$?; OUT=$(cat "$T/out"); }
+run project add p1
+printf '%s' "$TOKEN" | "$AGRIPPACTL" -s "$CTL" repo add p1 good "$URL" >"$T/out" 2>&1
+check "repo add with an https URL and a token ($(cat "$T/out"))" [ $? -eq 0 ]
+printf '%s' "$BAD" | "$AGRIPPACTL" -s "$CTL" repo add p1 bad "$URL" >/dev/null 2>&1
+M=$(mark)
+run repo test p1 good
+check "repo test over https with the sealed token: the commit ($OUT)" \
+	[ $RC -eq 0 -a "$OUT" = "repo good: checked out commit $BASE" ]
+check "... the server saw Authorization: Basic base64(x-access-token:TOKEN)" \
+	saw_since "$M" POST /repo.git/git-upload-pack "$AUTH"
+run repo test p1 bad
+expect 1 '^agrippactl: repo bad: clone: .*authentication' \
+	"repo test with a wrong token: exit 1 with the reason ($OUT)"
+check "no scratch workspace is left behind" [ -z "$(ls -A "$T/state/work" 2>/dev/null)" ]
+check "the token is in no log line" [ "$(grep -c -e "$TOKEN" -e "$B64A" "$LOG")" = 0 ]
+check "the token is nowhere in the daemon's state directory" no_token "$T/state"
+check "daemon healthy" [ "$(healthz_code)" = 200 ]
+check "no sanitizer report" \
+	[ "$(grep -c 'runtime error\|AddressSanitizer\|LeakSanitizer' "$LOG")" = 0 ]
+check "the host's CA bundle is untouched (the bind mounts stayed in their namespaces)" \
+	not_same "$T/tls/ca.crt" "$BUNDLE"
+finish git_https
