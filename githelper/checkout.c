@@ -257,8 +257,19 @@ gh_clone(git_repository **out, const char *url, const char *token, const char *d
 		opts.fetch_opts.callbacks.credentials = gh_credentials;
 		opts.fetch_opts.callbacks.payload = &cred;
 	}
-	if (git_clone(out, url, dir, &opts) != 0)
+	if (git_clone(out, url, dir, &opts) != 0) {
+		/* asked again after the token was given: the server refused it
+		 * (libgit2's own message would say no callback is set) */
+		if (cred.used && git_error_last() != NULL &&
+		    git_error_last()->klass == GIT_ERROR_HTTP)
+			return gh_fail(err, errsz, "clone: the server refused the token (%s)",
+			    gh_git_error());
+		if (cred.token == NULL && strncmp(url, "https://", 8) == 0 &&
+		    git_error_last() != NULL && git_error_last()->klass == GIT_ERROR_HTTP)
+			return gh_fail(err, errsz,
+			    "clone: the server asks for credentials and the connection has no token");
 		return gh_fail(err, errsz, "clone: %s", gh_git_error());
+	}
 	return 0;
 }
 

@@ -157,15 +157,15 @@ check "... both remote URLs are the URL as given" \
 M=$(mark)
 mkdir "$T/ws/bad"
 req "$BAD" "$URL" "$T/ws/bad"
-expect 1 '^error: clone: .*authentication' \
-	"a wrong token: the clone fails with libgit2's authentication error ($OUT)"
+expect 1 '^error: clone: the server refused the token' \
+	"a wrong token: the clone fails saying the server refused the token ($OUT)"
 check "... the error names no token" [ "$(printf '%s' "$OUT" | grep -c -e "$BAD" -e "$TOKEN")" = 0 ]
 check "... the wrong token was offered once, not replayed" \
 	[ "$(since "$M" | cut -f4 | grep -c -F -x "$BADAUTH")" = 1 ]
 check "... nothing is left in the workspace (not even .git)" empty "$T/ws/bad"
 mkdir "$T/ws/bad-git" "$T/ws/bad-work"
 req "$BAD" "$URL" "$T/ws/bad-work" "$T/ws/bad-git"
-expect 1 '^error: clone: .*authentication' "a wrong token, split: fails the same way ($OUT)"
+expect 1 '^error: clone: the server refused the token' "a wrong token, split: fails the same way ($OUT)"
 check "... both directories are left empty" empty "$T/ws/bad-git" "$T/ws/bad-work"
 
 # --- no token without TLS ---------------------------------------------------
@@ -215,7 +215,7 @@ check "repo test over https with the sealed token: the commit ($OUT)" \
 check "... the server saw Authorization: Basic base64(x-access-token:TOKEN)" \
 	saw_since "$M" POST /repo.git/git-upload-pack "$AUTH"
 run repo test p1 bad
-expect 1 '^agrippactl: repo bad: clone: .*authentication' \
+expect 1 '^agrippactl: repo bad: clone: the server refused the token' \
 	"repo test with a wrong token: exit 1 with the reason ($OUT)"
 check "no scratch workspace is left behind" [ -z "$(ls -A "$T/state/work" 2>/dev/null)" ]
 check "the token is in no log line" [ "$(grep -c -e "$TOKEN" -e "$B64A" "$LOG")" = 0 ]
