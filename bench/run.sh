@@ -56,3 +56,6 @@ stop_daemon
 echo
 echo "HTTP API:"
 sh bench/api/run.sh "$BUILD"
+echo
+echo "engine:"
+sh bench/engine/run.sh "$BUILD"

@@ -14,7 +14,8 @@
   sandbox AGRIPPACTL SOCK N OUT
       N times "agrippactl sandbox run -- date +%s.%N": one line per sample
       in OUT, "t_spawn t_cmd t_exit" (clock before the spawn, the command's
-      clock, clock after agrippactl exited).
+      clock, clock after agrippactl exited), or "fail STATUS STDERR" when
+      agrippactl failed.
 
 Any unexpected answer is fatal (status 1, the reason on stderr).
 """
@@ -137,7 +138,10 @@ def sandbox(ctl, sock, n, out):
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=TIMEOUT)
             t1 = time.time()
             if p.returncode != 0:
-                die("agrippactl sandbox run: status %d: %s" % (p.returncode, p.stderr.decode()))
+                # the daemon's failure is a figure too: counted, and its
+                # reason kept for the report
+                f.write("fail %d %s\n" % (p.returncode, p.stderr.decode().strip().replace("\n", " ")))
+                continue
             f.write("%.6f %.9f %.6f\n" % (t0, float(p.stdout.split()[0]), t1))
 
 

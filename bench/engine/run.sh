@@ -51,6 +51,14 @@ die() {
 	exit 1
 }
 HELPER="python3 $ROOT/bench/engine/engine.py"
+alive() { kill -0 "$SUP_PID" 2>/dev/null; }
+# died WHAT: the daemon is gone; what we have, the end of its log, status 1.
+died() {
+	[ -z "${RATIO:-}" ] || print_latency
+	echo "bench/engine: the daemon (supervisor pid $SUP_PID) died during $1; the end of $LOG:" >&2
+	tail -n 25 "$LOG" >&2
+	exit 1
+}
 
 start_daemon || {
 	cat "$LOG"
@@ -105,10 +113,10 @@ echo "bench/engine: $(nproc) cores, $BUILD, engine concurrency $CONCURRENCY," \
 
 # --- 1. submit -> first step ---------------------------------------------------------
 # one warm-up run (first clone of the repository, first runner) not counted
-$HELPER latency "$BASE" "$TOKEN" "$P1" first r 1 "$T/warm" || die "warm-up run failed"
+$HELPER latency "$BASE" "$TOKEN" "$P1" first r 1 "$T/warm" || { alive || died "the warm-up run"; die "warm-up run failed"; }
 WARM=$(cut -d' ' -f1 "$T/warm")
 T0=$(date +%s)
-$HELPER latency "$BASE" "$TOKEN" "$P1" first r "$LAT_N" "$T/lat" || die "latency runs failed"
+$HELPER latency "$BASE" "$TOKEN" "$P1" first r "$LAT_N" "$T/lat" || { alive || died "the latency runs"; die "latency runs failed"; }
 T1=$(date +%s)
 LAT_OK=$(awk '$4 == "run.succeeded"' "$T/lat" | wc -l)
 # server-side event times of the measured runs: "run type epoch"
@@ -132,10 +140,25 @@ RUNDUR=$(psql_q "select extract(epoch from finished_at - created_at) * 1000 from
 	where template_name = 'first' and id <> '$WARM'" | stats)
 
 # the peer: a sandbox alone
-$HELPER sandbox "$AGRIPPACTL" "$CTL" "$SBX_N" "$T/sbx" || die "sandbox runs failed"
-SBX=$(awk '{ printf "%.3f\n", ($2 - $1) * 1000 }' "$T/sbx" | stats)
-SBXALL=$(awk '{ printf "%.3f\n", ($3 - $1) * 1000 }' "$T/sbx" | stats)
+$HELPER sandbox "$AGRIPPACTL" "$CTL" "$SBX_N" "$T/sbx" || { alive || died "the sandbox runs"; die "sandbox runs failed"; }
+SBX=$(awk '$1 != "fail" { printf "%.3f\n", ($2 - $1) * 1000 }' "$T/sbx" | stats)
+SBXALL=$(awk '$1 != "fail" { printf "%.3f\n", ($3 - $1) * 1000 }' "$T/sbx" | stats)
+SBXFAIL=$(grep -c '^fail ' "$T/sbx" || true)
 RATIO=$(awk -v a="$(field "$CMD" 1)" -v b="$(field "$SBX" 1)" 'BEGIN { printf "%.2f", a / b }')
+
+print_latency() {
+	echo
+	echo "submit -> first step, $LAT_N runs one at a time ($LAT_OK succeeded, $((T1 - T0)) s), ms after POST answered: median p90 max"
+	echo "engine: submit_to_first_step_ms: $CMD  (target: median < 100)"
+	echo "engine:   run.started (claim)_ms: $CLAIM"
+	echo "engine:   workspace.ready (checkout)_ms: $READY"
+	echo "engine:   step.started_ms: $STEP"
+	echo "engine:   run created -> finished_ms: $RUNDUR"
+	echo "engine: sandbox_start_ms (agrippactl sandbox run -- date, $SBX_N, $SBXFAIL failed): $SBX"
+	[ "$SBXFAIL" -eq 0 ] || sed -n 's/^fail /engine:   sandbox run failed: status /p' "$T/sbx" | sort | uniq -c | sed 's/^ *\([0-9]*\) \(.*\)/\2 (x\1)/'
+	echo "engine:   sandbox run whole (spawn -> agrippactl exit)_ms: $SBXALL"
+	echo "engine: first_step : sandbox_start (medians): $RATIO"
+}
 
 # --- 2. throughput ------------------------------------------------------------------
 # The poll: runs in 'running' every 50 ms until told to stop.
@@ -148,9 +171,15 @@ RATIO=$(awk -v a="$(field "$CMD" 1)" -v b="$(field "$SBX" 1)" 'BEGIN { printf "%
 ) &
 MONPID=$!
 SUBMIT=$($HELPER throughput "$BASE" "$TOKEN" "$P1" two r "$THR_N" "$THR_THREADS" "$T/thr.ids") ||
-	die "throughput submissions failed"
+	{ alive || died "the throughput submissions"; die "throughput submissions failed"; }
 unfinished() { psql_q "select count(*) from runs where template_name = 'two' and finished_at is null"; }
-wait_for 180 eval '[ "$(unfinished)" -eq 0 ]' || echo "bench/engine: warning: $(unfinished) runs not finished after 180 s" >&2
+i=0
+while [ "$(unfinished)" != 0 ]; do
+	alive || died "the throughput runs"
+	i=$((i + 1))
+	[ $i -lt 1800 ] || { echo "bench/engine: warning: $(unfinished) runs not finished after 180 s" >&2; break; }
+	sleep 0.1
+done
 touch "$T/thr.stop"
 wait "$MONPID" || true
 MONPID=""
@@ -169,16 +198,7 @@ THRWAIT=$(psql_q "select extract(epoch from started_at - created_at) * 1000 from
 WARN=$(grep -c 'warn\|error\|fatal' "$LOG" || true)
 
 # --- the figures ----------------------------------------------------------------------
-echo
-echo "submit -> first step, $LAT_N runs one at a time ($LAT_OK succeeded, $((T1 - T0)) s), ms after POST answered: median p90 max"
-echo "engine: submit_to_first_step_ms: $CMD  (target: median < 100)"
-echo "engine:   run.started (claim)_ms: $CLAIM"
-echo "engine:   workspace.ready (checkout)_ms: $READY"
-echo "engine:   step.started_ms: $STEP"
-echo "engine:   run created -> finished_ms: $RUNDUR"
-echo "engine: sandbox_start_ms (agrippactl sandbox run -- date, $SBX_N): $SBX"
-echo "engine:   sandbox run whole (spawn -> agrippactl exit)_ms: $SBXALL"
-echo "engine: first_step : sandbox_start (medians): $RATIO"
+print_latency
 echo
 echo "throughput, $THR_N two-command runs from $THR_THREADS threads, concurrency $CONCURRENCY"
 echo "engine: throughput_wall_s (first submit -> last finished_at): $WALL  (submitting took $SUBWALL s)"

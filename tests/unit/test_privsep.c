@@ -1026,8 +1026,7 @@ child_no_policy(const void *arg)
 static void
 test_no_policy(void **state)
 {
-	static const enum ipc_role roles[] = {ROLE_SUPERVISOR, ROLE_RUNNER, ROLE_SANDBOX,
-	                                      ROLE_GITHELPER};
+	static const enum ipc_role roles[] = {ROLE_SUPERVISOR, ROLE_SANDBOX, ROLE_GITHELPER};
 	static struct child c;
 	size_t i;
 
@@ -1391,18 +1390,25 @@ child_rlimits_httpd(const void *arg)
 	check_limit(RLIMIT_NOFILE, 4096);
 }
 
-/* proxy keeps RLIMIT_NPROC (threads); later roles get only RLIMIT_CORE. */
+/* proxy keeps RLIMIT_NPROC (threads); the runner gets 256 descriptors and
+ * no new task; roles without a policy (the git helper) only RLIMIT_CORE. */
 static void
 child_rlimits_others(const void *arg)
 {
 	struct rlimit nproc, nofile;
+	rlim_t hard = hard_nofile();
 
 	CHECK(getrlimit(RLIMIT_NPROC, &nproc) == 0 && getrlimit(RLIMIT_NOFILE, &nofile) == 0);
-	privsep_rlimits(ROLE_RUNNER);
+	privsep_rlimits(ROLE_GITHELPER);
 	check_limit(RLIMIT_CORE, 0);
 	check_limit(RLIMIT_NOFILE, nofile.rlim_max);
 	privsep_rlimits(ROLE_PROXY);
 	check_limit(RLIMIT_NPROC, nproc.rlim_max);
+	privsep_rlimits(ROLE_RUNNER);
+	check_limit(RLIMIT_NOFILE, hard < 256 ? hard : 256);
+#ifndef AGRIPPA_SANITIZE
+	check_limit(RLIMIT_NPROC, 0);
+#endif
 }
 
 static void
