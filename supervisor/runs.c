@@ -700,8 +700,12 @@ runs_reaped(pid_t pid, int status)
 		}
 		if (r->sbx != NULL)
 			sbx_kill(r->sbx);
-		srun_end(r, r->said ? r->outcome : IPC_RUN_CRASHED);
-		srun_maybe_free(r);
+		/* either frees r (srun_end ends with srun_maybe_free): r is not
+		 * touched after */
+		if (r->ended)
+			srun_maybe_free(r);
+		else
+			srun_end(r, r->said ? r->outcome : IPC_RUN_CRASHED);
 		return 1;
 	}
 	return 0;
@@ -866,18 +870,20 @@ runs_start(struct proc *engine, struct ipc_msg *m)
 	char run[IPC_UUID_LEN + 1], prev[IPC_STATUS_MAX + 1];
 	struct ipc_wbuf w;
 	struct srun *r;
+	int dup = 0;
 
 	if (ipc_dec_run_start(m->body, run, prev) == -1)
 		return; /* the catalog checked it */
 	if ((r = srun_find(run)) != NULL) {
+		dup = 1;
 		/* still running here under a lease that lapsed (the claim that
 		 * just succeeded proves it): that runner must go first; the
 		 * engine hands the run back and takes it up again later */
 		log_warnx("run %s: claimed again while its old runner lives; stopping that one",
 		    run);
-		srun_end(r, IPC_RUN_STOPPED);
+		srun_end(r, IPC_RUN_STOPPED); /* may free r */
 	}
-	if (r != NULL || sup.stopping) {
+	if (dup || sup.stopping) {
 		ipc_wbuf_begin(&w, IMSG_RUN_ENDED, 0, 2);
 		ipc_put_str(&w, run);
 		ipc_put_u64(&w, IPC_RUN_STOPPED);

@@ -710,18 +710,42 @@ static int
 sbx_wait_child(int errr, char mark, char *err, size_t errsz)
 {
 	struct pollfd pfd = { errr, POLLIN, 0 };
+	struct timespec t0, now;
 	char buf[256];
 	ssize_t n, more;
+	long left;
+	int rc;
 
-	if (poll(&pfd, 1, SBX_BUILD_TIMEOUT_MS) != 1) {
-		snprintf(err, errsz, "sandbox not built within %d ms", SBX_BUILD_TIMEOUT_MS);
-		return -1;
+	/* A signal (SIGCHLD of another child) interrupts the wait: go on
+	 * waiting for what is left of the time, it is no timeout. */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		left = SBX_BUILD_TIMEOUT_MS - ((now.tv_sec - t0.tv_sec) * 1000 +
+		    (now.tv_nsec - t0.tv_nsec) / 1000000);
+		if (left <= 0 || (rc = poll(&pfd, 1, (int)left)) == 0) {
+			snprintf(err, errsz, "sandbox not built within %d ms", SBX_BUILD_TIMEOUT_MS);
+			return -1;
+		}
+		if (rc > 0)
+			break;
+		if (errno != EINTR) {
+			snprintf(err, errsz, "sandbox: poll: %s", strerror(errno));
+			return -1;
+		}
 	}
-	n = read(errr, buf, mark != 0 ? 1 : sizeof(buf) - 1);
+	do
+		n = read(errr, buf, mark != 0 ? 1 : sizeof(buf) - 1);
+	while (n == -1 && errno == EINTR);
 	if ((n == 0 && mark == 0) || (n == 1 && mark != 0 && buf[0] == mark))
 		return 0;
-	if (n == 1 && mark != 0 && (more = read(errr, buf + 1, sizeof(buf) - 2)) > 0)
-		n += more;
+	if (n == 1 && mark != 0) {
+		do
+			more = read(errr, buf + 1, sizeof(buf) - 2);
+		while (more == -1 && errno == EINTR);
+		if (more > 0)
+			n += more;
+	}
 	if (n < 0)
 		snprintf(err, errsz, "sandbox: %s", strerror(errno));
 	else if (n == 0)

@@ -140,6 +140,7 @@ tmpl leak <<'EOF'
   - name: one
     steps:
       - { id: say, kind: command, run: "echo before tok-REDACT-me-123456 after" }
+      - { id: bin, kind: command, run: "printf 'a\\377b\\000c\\342\\202'" }
 EOF
 ctl project add p1 && ctl user add alice && ctl member add p1 alice admin
 ctl repo add p1 clean "$T/repos/clean" </dev/null
@@ -304,6 +305,8 @@ R12=$RUN
 wait_for 30 is_status "$R12" succeeded
 check "the repository token in a command's output is redacted before it is stored" \
 	[ "$(out_of "$R12" say stdout)" = "before ******************** after" ]
+check "output that is not UTF-8 (and NUL) arrives as U+FFFD, a cut sequence at the end too" \
+	[ "$(psql_q "select payload->>'text' = E'a\\uFFFDb\\uFFFDc\\uFFFD\\uFFFD' from run_events where run_id = '$R12' and type = 'step.output' and payload->>'step_id' = 'bin'")" = t ]
 check "... and is in no event of the run" [ "$(psql_q "select count(*) from run_events where run_id = '$R12' and payload::text like '%REDACT%'")" = 0 ]
 
 # --- hostile repository -----------------------------------------------------------
