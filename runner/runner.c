@@ -373,8 +373,10 @@ flush_stream(int stream, int last)
 	while (b->len > 0) {
 		size_t take = b->len < RUNNER_OUTPUT_EVENT_MAX ? b->len : RUNNER_OUTPUT_EVENT_MAX;
 		int end = last && take == b->len;
-		json_t *text = utf8_text((unsigned char *)b->buf, take, end || take < b->len,
-		    &used);
+		/* a character cut at the end of this piece waits for the next
+		 * one (it is in the buffer already, or still to come) unless
+		 * this is the command's last output */
+		json_t *text = utf8_text((unsigned char *)b->buf, take, end, &used);
 
 		if (used == 0) {
 			json_decref(text);
