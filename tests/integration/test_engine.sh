@@ -160,6 +160,9 @@ submit() {
 		"http://127.0.0.1:$PORT/v1/projects/$P1/runs" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
 }
 run_status() { psql_q "select status from runs where id = '$1'"; }
+# step_running RUN: one of its steps has an attempt running (a function, so
+# that wait_for asks again each time)
+step_running() { [ "$(psql_q "select count(*) from run_steps where run_id = '$1' and status = 'running'")" = 1 ]; }
 is_status() { [ "$(run_status "$1")" = "$2" ]; }
 # events RUN: "type step_id/status ..." one line per event, in seq order
 events() {
@@ -329,7 +332,7 @@ check "its patch has the link pw as a link (no content of /etc/passwd) and nothi
 # --- cancel -------------------------------------------------------------------------
 submit long clean
 R7=$RUN
-wait_for 30 [ "$(psql_q "select count(*) from run_steps where run_id = '$R7' and status = 'running'")" = 1 ]
+wait_for 30 step_running "$R7"
 sleep 0.5
 CODE=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 -X POST -H "Authorization: Bearer $TA" \
 	"http://127.0.0.1:$PORT/v1/runs/$R7/cancel")
@@ -345,7 +348,7 @@ check "... its step cancelled, the terminal event last" [ "$(psql_q "select stat
 kill_mid() {
 	submit long clean
 	R=$RUN
-	wait_for 30 [ "$(psql_q "select count(*) from run_steps where run_id = '$R' and status = 'running'")" = 1 ]
+	wait_for 30 step_running "$R"
 	sleep 1
 	case $1 in
 	runner) kill -9 "$(child_pid runner)" ;;
@@ -370,7 +373,7 @@ check "a parked run cancelled: cancelled, its directory still there" \
 # the whole daemon
 submit long clean
 R=$RUN
-wait_for 30 [ "$(psql_q "select count(*) from run_steps where run_id = '$R' and status = 'running'")" = 1 ]
+wait_for 30 step_running "$R"
 sleep 1
 kill -9 "$SUP_PID" $(children_of "$SUP_PID") 2>/dev/null
 pkill -KILL -u _agrippadb -f "$T/state/pg" 2>/dev/null
