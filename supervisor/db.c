@@ -107,8 +107,10 @@ conn_fail(struct db_conn *c, const char *why)
 		c->last = NULL;
 	}
 	if (c->cur != NULL) {
-		req_finish(c->cur, DB_ERR_UNAVAILABLE, "database connection lost", NULL);
-		c->cur = NULL;
+		struct db_req *r = c->cur;
+
+		c->cur = NULL; /* before the callback, as in conn_command_done */
+		req_finish(r, DB_ERR_UNAVAILABLE, "database connection lost", NULL);
 	}
 	if (c->pg != NULL)
 		PQfinish(c->pg);
@@ -228,6 +230,7 @@ conn_command_done(struct db_conn *c)
 	ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
 	char err[IPC_ERRMSG_MAX];
 	const char *state, *msg;
+	struct db_req *r;
 
 	c->last = NULL;
 	if (c->st == C_PREPARING) {
@@ -241,17 +244,21 @@ conn_command_done(struct db_conn *c)
 		conn_prepare_next(c);
 		return;
 	}
+	/* The request leaves the connection before its callback runs: a
+	 * callback that submits another operation may be given this very
+	 * connection, now idle, and that request must not be forgotten. */
+	r = c->cur;
+	c->cur = NULL;
 	c->st = C_IDLE;
 	if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) {
-		req_finish(c->cur, DB_OK, "", res);
+		req_finish(r, DB_OK, "", res);
 	} else {
 		state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
 		msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
 		snprintf(err, sizeof(err), "%s: %s", state ? state : "XX000",
 		    msg ? msg : "query failed");
-		req_finish(c->cur, DB_ERR_QUERY, err, res);
+		req_finish(r, DB_ERR_QUERY, err, res);
 	}
-	c->cur = NULL;
 	PQclear(res);
 	conn_dispatch();
 }

@@ -441,6 +441,9 @@ supervisor_main(const char *conf_path, int foreground, int verbose, int check_on
 	sup.pidfile_fd = pidfile_lock(sup.conf.pidfile);
 	sup_load_key();
 	chroot_dir_ensure(sup.conf.chroot);
+	/* Runs, sandboxes and artifacts live under it whatever the database. */
+	if (mkdir(sup.conf.state_dir, 0755) == -1 && errno != EEXIST)
+		fatal("state directory %s", sup.conf.state_dir);
 	if (listen_bind_all(&sup.conf, sup.listen_fds, &sup.nlisten_fds, err, sizeof(err)) == -1)
 		fatalx("%s", err);
 	if ((sup.ctl_fd = control_listen(sup.conf.control_socket, err, sizeof(err))) == -1)
