@@ -1180,7 +1180,14 @@ step_begun(struct child *c, const struct ipc_db_result *r, void *arg)
 	}
 	s->last_attempt = rn.attempt;
 	log_debug("run %s: step %s attempt %d", rn.run, s->id, rn.attempt);
-	if (strcmp(s->kind, "command") == 0) {
+	if (s->crashes >= RUNNER_CRASH_MAX) {
+		/* a step that keeps killing its runner: this attempt fails at once */
+		char err[128];
+
+		snprintf(err, sizeof(err), "its runner died %d times", s->crashes);
+		note_failure(s, "step %s: %s", s->id, err);
+		step_end("failed", -1, err, NULL, 1);
+	} else if (strcmp(s->kind, "command") == 0) {
 		command_start();
 	} else if (strcmp(s->kind, "checkpoint") == 0) {
 		checkpoint_start();
@@ -1222,30 +1229,6 @@ crash_done(struct child *c, const struct ipc_db_result *r, void *arg)
 	s->crashes++;
 	s->running = 0;
 	next_step();
-}
-
-/* A crashed step that keeps crashing: one more attempt, failed at once. */
-static void
-crashed_out_begun(struct child *c, const struct ipc_db_result *r, void *arg)
-{
-	struct rstep *s = &rn.steps[rn.cur];
-	char err[128];
-	size_t len;
-	const char *v;
-
-	check_db(r, "starting a step");
-	v = cell(r, 0, &len);
-	if (v == NULL || (len == 4 && memcmp(v, "lost", 4) == 0)) {
-		lease_lost();
-		return;
-	}
-	if (len == 9 && memcmp(v, "cancelled", 9) == 0) {
-		finish_run("cancelled", NULL);
-		return;
-	}
-	snprintf(err, sizeof(err), "its runner died %d times", s->crashes);
-	note_failure(s, "step %s: %s", s->id, err);
-	step_end("failed", -1, err, NULL, 1);
 }
 
 static void
@@ -1295,17 +1278,6 @@ next_step(void)
 			ipc_put_u64(&q->w, (uint64_t)s->running);
 			q_send(q, crash_done, NULL);
 		}
-		return;
-	}
-	if (s->crashes >= RUNNER_CRASH_MAX && s->last_attempt > 0) {
-		struct qop *q = q_begin("runner_step_begin", 4);
-
-		rn.attempt = s->last_attempt + 1;
-		ipc_put_str(&q->w, s->phase);
-		ipc_put_str(&q->w, s->id);
-		ipc_put_u64(&q->w, (uint64_t)rn.attempt);
-		ipc_put_str(&q->w, s->kind);
-		q_send(q, crashed_out_begun, NULL);
 		return;
 	}
 	if (s->last_attempt == 0 && !when_holds(s)) {

@@ -364,6 +364,22 @@ kill_mid() {
 kill_mid runner
 kill_mid engine
 
+# a step whose runner keeps dying: after RUNNER_CRASH_MAX (3) crashes the
+# next attempt fails it, and the run with it
+submit long clean
+R=$RUN
+attempt_running() { [ "$(psql_q "select count(*) from run_steps where run_id = '$1' and attempt = $2 and status = 'running'")" = 1 ]; }
+for k in 1 2 3; do
+	wait_for 30 attempt_running "$R" $k
+	sleep 0.5
+	kill -9 "$(child_pid runner)" 2>/dev/null
+done
+wait_for 60 is_status "$R" failed
+check "a step whose runner died 3 times fails: its attempts and the run's error" \
+	[ "$(psql_q "select string_agg(status, ',' order by attempt) from run_steps where run_id = '$R' and step_id = 'mark'")" = crashed,crashed,crashed,failed -a \
+	  "$(psql_q "select error from runs where id = '$R'")" = "step mark: its runner died 3 times" ]
+
+
 # a run cancelled while it waits for an approval keeps its directory until
 # the next start (no runner holds it)
 curl -s -o /dev/null --max-time 10 -X POST -H "Authorization: Bearer $TA" "http://127.0.0.1:$PORT/v1/runs/$R10/cancel"
