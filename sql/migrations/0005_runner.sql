@@ -383,49 +383,28 @@ BEGIN
 END
 $$;
 
--- claim_run as in 0004, and now with its event in the same transaction:
+-- claim_run_started(owner, lease_secs) -> (run_id, previous_status), or no
+-- row: claim_run (0004) and the claim's event in the same transaction:
 -- run.started {owner} for a queued run, run.resumed {owner, from} for a
 -- run taken up again (from: "running", its lease had expired; or
 -- "waiting_approval", its approval was decided).
-CREATE OR REPLACE FUNCTION claim_run(p_owner text, p_lease_secs integer)
+CREATE FUNCTION claim_run_started(p_owner text, p_lease_secs integer)
 RETURNS TABLE (run_id uuid, previous_status text) LANGUAGE plpgsql AS $$
 DECLARE
-	v_id     uuid;
-	v_status text;
+	c record;
 BEGIN
-	IF p_lease_secs IS NULL OR p_lease_secs NOT BETWEEN 1 AND 3600 THEN
-		RAISE EXCEPTION 'claim_run: lease must be 1 to 3600 seconds'
-		    USING ERRCODE = 'invalid_parameter_value';
-	END IF;
-	SELECT r.id, r.status INTO v_id, v_status
-	FROM runs r
-	WHERE r.cancel_requested_at IS NULL
-	  AND (r.status = 'queued'
-	       OR (r.status = 'running' AND r.lease_expires_at < now())
-	       OR (r.status = 'waiting_approval'
-	           AND (r.lease_expires_at IS NULL OR r.lease_expires_at < now())
-	           AND NOT EXISTS (SELECT 1 FROM approvals a
-	                           WHERE a.run_id = r.id AND a.status = 'pending')
-	           AND EXISTS (SELECT 1 FROM approvals a
-	                       WHERE a.run_id = r.id AND a.status <> 'pending')))
-	ORDER BY r.created_at, r.id
-	LIMIT 1
-	FOR UPDATE SKIP LOCKED;
+	SELECT * INTO c FROM claim_run(p_owner, p_lease_secs);
 	IF NOT FOUND THEN
 		RETURN;
 	END IF;
-	UPDATE runs
-	SET status = 'running', started_at = coalesce(started_at, now()),
-	    lease_owner = p_owner, lease_expires_at = now() + make_interval(secs => p_lease_secs)
-	WHERE id = v_id;
-	IF v_status = 'queued' THEN
-		PERFORM append_run_event(v_id, 'run.started', jsonb_build_object('owner', p_owner));
+	IF c.previous_status = 'queued' THEN
+		PERFORM append_run_event(c.run_id, 'run.started', jsonb_build_object('owner', p_owner));
 	ELSE
-		PERFORM append_run_event(v_id, 'run.resumed',
-		    jsonb_build_object('owner', p_owner, 'from', v_status));
+		PERFORM append_run_event(c.run_id, 'run.resumed',
+		    jsonb_build_object('owner', p_owner, 'from', c.previous_status));
 	END IF;
-	run_id := v_id;
-	previous_status := v_status;
+	run_id := c.run_id;
+	previous_status := c.previous_status;
 	RETURN NEXT;
 END
 $$;

@@ -2,5 +2,5 @@
 -- roles: engine
 -- args: text int4
 -- scope: instance
--- The next run this engine may start, under a lease (claim_run).
-SELECT run_id, previous_status FROM claim_run($1, $2)
+-- The next run this engine may start, under a lease, with its event (claim_run_started).
+SELECT run_id, previous_status FROM claim_run_started($1, $2)
