@@ -8,24 +8,11 @@ need_root extdb
 make_env
 trap 'pg_ctl_ext stop -m immediate >/dev/null 2>&1; cleanup_env' EXIT
 
-PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
-EXT="$T/ext"
-mkdir -p "$EXT/data" "$EXT/run"
-chown -R _agrippadb:_agrippadb "$EXT"
-chmod 0700 "$EXT/data" "$EXT/run"
-EXTPW="ext-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
-echo "$EXTPW" >"$EXT/pw"
-chown _agrippadb "$EXT/pw"
-as_db() { setpriv --reuid=_agrippadb --regid=_agrippadb --clear-groups "$@"; }
-pg_ctl_ext() { as_db "$PGBIN/pg_ctl" -D "$EXT/data" -l "$EXT/log" -w "$@"; }
-as_db "$PGBIN/initdb" -D "$EXT/data" -U extuser --pwfile="$EXT/pw" --auth-local=scram-sha-256 \
-	--auth-host=reject --no-locale -E UTF8 >/dev/null
-rm -f "$EXT/pw"
-PGOPTS="-c listen_addresses= -c unix_socket_directories=$EXT/run"
-pg_ctl_ext -o "$PGOPTS" start >/dev/null
+. tests/integration/extpg_lib.sh
+ext_pg_init
 check "external PostgreSQL started" [ $? -eq 0 ]
 
-DB_SPEC="{ url: \"postgresql://extuser:$EXTPW@/postgres?host=$EXT/run\", pool: 2 }"
+DB_SPEC=$(ext_url 2)
 export DB_SPEC
 make_env_conf() {
 	sed -i "s|^database: .*|database: $DB_SPEC|" "$CONF"

@@ -20,26 +20,12 @@ stop_second() {
 }
 trap 'stop_second; pg_ctl_ext stop -m immediate >/dev/null 2>&1; cleanup_env' EXIT
 
-PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
-EXT="$T/ext"
-mkdir -p "$EXT/data" "$EXT/run"
-chown -R _agrippadb:_agrippadb "$EXT"
-chmod 0700 "$EXT/data" "$EXT/run"
-EXTPW="ext-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
-echo "$EXTPW" >"$EXT/pw"
-chown _agrippadb "$EXT/pw"
-as_db() { setpriv --reuid=_agrippadb --regid=_agrippadb --clear-groups "$@"; }
-pg_ctl_ext() { as_db "$PGBIN/pg_ctl" -D "$EXT/data" -l "$EXT/log" -w "$@"; }
-as_db "$PGBIN/initdb" -D "$EXT/data" -U extuser --pwfile="$EXT/pw" --auth-local=scram-sha-256 \
-	--auth-host=reject --no-locale -E UTF8 >/dev/null
-rm -f "$EXT/pw"
-pg_ctl_ext -o "-c listen_addresses= -c unix_socket_directories=$EXT/run -c max_connections=50" \
-	start >/dev/null
+. tests/integration/extpg_lib.sh
+ext_pg_init -c max_connections=50
 check "external PostgreSQL started" [ $? -eq 0 ]
 q() { PGPASSWORD=$EXTPW "$PGBIN/psql" -X -A -t -h "$EXT/run" -U extuser postgres -c "$1"; }
 
-sed -i "s|^database: .*|database: { url: \"postgresql://extuser:$EXTPW@/postgres?host=$EXT/run\", pool: 1 }|" \
-	"$CONF"
+sed -i "s|^database: .*|database: $(ext_url 1)|" "$CONF"
 echo "engine: { concurrency: 2, lease: 10, sweep: 1 }" >>"$CONF"
 start_daemon_or_finish two_engines
 
