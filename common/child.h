@@ -62,6 +62,9 @@ uint64_t child_db_begin(struct child *c, struct ipc_wbuf *w, const char *op, uin
 /* Finish and send; cb runs with the reply.  Returns 0 or -1 (too many
  * pending, frame too large, channel failed); w is freed either way. */
 int child_db_send(struct child *c, struct ipc_wbuf *w, uint64_t id, child_db_cb cb, void *arg);
+/* Row 0, column col of a reply as a string (*len its length), or NULL when
+ * the reply failed, has no row or column col, or the value is null. */
+const char *child_db_cell(const struct ipc_db_result *r, uint32_t col, size_t *len);
 /* Forget a pending call (its reply will be dropped). */
 void child_db_forget(struct child *c, uint64_t id);
 

@@ -64,26 +64,6 @@ erun_find(const char *run)
 	return NULL;
 }
 
-/* The first column of row 0, or NULL. */
-static const char *
-cell(const struct ipc_db_result *r, uint32_t col, size_t *len)
-{
-	struct ipc_cur rows = r->rows, row;
-	const msgpack_object *o;
-	const char *s;
-	uint32_t i;
-
-	if (r->code != DB_OK || r->nrows < 1 || col >= r->ncols ||
-	    ipc_get_array(&rows, &row, r->ncols) == -1)
-		return NULL;
-	for (i = 0; i < col; i++)
-		if (ipc_get_any(&row, &o) == -1)
-			return NULL;
-	if (ipc_is_nil(&row) || ipc_get_str(&row, &s, len, SIZE_MAX) == -1)
-		return NULL;
-	return s;
-}
-
 static void
 send_sup(struct ipc_wbuf *w)
 {
@@ -120,8 +100,8 @@ claim_done(struct child *c, const struct ipc_db_result *r, void *arg)
 		log_warnx("claim: %.*s", (int)r->errlen, r->error);
 		return; /* the next sweep period tries again */
 	}
-	if ((run = cell(r, 0, &rlen)) == NULL || rlen != IPC_UUID_LEN ||
-	    (prev = cell(r, 1, &plen)) == NULL || plen > IPC_STATUS_MAX) {
+	if ((run = child_db_cell(r, 0, &rlen)) == NULL || rlen != IPC_UUID_LEN ||
+	    (prev = child_db_cell(r, 1, &plen)) == NULL || plen > IPC_STATUS_MAX) {
 		if (claim_again) {
 			claim_again = 0;
 			engine_claim();
@@ -184,7 +164,7 @@ renew_done(struct child *c, const struct ipc_db_result *r, void *arg)
 		log_warnx("renewing the lease of run %s: %.*s", e->run, (int)r->errlen, r->error);
 		return; /* tried again at the next period, before the lease lapses */
 	}
-	v = cell(r, 0, &len);
+	v = child_db_cell(r, 0, &len);
 	if (v != NULL && len == 1 && v[0] == 't')
 		return;
 	if (!e->stopped) {

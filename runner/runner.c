@@ -193,28 +193,6 @@ q_send(struct qop *q, child_db_cb cb, void *arg)
 	q_pump();
 }
 
-/* Row 0, column col of a result as a string (NULL for nil or none). */
-static const char *
-cell(const struct ipc_db_result *r, uint32_t col, size_t *len)
-{
-	struct ipc_cur rows = r->rows, row;
-	const char *s;
-	uint32_t i;
-
-	if (r->code != DB_OK || r->nrows < 1 || col >= r->ncols ||
-	    ipc_get_array(&rows, &row, r->ncols) == -1)
-		return NULL;
-	for (i = 0; i < col; i++) {
-		const msgpack_object *o;
-
-		if (ipc_get_any(&row, &o) == -1)
-			return NULL;
-	}
-	if (ipc_is_nil(&row) || ipc_get_str(&row, &s, len, SIZE_MAX) == -1)
-		return NULL;
-	return s;
-}
-
 /* A database error ends this runner; the lease expires and another takes
  * the run up where it stopped. */
 static void
@@ -228,7 +206,7 @@ static int
 cell_true(const struct ipc_db_result *r)
 {
 	size_t len;
-	const char *s = cell(r, 0, &len);
+	const char *s = child_db_cell(r, 0, &len);
 
 	return s != NULL && len == 1 && s[0] == 't';
 }
@@ -285,7 +263,7 @@ event_done(struct child *c, const struct ipc_db_result *r, void *arg)
 	size_t len;
 
 	check_db(r, "an event");
-	if (cell(r, 0, &len) == NULL)
+	if (child_db_cell(r, 0, &len) == NULL)
 		lease_lost();
 }
 
@@ -1106,7 +1084,7 @@ checkpoint_done(struct child *c, const struct ipc_db_result *r, void *arg)
 	size_t len;
 
 	check_db(r, "requesting an approval");
-	if (cell(r, 0, &len) == NULL) {
+	if (child_db_cell(r, 0, &len) == NULL) {
 		/* no approval: the lease is gone or a cancel came first */
 		finish_run("cancelled", NULL);
 		return;
@@ -1168,7 +1146,7 @@ step_begun(struct child *c, const struct ipc_db_result *r, void *arg)
 	const char *v;
 
 	check_db(r, "starting a step");
-	v = cell(r, 0, &len);
+	v = child_db_cell(r, 0, &len);
 	if (v == NULL || (len == 4 && memcmp(v, "lost", 4) == 0)) {
 		lease_lost();
 		return;
@@ -1302,7 +1280,7 @@ finish_done(struct child *c, const struct ipc_db_result *r, void *arg)
 	const char *v;
 
 	check_db(r, "ending the run");
-	if ((v = cell(r, 0, &len)) == NULL) {
+	if ((v = child_db_cell(r, 0, &len)) == NULL) {
 		lease_lost();
 		return;
 	}
@@ -1333,7 +1311,7 @@ static json_t *
 cell_json(const struct ipc_db_result *r, uint32_t col)
 {
 	size_t len;
-	const char *s = cell(r, col, &len);
+	const char *s = child_db_cell(r, col, &len);
 	json_t *j;
 
 	if (s == NULL || (j = json_loadb(s, len, 0, NULL)) == NULL)
