@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,4 +162,47 @@ chown_tree_at(int dfd, const char *name, uid_t uid, gid_t gid)
 	}
 	closedir(d);
 	return rv;
+}
+
+int
+dec_parse(const char *s, size_t n, uint64_t max, uint64_t *v)
+{
+	uint64_t d;
+	size_t i;
+
+	*v = 0;
+	if (n == 0 || (n > 1 && s[0] == '0'))
+		return -1;
+	for (i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		d = (uint64_t)(s[i] - '0');
+		if (d > max || *v > (max - d) / 10) /* d > max: max - d would wrap */
+			return -1;
+		*v = *v * 10 + d;
+	}
+	return 0;
+}
+
+int
+usd_parse(const char *s, size_t n, long long *micros)
+{
+	const char *dot = memchr(s, '.', n);
+	size_t nwhole = dot != NULL ? (size_t)(dot - s) : n, nfrac = 0, i;
+	uint64_t whole, frac = 0;
+
+	if (dot != NULL)
+		nfrac = n - nwhole - 1;
+	if (dec_parse(s, nwhole, USD_MAX, &whole) == -1 ||
+	    (dot != NULL && (nfrac == 0 || nfrac > 6)))
+		return -1;
+	for (i = 0; i < 6; i++) { /* "5" -> 500000: pad to 6 digits */
+		if (i < nfrac && (dot[1 + i] < '0' || dot[1 + i] > '9'))
+			return -1;
+		frac = frac * 10 + (i < nfrac ? (uint64_t)(dot[1 + i] - '0') : 0);
+	}
+	if (whole == USD_MAX && frac != 0)
+		return -1;
+	*micros = (long long)(whole * 1000000 + frac);
+	return 0;
 }

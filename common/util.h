@@ -5,6 +5,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /*
  * snprintf that reports truncation: returns 0 when the whole string fit in
@@ -51,5 +52,18 @@ int rmtree_at(int dfd, const char *name);
  * without following any symbolic link (links themselves change owner).
  * Returns 0 or -1 with errno set. */
 int chown_tree_at(int dfd, const char *name, uid_t uid, gid_t gid);
+
+/*
+ * An amount of US dollars as templates and the configuration write it
+ * (s, n bytes): digits without a leading zero, optionally a point and one
+ * to six more digits ("2", "2.50", "0.000001"); no sign, exponent or
+ * space; 0 to USD_MAX.  Parsed as text, never as a float.  Returns 0 with
+ * *micros set (micro-dollars), or -1.
+ */
+#define USD_MAX 100000
+/* Decimal digits s (n bytes) into *v, at most max; no sign, no leading
+ * zero (YAML 1.1 reads 010 as octal).  Returns 0, or -1. */
+int dec_parse(const char *s, size_t n, uint64_t max, uint64_t *v);
+int usd_parse(const char *s, size_t n, long long *micros);
 
 #endif

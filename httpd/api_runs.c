@@ -1,6 +1,6 @@
 /*
- * The runs part of the API (docs/api.md): submit, list, get, cancel, steps,
- * the events page, approvals and artifacts.  Every operation answers one
+ * The runs part of the API (docs/api.md): submit, list, get, cancel,
+ * budget, steps, the events page, approvals and artifacts.  Every operation answers one
  * api_* envelope (sql/migrations/0003_api.sql) and decides authorization
  * itself from the acting user; api_envelope_done turns it into the reply.
  * The event stream is in sse.c.
@@ -132,6 +132,30 @@ api_run_cancel(struct hreq *h)
 	struct ipc_wbuf w;
 	uint64_t id = api_call_begin(h, &w, "httpd_run_cancel", 1, 1);
 
+	ipc_put_str(&w, h->remote);
+	hreq_db_send(h, &w, id, api_envelope_done);
+}
+
+/* POST /v1/runs/{id}/budget {"usd_micros": N, "phase": NAME}: the range and
+ * the phase are the database's to judge (api_set_budget), against the
+ * run's own template. */
+void
+api_run_budget(struct hreq *h)
+{
+	const char *phase = json_string_value(json_object_get(h->body, "phase"));
+	json_int_t usd = json_integer_value(json_object_get(h->body, "usd_micros"));
+	struct ipc_wbuf w;
+	uint64_t id;
+
+	if (phase != NULL && (strlen(phase) < 1 || strlen(phase) > 64 ||
+	    phase[strspn(phase, "abcdefghijklmnopqrstuvwxyz0123456789_-")] != '\0')) {
+		hreq_error_ex(h, 422, "invalid_field", "phase is not a phase name",
+		              json_pack("{s:s}", "field", "phase"));
+		return;
+	}
+	id = api_call_begin(h, &w, "httpd_run_budget", 1, 3);
+	phase != NULL ? ipc_put_str(&w, phase) : ipc_put_nil(&w);
+	ipc_put_i64(&w, (int64_t)usd);
 	ipc_put_str(&w, h->remote);
 	hreq_db_send(h, &w, id, api_envelope_done);
 }

@@ -263,6 +263,7 @@ void api_runs_submit(struct hreq *h);
 void api_runs_list(struct hreq *h);
 void api_run(struct hreq *h);
 void api_run_cancel(struct hreq *h);
+void api_run_budget(struct hreq *h);
 void api_run_steps(struct hreq *h);
 void api_run_events(struct hreq *h);
 void api_run_approvals(struct hreq *h);

@@ -39,6 +39,10 @@ static const struct body_field submit_fields[] = {
 	{ "template", JSON_STRING, 1 },
 	{ "params",   JSON_OBJECT, 0 },
 };
+static const struct body_field budget_fields[] = {
+	{ "usd_micros", JSON_INTEGER, 1 },
+	{ "phase",      JSON_STRING,  0 },
+};
 static const struct body_field decide_fields[] = {
 	{ "decision", JSON_STRING, 1 },
 	{ "comment",  JSON_STRING, 0 },
@@ -69,6 +73,7 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_POST,   "/v1/projects/{id}/runs",       api_runs_submit,       1, F(submit_fields), M, 1, NULL },
 	{ EVHTTP_REQ_GET,    "/v1/runs/{id}",                api_run,               1, NULL, 0, V, 0, NULL },
 	{ EVHTTP_REQ_POST,   "/v1/runs/{id}/cancel",         api_run_cancel,        1, NULL, 0, M, 0, NULL },
+	{ EVHTTP_REQ_POST,   "/v1/runs/{id}/budget",         api_run_budget,        1, F(budget_fields), A, 0, NULL },
 	{ EVHTTP_REQ_GET,    "/v1/runs/{id}/steps",          api_run_steps,         1, NULL, 0, V, 0, NULL },
 	{ EVHTTP_REQ_GET,    "/v1/runs/{id}/events",         api_run_events,        1, NULL, 0, V, 0, "after limit" },
 	{ EVHTTP_REQ_GET,    "/v1/runs/{id}/events/stream",  api_run_stream,        1, NULL, 0, V, 0, "after" },

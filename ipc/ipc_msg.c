@@ -405,7 +405,8 @@ ipc_dec_runner_start(const msgpack_object *body, struct ipc_runner_start *out)
 	memcpy(out->owner, s, len);
 	out->owner[len] = '\0';
 	if (ipc_get_status(&c, out->previous) == -1 || ipc_get_u32(&c, &out->exec_max_ms) == -1 ||
-	    ipc_end(&c) == -1 || out->exec_max_ms == 0)
+	    ipc_get_u64(&c, &out->step_budget) == -1 || ipc_end(&c) == -1 ||
+	    out->exec_max_ms == 0 || out->step_budget == 0 || out->step_budget > IPC_USD_MICROS_MAX)
 		return -1;
 	return 0;
 }

@@ -159,7 +159,9 @@
  *              the run's runner (or its setup) is gone
  *  RUNNER_START [run str (UUID), owner str(1..IPC_INSTANCE_MAX), previous
  *               str(<=IPC_STATUS_MAX), exec_max_ms u32 (sandbox.exec_timeout:
- *               a longer step timeout is cut to it)]  + the runner's end of
+ *               a longer step timeout is cut to it), step_budget u64
+ *               (1..IPC_USD_MICROS_MAX: engine.step_budget, what an agent
+ *               step attempt reserves when no budget applies)]  + the runner's end of
  *               its sandbox's channel.  The runner's channel is scoped to
  *               this run.
  *  RUNNER_CANCEL []  end the run cancelled now (kill the running command)
@@ -333,6 +335,7 @@ struct ipc_git_diff {
 int ipc_dec_git_diff(const msgpack_object *body, struct ipc_git_diff *out);
 
 #define IPC_STATUS_MAX 32
+#define IPC_USD_MICROS_MAX 100000000000ull /* 100000 USD, the templates' range */
 /* RUN_ENDED and RUNNER_DONE outcomes */
 enum {
 	IPC_RUN_FINISHED = 0, /* the run ended (succeeded, failed, cancelled) */
@@ -354,6 +357,7 @@ struct ipc_runner_start {
 	char owner[IPC_INSTANCE_MAX + 1];
 	char previous[IPC_STATUS_MAX + 1];
 	uint32_t exec_max_ms;
+	uint64_t step_budget; /* micro-dollars */
 };
 int ipc_dec_runner_start(const msgpack_object *body, struct ipc_runner_start *out);
 int ipc_dec_runner_cancel(const msgpack_object *body);

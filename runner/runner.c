@@ -92,6 +92,7 @@ static struct runner {
 	char owner[IPC_INSTANCE_MAX + 1];
 	char previous[IPC_STATUS_MAX + 1];
 	uint32_t exec_max_ms;
+	uint64_t step_budget;  /* engine.step_budget, micro-dollars */
 	int started;
 	struct ipc_chan *sbx;
 	int sbx_ready;
@@ -105,6 +106,8 @@ static struct runner {
 	int finishing;       /* run_finish sent: nothing else starts */
 	/* the current attempt */
 	int attempt;
+	int64_t reserved;    /* its reservation (agent steps), micro-dollars */
+	int refused;         /* more spend was refused: the attempt fails */
 	int exec_running;
 	uint64_t exec_id;
 	struct outbuf out[3];
@@ -1158,7 +1161,12 @@ step_begun(struct child *c, const struct ipc_db_result *r, void *arg)
 	}
 	s->last_attempt = rn.attempt;
 	log_debug("run %s: step %s attempt %d", rn.run, s->id, rn.attempt);
-	if (s->crashes >= RUNNER_CRASH_MAX) {
+	if (rn.refused) {
+		const char *err = "its budget is spent and more was refused";
+
+		note_failure(s, "step %s: %s", s->id, err);
+		step_end("failed", -1, err, NULL, 1);
+	} else if (s->crashes >= RUNNER_CRASH_MAX) {
 		/* a step that keeps killing its runner: this attempt fails at once */
 		char err[128];
 
@@ -1186,12 +1194,75 @@ step_begin(void)
 	struct rstep *s = &rn.steps[rn.cur];
 	struct qop *q = q_begin("runner_step_begin", 4);
 
-	rn.attempt = s->last_attempt + 1;
 	ipc_put_str(&q->w, s->phase);
 	ipc_put_str(&q->w, s->id);
 	ipc_put_u64(&q->w, (uint64_t)rn.attempt);
 	ipc_put_str(&q->w, s->kind);
 	q_send(q, step_begun, NULL);
+}
+
+/* ---- budgets ------------------------------------------------------------- */
+
+static void
+reserve_done(struct child *c, const struct ipc_db_result *r, void *arg)
+{
+	struct rstep *s = &rn.steps[rn.cur];
+	const char *v, *a;
+	size_t len, alen;
+	char num[24];
+
+	check_db(r, "reserving a step's budget");
+	if ((v = child_db_cell(r, 0, &len)) == NULL || (len == 4 && memcmp(v, "lost", 4) == 0)) {
+		lease_lost();
+		return;
+	}
+	if (len == 9 && memcmp(v, "cancelled", 9) == 0) {
+		rn.cancel = 1;
+		finish_run("cancelled", NULL);
+		return;
+	}
+	if (len == 6 && memcmp(v, "paused", 6) == 0) {
+		log_info("run %s: step %s has no budget left; waiting for more", rn.run, s->id);
+		runner_exit(IPC_RUN_PARKED);
+		return;
+	}
+	if (len == 7 && memcmp(v, "refused", 7) == 0) {
+		rn.refused = 1;
+		step_begin();
+		return;
+	}
+	if ((a = child_db_cell(r, 1, &alen)) == NULL || alen == 0 || alen >= sizeof(num))
+		fatalx("run %s: a reservation without an amount", rn.run);
+	memcpy(num, a, alen);
+	num[alen] = '\0';
+	rn.reserved = strtoll(num, NULL, 10);
+	log_debug("run %s: step %s attempt %d may spend %lld micro-dollars (%.*s)", rn.run,
+	    s->id, rn.attempt, (long long)rn.reserved, (int)len, v);
+	step_begin();
+}
+
+/* The attempt that is next: an agent step's (the kind that spends) first
+ * reserves what it may spend, or parks the run when it may spend nothing
+ * more (step_reserve); any other starts at once. */
+static void
+attempt_next(void)
+{
+	struct rstep *s = &rn.steps[rn.cur];
+	struct qop *q;
+
+	rn.attempt = s->last_attempt + 1;
+	rn.reserved = 0;
+	rn.refused = 0;
+	if (strcmp(s->kind, "agent") != 0) {
+		step_begin();
+		return;
+	}
+	q = q_begin("runner_step_reserve", 4);
+	ipc_put_str(&q->w, s->phase);
+	ipc_put_str(&q->w, s->id);
+	ipc_put_u64(&q->w, (uint64_t)rn.attempt);
+	ipc_put_u64(&q->w, rn.step_budget);
+	q_send(q, reserve_done, NULL);
 }
 
 static void
@@ -1268,7 +1339,7 @@ next_step(void)
 		q_send(q, skip_done, NULL);
 		return;
 	}
-	step_begin();
+	attempt_next();
 }
 
 /* ---- the run's end ------------------------------------------------------- */
@@ -1414,6 +1485,7 @@ runner_dispatch(struct child *c, struct ipc_msg *m)
 		memcpy(rn.owner, st.owner, sizeof(rn.owner));
 		memcpy(rn.previous, st.previous, sizeof(rn.previous));
 		rn.exec_max_ms = st.exec_max_ms;
+		rn.step_budget = st.step_budget;
 		rn.sbx = ipc_chan_new(c->base, m->fd, ROLE_RUNNER, ROLE_SANDBOX, c->max_frame,
 		    sbx_msg, sbx_err, NULL);
 		if (rn.sbx == NULL)

@@ -571,16 +571,20 @@ conf_set_sbx_num(struct conf_parse *p, const struct conf_key *k, yaml_event_t *e
 static void conf_set_eng_num(struct conf_parse *, const struct conf_key *, yaml_event_t *);
 #define CONF_ENG(field)                                                                            \
 	{ #field, "engine." #field, conf_set_eng_num, offsetof(struct config, engine.field), 0 }
+static void conf_set_usd(struct conf_parse *, const struct conf_key *, yaml_event_t *);
 static const struct conf_key conf_eng_keys[] = {
     CONF_ENG(concurrency),
     CONF_ENG(lease),
     CONF_ENG(sweep),
+    {"step_budget", "engine.step_budget", conf_set_usd, offsetof(struct config, engine.step_budget),
+     0},
 };
 /* Ranges, in the order of conf_eng_keys. */
 static const struct conf_range conf_eng_ranges[] = {
     {0, 1024, 0}, /* concurrency: runs at once (0: none, an API-only host) */
     {2, 3600, 0}, /* lease: seconds */
     {1, 3600, 0}, /* sweep: seconds */
+    {0, 0, 0},    /* step_budget: an amount (conf_set_usd) */
 };
 _Static_assert(CONF_NKEYS(conf_eng_keys) == CONF_NKEYS(conf_eng_ranges), "one range per key");
 
@@ -588,6 +592,26 @@ static void
 conf_set_eng_num(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
 {
 	conf_set_ranged(p, k, ev, &conf_eng_ranges[k - conf_eng_keys]);
+}
+
+/* An amount of US dollars as templates write one (usd_parse), more than 0;
+ * stored in micro-dollars. */
+static void
+conf_set_usd(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+{
+	long long micros;
+
+	if (ev->type != YAML_SCALAR_EVENT || conf_is_null(ev) ||
+	    ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE ||
+	    usd_parse((const char *)ev->data.scalar.value, ev->data.scalar.length, &micros) == -1 ||
+	    micros == 0) {
+		conf_error(p, &ev->start_mark,
+		    "%s: expected an amount of dollars from 0.000001 to %d, with at most 6 decimals",
+		    k->label, USD_MAX);
+		conf_skip(p, ev);
+		return;
+	}
+	memcpy(conf_field(p, k), &(uint64_t){(uint64_t)micros}, sizeof(uint64_t));
 }
 
 _Static_assert(CONF_NKEYS(conf_top_keys) <= 32, "seen is a 32-bit mask");
@@ -849,6 +873,7 @@ config_defaults(struct config *c)
 	c->engine.concurrency = 4;
 	c->engine.lease = 30;
 	c->engine.sweep = 5;
+	c->engine.step_budget = 10000000; /* 10 USD */
 }
 
 /* Run the walker over buf into tmp.  Returns the number of errors. */

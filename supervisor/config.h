@@ -43,6 +43,9 @@ struct conf_engine {
 	uint64_t lease;       /* lease: a run's lease, seconds, 2..3600, default 30 */
 	uint64_t sweep;       /* sweep: seconds between sweeps (expired approvals,
 	                       * stranded runs), 1..3600, default 5 */
+	uint64_t step_budget; /* step_budget: what an agent step attempt reserves when
+	                       * neither its run nor its phase has a budget,
+	                       * micro-dollars, default 10 USD */
 };
 
 struct config {

@@ -603,11 +603,12 @@ runner_on_msg(struct ipc_chan *ch, struct ipc_msg *m, void *arg)
 			return;
 		}
 		r->p.ready = 1;
-		ipc_wbuf_begin(&w, IMSG_RUNNER_START, 0, 4);
+		ipc_wbuf_begin(&w, IMSG_RUNNER_START, 0, 5);
 		ipc_put_str(&w, r->p.run);
 		ipc_put_str(&w, r->p.owner);
 		ipc_put_str(&w, r->previous);
 		ipc_put_u64(&w, sup.conf.sandbox.exec_timeout * 1000);
+		ipc_put_u64(&w, sup.conf.engine.step_budget);
 		if (proc_send(&r->p, &w, r->sbx_fd) == -1)
 			kill(r->p.pid, SIGKILL);
 		close(r->sbx_fd);

@@ -50,8 +50,6 @@
 #define TMPL_LABEL_MAX 128              /* "phases[63].steps[255].requires.skills[63]" */
 #define TMPL_SHOW_MAX 64                /* longest key or reference echoed back */
 #define TMPL_INT_MAX 9007199254740991LL /* 2^53 - 1: exact in every JSON reader */
-#define TMPL_USD_MAX 100000
-#define TMPL_MICROS 1000000
 #define TMPL_NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
 #define TMPL_LOWER "abcdefghijklmnopqrstuvwxyz"
@@ -647,27 +645,6 @@ tmpl_name(struct tmpl_parse *p, const struct tn *n, const char *label, const str
 	return n->s;
 }
 
-/* Decimal digits s[0..n) into *v, at most max; no sign, no leading zero
- * (YAML 1.1 reads 010 as octal).  Returns 0 or -1. */
-static int
-tmpl_digits(const char *s, size_t n, uint64_t max, uint64_t *v)
-{
-	uint64_t d;
-	size_t i;
-
-	*v = 0;
-	if (n == 0 || (n > 1 && s[0] == '0'))
-		return -1;
-	for (i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		d = (uint64_t)(s[i] - '0');
-		if (d > max || *v > (max - d) / 10) /* d > max: max - d would wrap */
-			return -1;
-		*v = *v * 10 + d;
-	}
-	return 0;
-}
 
 /* A plain (unquoted) scalar that is to be a number or bool.  Returns 0 or -1
  * after reporting "expected WHAT, found ...". */
@@ -695,7 +672,7 @@ tmpl_int(struct tmpl_parse *p, const struct tn *n, const char *label, long long 
 	if (tmpl_plain(p, n, label, "an integer") == -1)
 		return -1;
 	neg = n->s[0] == '-' && min < 0;
-	if (tmpl_digits(n->s + neg, n->len - (size_t)neg, (uint64_t)TMPL_INT_MAX, &v) == -1 ||
+	if (dec_parse(n->s + neg, n->len - (size_t)neg, (uint64_t)TMPL_INT_MAX, &v) == -1 ||
 	    (neg && v == 0) || (neg ? -(long long)v : (long long)v) < min ||
 	    (neg ? -(long long)v : (long long)v) > max) {
 		tmpl_lerr(p, n, label, "expected an integer from %lld to %lld", min, max);
@@ -796,7 +773,7 @@ tmpl_duration(struct tmpl_parse *p, const struct tn *n, const char *label, uint6
 		mult = 86400, len--;
 		break;
 	}
-	if (tmpl_digits(n->s, len, max / mult, &v) == -1 || v * mult < min) {
+	if (dec_parse(n->s, len, max / mult, &v) == -1 || v * mult < min) {
 		tmpl_lerr(p, n, label,
 		          "expected a duration from %s (seconds, or a number "
 		          "followed by s, m, h or d)",
@@ -809,37 +786,18 @@ tmpl_duration(struct tmpl_parse *p, const struct tn *n, const char *label, uint6
 
 /*
  * A dollar amount: digits (no leading zero), optionally '.' and 1 to 6
- * digits; 0 to TMPL_USD_MAX.  Parsed as text, never as a float.  Returns 0
+ * digits; 0 to USD_MAX (usd_parse).  Returns 0
  * with *micros, or -1 after reporting.
  */
 static int
 tmpl_usd(struct tmpl_parse *p, const struct tn *n, const char *label, long long *micros)
 {
-	const char *dot;
-	uint64_t whole, frac = 0;
-	size_t nwhole, nfrac = 0, i;
-
 	if (tmpl_plain(p, n, label, "an amount") == -1)
 		return -1;
-	dot = memchr(n->s, '.', n->len);
-	nwhole = dot != NULL ? (size_t)(dot - n->s) : n->len;
-	if (dot != NULL)
-		nfrac = n->len - nwhole - 1;
-	if (tmpl_digits(n->s, nwhole, TMPL_USD_MAX, &whole) == -1 ||
-	    (dot != NULL && (nfrac == 0 || nfrac > 6)))
-		goto bad;
-	for (i = 0; i < 6; i++) { /* "5" -> 500000: pad to 6 digits */
-		if (i < nfrac && (dot[1 + i] < '0' || dot[1 + i] > '9'))
-			goto bad;
-		frac = frac * 10 + (i < nfrac ? (uint64_t)(dot[1 + i] - '0') : 0);
-	}
-	if (whole == TMPL_USD_MAX && frac != 0)
-		goto bad;
-	*micros = (long long)(whole * TMPL_MICROS + frac);
-	return 0;
-bad:
+	if (usd_parse(n->s, n->len, micros) == 0)
+		return 0;
 	tmpl_lerr(p, n, label, "expected an amount from 0 to %d with at most 6 decimals",
-	          TMPL_USD_MAX);
+	          USD_MAX);
 	return -1;
 }
 

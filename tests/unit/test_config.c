@@ -323,6 +323,38 @@ test_engine_section(void **state)
 	    "1:24: engine.concurrency: expected an integer, found a quoted string");
 	expect_only("engine: { concurrency: }\n", "1:24: engine.concurrency: empty value");
 
+	/* step_budget: dollars as templates write them, more than 0, at most
+	 * 100000, in micro-dollars */
+	assert_int_equal(def.engine.step_budget, 10000000);
+	assert_int_equal(parse("engine: { step_budget: 2.5 }\n"), 0);
+	assert_int_equal(cfg.engine.step_budget, 2500000);
+	assert_int_equal(parse("engine: { step_budget: 0.000001 }\n"), 0);
+	assert_int_equal(cfg.engine.step_budget, 1);
+	assert_int_equal(parse("engine: { step_budget: 100000 }\n"), 0);
+	assert_int_equal(cfg.engine.step_budget, 100000000000);
+	expect_only("engine: { step_budget: 0 }\n",
+	    "1:24: engine.step_budget: expected an amount of dollars from 0.000001 to 100000, "
+	    "with at most 6 decimals");
+	expect_only("engine: { step_budget: 100000.000001 }\n",
+	    "1:24: engine.step_budget: expected an amount of dollars from 0.000001 to 100000, "
+	    "with at most 6 decimals");
+	expect_only("engine: { step_budget: 1.0000001 }\n",
+	    "1:24: engine.step_budget: expected an amount of dollars from 0.000001 to 100000, "
+	    "with at most 6 decimals");
+	expect_only("engine: { step_budget: -1 }\n",
+	    "1:24: engine.step_budget: expected an amount of dollars from 0.000001 to 100000, "
+	    "with at most 6 decimals");
+	expect_only("engine: { step_budget: 1e3 }\n",
+	    "1:24: engine.step_budget: expected an amount of dollars from 0.000001 to 100000, "
+	    "with at most 6 decimals");
+	expect_only("engine: { step_budget: \"10\" }\n",
+	    "1:24: engine.step_budget: expected an amount of dollars from 0.000001 to 100000, "
+	    "with at most 6 decimals");
+	expect_only("engine: { step_budget: [ 1 ] }\n",
+	    "1:24: engine.step_budget: expected an amount of dollars from 0.000001 to 100000, "
+	    "with at most 6 decimals");
+	assert_int_equal(cfg.engine.step_budget, 100000000000); /* left as it was */
+
 	/* every error of the section is reported, in order */
 	assert_int_equal(parse("engine:\n  concurrency: 2000\n  bogus: 1\n  lease: 9999\n"), -1);
 	assert_string_equal(err, NAME ":2:16: engine.concurrency: expected an integer from 0 to "

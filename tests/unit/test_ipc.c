@@ -1092,15 +1092,29 @@ t_v_engine(void **state)
 	assert_int_equal(valid(IMSG_RUN_ENDED, 2, "su", run, 3u), 0);
 	assert_int_equal(valid(IMSG_RUN_ENDED, 2, "su", run, 4u), -1);
 	assert_int_equal(valid(IMSG_RUN_ENDED, 1, "s", run), -1);
-	/* RUNNER_START: run, a printable owner, a status, a timeout > 0, a descriptor */
-	assert_int_equal(valid(IMSG_RUNNER_START, 4, "sssu", run, "engine-01", "queued", 600000u), 0);
-	assert_int_equal(valid(IMSG_RUNNER_START, 4, "sssu", run, "", "queued", 600000u), -1);
-	assert_int_equal(valid(IMSG_RUNNER_START, 4, "sssu", run, "a b", "queued", 600000u), -1);
-	assert_int_equal(valid(IMSG_RUNNER_START, 4, "sssu", run, "e", "queued", 0u), -1);
-	build(&m, IMSG_RUNNER_START, 4, "sssu", run, "engine-01", "running", 5000u);
+	/* RUNNER_START: run, a printable owner, a status, a timeout > 0, a step
+	 * budget in 1..IPC_USD_MICROS_MAX, a descriptor */
+	assert_int_equal(valid(IMSG_RUNNER_START, 5, "sssuU", run, "engine-01", "queued", 600000u,
+	    (uint64_t)10000000), 0);
+	assert_int_equal(valid(IMSG_RUNNER_START, 5, "sssuU", run, "", "queued", 600000u,
+	    (uint64_t)1), -1);
+	assert_int_equal(valid(IMSG_RUNNER_START, 5, "sssuU", run, "a b", "queued", 600000u,
+	    (uint64_t)1), -1);
+	assert_int_equal(valid(IMSG_RUNNER_START, 5, "sssuU", run, "e", "queued", 0u, (uint64_t)1),
+	    -1);
+	assert_int_equal(valid(IMSG_RUNNER_START, 5, "sssuU", run, "e", "queued", 1u, (uint64_t)0),
+	    -1);
+	assert_int_equal(valid(IMSG_RUNNER_START, 5, "sssuU", run, "e", "queued", 1u,
+	    (uint64_t)IPC_USD_MICROS_MAX), 0);
+	assert_int_equal(valid(IMSG_RUNNER_START, 5, "sssuU", run, "e", "queued", 1u,
+	    (uint64_t)IPC_USD_MICROS_MAX + 1), -1);
+	assert_int_equal(valid(IMSG_RUNNER_START, 4, "sssu", run, "e", "queued", 1u), -1);
+	build(&m, IMSG_RUNNER_START, 5, "sssuU", run, "engine-01", "running", 5000u,
+	    (uint64_t)2500000);
 	assert_int_equal(ipc_dec_runner_start(m.body, &rs), 0);
 	assert_string_equal(rs.owner, "engine-01");
 	assert_int_equal(rs.exec_max_ms, 5000);
+	assert_int_equal(rs.step_budget, 2500000);
 	ipc_msg_free(&m);
 	/* RUNNER_CANCEL carries nothing; RUNNER_DONE an outcome */
 	assert_int_equal(valid(IMSG_RUNNER_CANCEL, 0, ""), 0);
