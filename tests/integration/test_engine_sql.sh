@@ -5,7 +5,10 @@
 # run), renewing and parking leases, the sweeps (expired approvals decided
 # exactly once against a racing decision; cancelled runs nobody runs), and
 # budget reservations against a monthly quota (concurrent runs never
-# overspend it; a resumed attempt never counts twice).
+# overspend it; a resumed attempt never counts twice), and the runner's
+# step_reserve (0006_budget.sql): budgets of the run and the phase, the
+# default, a spent budget or a full quota parking the run on a budget
+# approval, raising the budget over api_set_budget, refusal.
 . tests/integration/lib.sh
 need_root engine_sql
 make_env
@@ -197,6 +200,161 @@ check "10 concurrent reservations of 250 against 1000: exactly 4 reserved" \
 	[ "$(cat "$T"/res* | grep -c '^reserved$')" = 4 -a "$(cat "$T"/res* | grep -c '^quota_exceeded$')" = 6 ]
 is "... the month's spend is 1000, not more" \
 	"SELECT project_month_spend('$P3', date_trunc('month', now() AT TIME ZONE 'UTC')::date)" 1000
+
+### step_reserve (0006): what the runner asks before an agent step attempt
+TPB=00000000-0000-0000-0000-0000000000c2
+P4=00000000-0000-0000-0000-0000000000b4
+P5=00000000-0000-0000-0000-0000000000b5
+P6=00000000-0000-0000-0000-0000000000b6
+U2=00000000-0000-0000-0000-0000000000a2
+sq -c "INSERT INTO templates (id, name, version, source, compiled, sha256)
+	    VALUES ('$TPB', 'tb', 1, 'x', '{\"phases\": [{\"name\": \"p\", \"budget\": {\"usd_micros\": 300}}, {\"name\": \"q\", \"budget\": null}]}', decode(repeat('11', 32), 'hex'))" \
+	-c "INSERT INTO projects (id, name, monthly_quota_usd_micros) VALUES ('$P4', 'delta', 1000), ('$P5', 'eps', 100), ('$P6', 'zeta', 1000)" \
+	-c "INSERT INTO users (id, name) VALUES ('$U2', 'bob')" \
+	-c "INSERT INTO memberships (project_id, user_id, role) VALUES ('$P4', '$U1', 'admin'), ('$P4', '$U2', 'member')" >/dev/null
+# brun PROJECT BUDGET OWNER: a run of template tb held by OWNER; prints its id
+brun() {
+	val "INSERT INTO runs (project_id, template_id, template_name, template_version, submitted_by,
+	       budget_usd_micros, status, started_at, lease_owner, lease_expires_at)
+	     VALUES ('$1', '$TPB', 'tb', 1, '$U1', $2, 'running', now(), '$3', now() + interval '1 hour')
+	     RETURNING id" | head -1
+}
+# reserve RUN OWNER PHASE STEP ATTEMPT [DEFAULT]: "outcome|amount"
+reserve() { val "SELECT outcome || '|' || coalesce(amount::text, '') FROM step_reserve('$1', '$2', '$3', '$4', $5, ${6:-250})"; }
+usage() { sq -c "INSERT INTO token_usage (run_id, step_id, attempt, provider, model, cost_usd_micros) VALUES ('$1', '$2', $3, 'p', 'm', $4)" >/dev/null; }
+begin_step() { val "SELECT step_begin('$1', '$2', '$3', '$4', $5, 'agent')"; }
+end_step() { val "SELECT step_end('$1', '$2', '$3', $4, 'failed', NULL, 'x', '{}', '[]')"; }
+mon="date_trunc('month', now() AT TIME ZONE 'UTC')::date"
+
+RA=$(brun "$P4" 1000 ea)
+is "another engine's runner: lost, nothing written" "$(printf "SELECT outcome FROM step_reserve('%s', 'eb', 'q', 'a', 1, 250)" "$RA")" lost
+is "... no reservation" "SELECT count(*) FROM budget_reservations WHERE run_id = '$RA'" 0
+refused "a default of 0 is refused" "default reservation must be positive" "SELECT * FROM step_reserve('$RA', 'ea', 'q', 'a', 1, 0)"
+is "the run's budget (1000, nothing spent) is reserved whole" "$(printf "SELECT outcome || '|' || amount FROM step_reserve('%s', 'ea', 'q', 'a', 1, 250)" "$RA")" "reserved|1000"
+is "... with the event budget.reserved (scope run)" \
+	"SELECT payload->>'scope' || ' ' || (payload->>'usd_micros') FROM run_events WHERE run_id = '$RA' AND type = 'budget.reserved'" "run 1000"
+is "the same attempt again (a runner that died before it began): exists, the same amount" "$(printf "SELECT outcome || '|' || amount FROM step_reserve('%s', 'ea', 'q', 'a', 1, 250)" "$RA")" "exists|1000"
+is "... one reservation, one event" \
+	"SELECT (SELECT count(*) FROM budget_reservations WHERE run_id = '$RA') || ' ' || (SELECT count(*) FROM run_events WHERE run_id = '$RA' AND type = 'budget.reserved')" "1 1"
+is "the attempt begins" "$(printf "SELECT step_begin('%s', 'ea', 'q', 'a', 1, 'agent')" "$RA")" ok
+usage "$RA" a 1 400
+is "the month counts the open reservation (1000), not its usage too" "SELECT project_month_spend('$P4', $mon)" 1000
+# the runner and its engine die; another engine takes the run up
+sq -c "UPDATE runs SET lease_owner = 'ec' WHERE id = '$RA'" >/dev/null
+is "the new runner marks the attempt crashed" "SELECT step_crash('$RA', 'ec', 'a', 1)" t
+is "... which settles its reservation with what it spent (400)" \
+	"SELECT (settled_at IS NOT NULL) || ' ' || settled_usd_micros FROM budget_reservations WHERE run_id = '$RA'" "true 400"
+is "a resumed run under quota is not stopped by its own earlier spend: the rest of its budget (600) fits the quota exactly" \
+	"$(printf "SELECT outcome || '|' || amount FROM step_reserve('%s', 'ec', 'q', 'a', 2, 250)" "$RA")" "reserved|600"
+is "... the month: 400 spent + 600 reserved" "SELECT project_month_spend('$P4', $mon)" 1000
+is "the attempt begins" "SELECT step_begin('$RA', 'ec', 'q', 'a', 2, 'agent')" ok
+is "... and ends" "SELECT step_end('$RA', 'ec', 'a', 2, 'failed', NULL, 'x', '{}', '[]')" t
+is "... settled with nothing spent" \
+	"SELECT settled_usd_micros FROM budget_reservations WHERE run_id = '$RA' AND attempt = 2" 0
+is "phase p's budget (300) is tighter than the run's rest (600): scope phase" \
+	"$(printf "SELECT outcome || '|' || amount FROM step_reserve('%s', 'ec', 'p', 'b', 1, 250)" "$RA")" "reserved|300"
+is "... said so by its event" \
+	"SELECT payload->>'scope' FROM run_events WHERE run_id = '$RA' AND type = 'budget.reserved' ORDER BY seq DESC LIMIT 1" phase
+is "the run ends: a reservation of an attempt that never began is settled with it" \
+	"SELECT finalize_run('$RA', 'running', 'failed', 'x', 'run.failed', '{}') IS NOT NULL" t
+is "... nothing of the run is open" "SELECT count(*) FROM budget_reservations WHERE run_id = '$RA' AND settled_at IS NULL" 0
+
+# the rest of the project's tests are not about its quota
+sq -c "UPDATE projects SET monthly_quota_usd_micros = 1000000 WHERE id = '$P4'" >/dev/null
+
+# no budget anywhere: the default
+RD=$(brun "$P4" NULL ed)
+is "no run or phase budget: the default (250)" "$(printf "SELECT outcome || '|' || amount FROM step_reserve('%s', 'ed', 'q', 'a', 1, 250)" "$RD")" "reserved|250"
+is "... scope default" \
+	"SELECT payload->>'scope' FROM run_events WHERE run_id = '$RD' AND type = 'budget.reserved'" default
+sq -c "UPDATE runs SET cancel_requested_at = now() WHERE id = '$RD'" >/dev/null
+is "a cancel requested: cancelled, nothing reserved" "$(printf "SELECT outcome FROM step_reserve('%s', 'ed', 'q', 'b', 1, 250)" "$RD")" cancelled
+is "... (still one reservation)" "SELECT count(*) FROM budget_reservations WHERE run_id = '$RD'" 1
+
+# a spent run budget parks the run on a budget approval
+RC=$(brun "$P4" 100 ee)
+sq -c "INSERT INTO run_steps (run_id, phase_name, step_id, attempt, status, finished_at) VALUES ('$RC', 'q', 'a', 1, 'failed', now())" >/dev/null
+usage "$RC" a 1 100
+is "the run's budget is spent: paused" "$(printf "SELECT outcome FROM step_reserve('%s', 'ee', 'q', 'a', 2, 250)" "$RC")" paused
+is "... waiting for approval, its lease handed back, nothing reserved" \
+	"SELECT status || ' ' || coalesce(lease_owner, 'none') || ' ' || (SELECT count(*) FROM budget_reservations WHERE run_id = '$RC') FROM runs WHERE id = '$RC'" "waiting_approval none 0"
+is "... on a pending approval of kind budget for the step" \
+	"SELECT string_agg(kind || ' ' || status || ' ' || step_id, ',') FROM approvals WHERE run_id = '$RC'" "budget pending a"
+is "... its events, in order" \
+	"SELECT string_agg(type, ' ' ORDER BY seq) FROM run_events WHERE run_id = '$RC'" "budget.exceeded approval.requested run.waiting_approval"
+is "... budget.exceeded says which budget and how much" \
+	"SELECT payload->>'scope' || ' ' || (payload->>'budget_usd_micros') || ' ' || (payload->>'spent_usd_micros') || ' ' || (payload->>'step_id') FROM run_events WHERE run_id = '$RC' AND type = 'budget.exceeded'" "run 100 100 a"
+APC=$(val "SELECT id FROM approvals WHERE run_id = '$RC'")
+is "a member may not change a budget" \
+	"SELECT api_set_budget('$U2', '$RC', NULL, 500, NULL)->>'status'" 403
+is "... a negative amount: 422 usd_micros" \
+	"SELECT (api_set_budget('$U1', '$RC', NULL, -1, NULL)->'error'->>'field')" usd_micros
+is "... over 100000 USD: 422" \
+	"SELECT api_set_budget('$U1', '$RC', NULL, 100000000001, NULL)->>'status'" 422
+is "... a phase the template does not have: 422 phase" \
+	"SELECT (api_set_budget('$U1', '$RC', 'nope', 5, NULL)->'error'->>'field')" phase
+is "... after each refusal: budget, approval and events as they were" \
+	"SELECT budget_usd_micros || ' ' || (SELECT status FROM approvals WHERE id = '$APC') || ' ' || (SELECT count(*) FROM run_events WHERE run_id = '$RC') FROM runs WHERE id = '$RC'" "100 pending 3"
+is "an admin raises the budget to 500: 200" "SELECT api_set_budget('$U1', '$RC', NULL, 500, '127.0.0.1')->>'status'" 200
+is "... the budget approval is approved in the same transaction, with budget.changed first" \
+	"SELECT (SELECT status FROM approvals WHERE id = '$APC') || ' ' || (SELECT string_agg(type, ' ' ORDER BY seq) FROM run_events WHERE run_id = '$RC' AND seq > 3)" "approved budget.changed approval.approved"
+is "... budget.changed from 100 to 500" \
+	"SELECT (payload->>'from') || ' ' || (payload->>'to') || ' ' || coalesce(payload->>'phase', 'null') FROM run_events WHERE run_id = '$RC' AND type = 'budget.changed'" "100 500 null"
+is "... and an audit row" "SELECT count(*) FROM audit_log WHERE action = 'run.budget' AND object_id = '$RC'" 1
+sq -c "UPDATE runs SET status = 'running', lease_owner = 'ef', lease_expires_at = now() + interval '1 hour' WHERE id = '$RC'" >/dev/null
+is "resumed, the step reserves the rest of the new budget (400)" \
+	"$(printf "SELECT outcome || '|' || amount FROM step_reserve('%s', 'ef', 'q', 'a', 2, 250)" "$RC")" "reserved|400"
+is "a phase budget for this run replaces the template's: phase p at 50" \
+	"SELECT api_set_budget('$U1', '$RC', 'p', 50, NULL)->'body'->'phase_budgets'->>'p'" 50
+is "... the next attempt in phase p may spend 50" \
+	"$(printf "SELECT outcome || '|' || amount FROM step_reserve('%s', 'ef', 'p', 'c', 1, 250)" "$RC")" "reserved|50"
+is "a phase budget set to 0" "SELECT api_set_budget('$U1', '$RC', 'p', 0, NULL)->>'status'" 200
+is "... the next step of phase p: paused" \
+	"$(printf "SELECT outcome FROM step_reserve('%s', 'ef', 'p', 'd', 1, 250)" "$RC")" paused
+is "... scope phase, with the phase's name" \
+	"SELECT (payload->>'scope') || ' ' || (payload->>'phase') FROM run_events WHERE run_id = '$RC' AND type = 'budget.exceeded' ORDER BY seq DESC LIMIT 1" "phase p"
+APD=$(val "SELECT id FROM approvals WHERE run_id = '$RC' AND status = 'pending'")
+is "the budget approval rejected" "SELECT decide_approval('$APD', 'rejected', '$U2', NULL)" t
+sq -c "UPDATE runs SET status = 'running', lease_owner = 'eg', lease_expires_at = now() + interval '1 hour' WHERE id = '$RC'" >/dev/null
+is "... the step is refused: it is to fail, nothing reserved" \
+	"SELECT (SELECT outcome FROM step_reserve('$RC', 'eg', 'p', 'd', 1, 250)) || ' ' || (SELECT count(*) FROM budget_reservations WHERE run_id = '$RC' AND step_id = 'd')" "refused 0"
+is "... its retry too" "$(printf "SELECT outcome FROM step_reserve('%s', 'eg', 'p', 'd', 2, 250)" "$RC")" refused
+is "... another step of the phase is not refused but paused again (the budget is still 0)" \
+	"$(printf "SELECT outcome FROM step_reserve('%s', 'eg', 'p', 'e', 1, 250)" "$RC")" paused
+is "a finished run: 409" \
+	"SELECT (SELECT finalize_run('$RC', 'waiting_approval', 'cancelled', NULL, 'run.cancelled', '{}') IS NOT NULL) || ' ' || (api_set_budget('$U1', '$RC', NULL, 900, NULL)->>'status')" "true 409"
+
+# the quota cannot take the reservation
+RQ=$(brun "$P5" NULL eh)
+is "a default of 250 against a quota of 100: paused (scope quota)" \
+	"$(printf "SELECT outcome FROM step_reserve('%s', 'eh', 'q', 'a', 1, 250)" "$RQ")" paused
+is "... budget.exceeded: the quota, the month's spend and what was needed" \
+	"SELECT (payload->>'scope') || ' ' || (payload->>'quota_usd_micros') || ' ' || (payload->>'month_spent_usd_micros') || ' ' || (payload->>'needed_usd_micros') FROM run_events WHERE run_id = '$RQ' AND type = 'budget.exceeded'" "quota 100 0 250"
+APQ=$(val "SELECT id FROM approvals WHERE run_id = '$RQ'")
+sq -c "UPDATE projects SET monthly_quota_usd_micros = 1000 WHERE id = '$P5'" >/dev/null
+sq -c "SELECT decide_approval('$APQ', 'approved', '$U1', NULL)" \
+	-c "UPDATE runs SET status = 'running', lease_owner = 'ei', lease_expires_at = now() + interval '1 hour' WHERE id = '$RQ'" >/dev/null
+is "the quota raised and the approval approved: reserved" \
+	"$(printf "SELECT outcome || '|' || amount FROM step_reserve('%s', 'ei', 'q', 'a', 1, 250)" "$RQ")" "reserved|250"
+
+# ten concurrent runs, each asking for its whole budget (250) against a
+# quota of 1000: exactly four are reserved, six parked, never more spent
+runs10=""
+for i in $(seq 10); do runs10="$runs10 $(brun "$P6" 250 "ez$i")"; done
+pids=""
+i=0
+for R in $runs10; do
+	i=$((i + 1))
+	val "SELECT outcome FROM step_reserve('$R', 'ez$i', 'q', 'a', 1, 250)" >"$T/sr$i" &
+	pids="$pids $!"
+done
+for p in $pids; do wait "$p"; done
+echo "# $(cat "$T"/sr* | sort | uniq -c | tr '\n' ' ')"
+check "10 concurrent step reservations of 250 against 1000: 4 reserved, 6 parked" \
+	[ "$(cat "$T"/sr* | grep -c '^reserved$')" = 4 -a "$(cat "$T"/sr* | grep -c '^paused$')" = 6 ]
+is "... the month's spend is 1000, not more" "SELECT project_month_spend('$P6', $mon)" 1000
+is "... the six parked wait on a budget approval each" \
+	"SELECT count(*) FROM runs r JOIN approvals a ON a.run_id = r.id WHERE r.project_id = '$P6' AND r.status = 'waiting_approval' AND a.kind = 'budget' AND a.status = 'pending'" 6
 
 [ "$T_FAIL" -eq 0 ] || { echo "--- postgres log"; tail -20 "$DBD/log"; }
 finish engine_sql
