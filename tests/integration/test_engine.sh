@@ -6,7 +6,8 @@
 # the API, pull_request refused), every event in order on the stream; a
 # cancel kills the running command; kill -9 of the runner, of the engine and
 # of the whole daemon mid-step: the run completes after, the interrupted
-# step ran again (also with retry 0), no event lost or duplicated; a hostile
+# step ran again (also with retry 0), no event lost or duplicated; a runner
+# whose lease is lost is killed at once; a hostile
 # repository cannot reach outside its workspace.
 . tests/integration/lib.sh
 need_root engine
@@ -379,6 +380,30 @@ check "a step whose runner died 3 times fails: its attempts and the run's error"
 	[ "$(psql_q "select string_agg(status, ',' order by attempt) from run_steps where run_id = '$R' and step_id = 'mark'")" = crashed,crashed,crashed,failed -a \
 	  "$(psql_q "select error from runs where id = '$R'")" = "step mark: its runner died 3 times" ]
 
+
+# a lease lost mid-step (another engine took the run: here a row changed
+# under the engine): the engine cannot renew it and its runner is killed at
+# once, with its command, before the step could finish or write anything;
+# once that lease lapses the run is taken up again and completes
+submit long clean
+R=$RUN
+wait_for 30 step_running "$R"
+psql_q "update runs set lease_owner = 'thief', lease_expires_at = now() + interval '1 hour' where id = '$R'" >/dev/null
+no_runner() { [ -z "$(child_pid runner)" ]; }
+wait_for 5 no_runner
+check "a lease lost mid-step: the runner is gone within 5 s" no_runner
+sleep 3
+check "... its step never finished and wrote nothing after (the attempt still running, no 'done')" \
+	[ "$(psql_q "select string_agg(status, ',') from run_steps where run_id = '$R'")" = running -a \
+	  "$(out_of "$R" mark stdout | grep -c done)" = 0 ]
+check "... the run still belongs to the other owner" \
+	[ "$(psql_q "select status || ' ' || lease_owner from runs where id = '$R'")" = "running thief" ]
+psql_q "update runs set lease_expires_at = now() - interval '1 second' where id = '$R'" >/dev/null
+wait_for 60 is_status "$R" succeeded
+check "... once that lease lapsed: taken up again, the step crashed and ran again" \
+	[ "$(run_status "$R")" = succeeded -a \
+	  "$(psql_q "select string_agg(status, ',' order by attempt) from run_steps where run_id = '$R' and step_id = 'mark'")" = crashed,succeeded ]
+check "... event seqs 1..N" seq_ok "$R"
 
 # a run cancelled while it waits for an approval keeps its directory until
 # the next start (no runner holds it)
