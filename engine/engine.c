@@ -14,8 +14,10 @@
  *    lease it could not renew (another engine took the run) stops the run's
  *    runner at once.
  *  - A run whose runner died or stopped is handed back at once
- *    (engine_release), so the next claim, here or on another host, takes
- *    it up and recovers the interrupted step.
+ *    (engine_release), so the next claim takes it up and recovers the
+ *    interrupted step.  Once claimed, a run belongs to this host (its
+ *    STATE/host-id, in ENGINE_CONF): only engines of this host take it up
+ *    again, where its workspace is.
  *  - A cancel (NOTIFY run_cancel) of a run of ours is forwarded to its
  *    runner; sweeps (expired approvals, cancelled runs nobody runs) run
  *    every engine.sweep seconds.
@@ -137,9 +139,10 @@ engine_claim(void)
 		return;
 	claiming = 1;
 	claim_again = 0;
-	id = child_db_begin(&engine, &w, "engine_claim", 2);
+	id = child_db_begin(&engine, &w, "engine_claim", 3);
 	ipc_put_str(&w, engine.hello.instance);
 	ipc_put_u64(&w, conf.lease);
+	ipc_put_str(&w, conf.host);
 	if (child_db_send(&engine, &w, id, claim_done, NULL) == -1) {
 		claiming = 0;
 		log_warnx("claim: cannot send");

@@ -415,12 +415,21 @@ int
 ipc_dec_engine_conf(const msgpack_object *body, struct ipc_engine_conf *out)
 {
 	struct ipc_cur c;
+	const char *s;
+	size_t len, i;
 
 	ipc_cur_init(&c, body);
 	if (ipc_get_u32(&c, &out->concurrency) == -1 || ipc_get_u32(&c, &out->lease) == -1 ||
-	    ipc_get_u32(&c, &out->sweep) == -1 || ipc_end(&c) == -1 || out->concurrency > 1024 || out->lease < 2 || out->lease > 3600 || out->sweep < 1 ||
-	    out->sweep > 3600)
+	    ipc_get_u32(&c, &out->sweep) == -1 ||
+	    ipc_get_str(&c, &s, &len, IPC_HOST_ID_LEN) == -1 || ipc_end(&c) == -1 ||
+	    out->concurrency > 1024 || out->lease < 2 || out->lease > 3600 || out->sweep < 1 ||
+	    out->sweep > 3600 || len != IPC_HOST_ID_LEN)
 		return -1;
+	for (i = 0; i < len; i++) /* s is not NUL-terminated */
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return -1;
+	memcpy(out->host, s, len);
+	out->host[len] = '\0';
 	return 0;
 }
 

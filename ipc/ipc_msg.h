@@ -177,8 +177,9 @@
  *               PATCH_MAKE: size 0 for an empty patch; data holds the patch
  *               when size <= IPC_INLINE_MAX, else it is in the store
  *  ENGINE_CONF [concurrency u32 (0..1024: 0 claims nothing), lease u32 (2..3600 s), sweep u32
- *               (1..3600 s)]  the engine's settings, after READY and after
- *               every reload
+ *               (1..3600 s), host str (IPC_HOST_ID_LEN lower-case hex: STATE/host-id,
+ *               the host the engine claims for)]  the engine's settings,
+ *               after READY and after every reload
  */
 #define IPC_MSG_LIST(X)                                                                     \
 	X(IMSG_HELLO, 1, SUP, CHILDREN_ALL, 0)                                              \
@@ -335,6 +336,7 @@ struct ipc_git_diff {
 int ipc_dec_git_diff(const msgpack_object *body, struct ipc_git_diff *out);
 
 #define IPC_STATUS_MAX 32
+#define IPC_HOST_ID_LEN 32 /* STATE/host-id: lower-case hex */
 #define IPC_USD_MICROS_MAX 100000000000ull /* 100000 USD, the templates' range */
 /* RUN_ENDED and RUNNER_DONE outcomes */
 enum {
@@ -364,6 +366,7 @@ int ipc_dec_runner_cancel(const msgpack_object *body);
 int ipc_dec_runner_done(const msgpack_object *body, uint32_t *outcome);
 struct ipc_engine_conf {
 	uint32_t concurrency, lease, sweep;
+	char host[IPC_HOST_ID_LEN + 1];
 };
 int ipc_dec_engine_conf(const msgpack_object *body, struct ipc_engine_conf *out);
 #define IPC_INLINE_MAX (256 * 1024) /* artifacts up to this size live in the database */

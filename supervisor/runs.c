@@ -96,10 +96,11 @@ runs_send_conf(void)
 
 	if (e == NULL)
 		return;
-	ipc_wbuf_begin(&w, IMSG_ENGINE_CONF, 0, 3);
+	ipc_wbuf_begin(&w, IMSG_ENGINE_CONF, 0, 4);
 	ipc_put_u64(&w, sup.conf.engine.concurrency);
 	ipc_put_u64(&w, sup.conf.engine.lease);
 	ipc_put_u64(&w, sup.conf.engine.sweep);
+	ipc_put_str(&w, sup.host_id);
 	proc_send(e, &w, -1);
 }
 

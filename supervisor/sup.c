@@ -421,6 +421,44 @@ sup_detached_ready(void)
 	sup_ready_fd = -1;
 }
 
+/*
+ * STATE/host-id: 32 hex digits naming the host whose state directory holds
+ * the workspaces of the runs it claims (runs.workspace_host), made once at
+ * the first start.  Hosts sharing a database each have their own, so a run
+ * is taken up again only where its workspace is.
+ */
+static void
+sup_host_id(void)
+{
+	char path[PATH_MAX], buf[IPC_HOST_ID_LEN + 2];
+	unsigned char rnd[IPC_HOST_ID_LEN / 2];
+	ssize_t n;
+	size_t i;
+	int fd;
+
+	if (fmt_ok(path, sizeof(path), "%s/host-id", sup.conf.state_dir) == -1)
+		fatalx("state directory %s: path too long", sup.conf.state_dir);
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644)) != -1) {
+		randombytes_buf(rnd, sizeof(rnd));
+		for (i = 0; i < sizeof(rnd); i++)
+			snprintf(buf + 2 * i, 3, "%02x", rnd[i]);
+		buf[IPC_HOST_ID_LEN] = '\n';
+		if (write(fd, buf, IPC_HOST_ID_LEN + 1) != IPC_HOST_ID_LEN + 1 || fsync(fd) == -1)
+			fatal("%s", path);
+		close(fd);
+	} else if (errno != EEXIST)
+		fatal("%s", path);
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1)
+		fatal("%s", path);
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	if (n != IPC_HOST_ID_LEN + 1 || buf[IPC_HOST_ID_LEN] != '\n' ||
+	    strspn(buf, "0123456789abcdef") != IPC_HOST_ID_LEN)
+		fatalx("%s: not a host id (32 lower-case hex digits and a newline)", path);
+	memcpy(sup.host_id, buf, IPC_HOST_ID_LEN);
+	sup.host_id[IPC_HOST_ID_LEN] = '\0';
+}
+
 void
 supervisor_main(const char *conf_path, int foreground, int verbose, int check_only)
 {
@@ -444,6 +482,7 @@ supervisor_main(const char *conf_path, int foreground, int verbose, int check_on
 	/* Runs, sandboxes and artifacts live under it whatever the database. */
 	if (mkdir(sup.conf.state_dir, 0755) == -1 && errno != EEXIST)
 		fatal("state directory %s", sup.conf.state_dir);
+	sup_host_id();
 	if (listen_bind_all(&sup.conf, sup.listen_fds, &sup.nlisten_fds, err, sizeof(err)) == -1)
 		fatalx("%s", err);
 	if ((sup.ctl_fd = control_listen(sup.conf.control_socket, err, sizeof(err))) == -1)

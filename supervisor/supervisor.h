@@ -71,7 +71,7 @@ struct sup {
 	time_t started;
 	int stopping;
 	struct event *drain_ev;
-	char host_instance[IPC_INSTANCE_MAX + 1];
+	char host_id[IPC_HOST_ID_LEN + 1]; /* STATE/host-id: whose workspaces STATE holds */
 };
 
 extern struct sup sup;

@@ -8,7 +8,8 @@
 # overspend it; a resumed attempt never counts twice), and the runner's
 # step_reserve (0006_budget.sql): budgets of the run and the phase, the
 # default, a spent budget or a full quota parking the run on a budget
-# approval, raising the budget over api_set_budget, refusal.
+# approval, raising the budget over api_set_budget, refusal; a run is
+# taken up again only by the host that first claimed it (0007).
 . tests/integration/lib.sh
 need_root engine_sql
 make_env
@@ -355,6 +356,26 @@ check "10 concurrent step reservations of 250 against 1000: 4 reserved, 6 parked
 is "... the month's spend is 1000, not more" "SELECT project_month_spend('$P6', $mon)" 1000
 is "... the six parked wait on a budget approval each" \
 	"SELECT count(*) FROM runs r JOIN approvals a ON a.run_id = r.id WHERE r.project_id = '$P6' AND r.status = 'waiting_approval' AND a.kind = 'budget' AND a.status = 'pending'" 6
+
+### a run belongs to the host that first claimed it (0007)
+sq -c "UPDATE runs SET status = 'cancelled', finished_at = now(), lease_owner = NULL, lease_expires_at = NULL WHERE finished_at IS NULL" >/dev/null
+HA=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
+HB=bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb
+RH=$(newrun)
+is "host A claims a queued run" "SELECT coalesce((SELECT run_id || ' ' || previous_status FROM claim_run('ha1', 30, '$HA')), 'none')" "$RH queued"
+is "... which is now pinned to host A" "SELECT workspace_host FROM runs WHERE id = '$RH'" "$HA"
+sq -c "UPDATE runs SET lease_expires_at = now() - interval '1 second' WHERE id = '$RH'" >/dev/null
+is "its lease lapsed: host B may not take it up (the workspace is on A)" "SELECT count(*) FROM claim_run('hb1', 30, '$HB')" 0
+is "... nor a claim naming no host" "SELECT count(*) FROM claim_run('hx', 30)" 0
+is "... host A may, under a new engine" "SELECT coalesce((SELECT run_id || ' ' || previous_status FROM claim_run('ha2', 30, '$HA')), 'none')" "$RH running"
+RU=$(newrun)
+is "an unpinned queued run: host B takes it" "SELECT coalesce((SELECT run_id FROM claim_run('hb1', 30, '$HB'))::text, 'none')" "$RU"
+is "... and it is B's" "SELECT workspace_host FROM runs WHERE id = '$RU'" "$HB"
+RN2=$(newrun)
+is "a claim naming no host takes an unpinned run and pins nothing" \
+	"SELECT (SELECT run_id FROM claim_run('hx', 30)) = '$RN2' AND (SELECT workspace_host IS NULL FROM runs WHERE id = '$RN2')" t
+refused "a host id is 32 lower-case hex digits" runs_workspace_host_check \
+	"UPDATE runs SET workspace_host = 'A' WHERE id = '$RU'"
 
 [ "$T_FAIL" -eq 0 ] || { echo "--- postgres log"; tail -20 "$DBD/log"; }
 finish engine_sql

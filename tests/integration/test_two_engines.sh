@@ -2,7 +2,9 @@
 # Two daemons (two engines) on one external PostgreSQL race for the same
 # queued runs: every run is claimed by exactly one engine (one run.started,
 # one attempt per step, nothing run twice), both engines take part, and
-# every run ends succeeded.  First, on one database connection, a run whose
+# every run ends succeeded; runs parked at a checkpoint are taken up again
+# by the host whose state holds their workspace.  First, on one database
+# connection, a run whose
 # repository connection was removed while it was queued fails cleanly (the
 # supervisor submits an operation from the callback of the one that just
 # answered, on that same connection).
@@ -46,9 +48,23 @@ phases:
       - { id: b, kind: command, run: "wc -l < marks" }
 EOF
 sed -e 's/^name: race/name: hold/' -e 's/sleep 0.2/sleep 3/' "$T/race.yaml" >"$T/hold.yaml"
+cat >"$T/gated.yaml" <<'EOF'
+name: gated
+version: 1
+params:
+  repo: { type: repoRef, required: true }
+workspace: { repo: "${params.repo}", access: readWrite }
+phases:
+  - name: one
+    steps:
+      - { id: a, kind: command, run: "echo $$ >> marks" }
+      - { id: gate, kind: checkpoint, message: "go?" }
+      - { id: b, kind: command, run: "wc -l < marks" }
+EOF
 ctl user add alice && ctl project add p1 && ctl member add p1 alice admin &&
 	ctl repo add p1 r "$T/repos/r" </dev/null && ctl repo add p1 r2 "$T/repos/r" </dev/null &&
-	ctl template load "$T/race.yaml" && ctl template load "$T/hold.yaml"
+	ctl template load "$T/race.yaml" && ctl template load "$T/hold.yaml" &&
+	ctl template load "$T/gated.yaml"
 TA=$(new_token alice)
 P1=$(q "select id from projects where name = 'p1'")
 check "set-up" [ -n "$TA" -a -n "$P1" ]
@@ -120,6 +136,42 @@ check "each workspace saw its first step once" \
 check "both engines ran runs ($(q "select string_agg(o || ':' || n, ' ') from (select payload->>'owner' o, count(*) n from run_events where type = 'run.started' group by 1) s"))" \
 	[ "$(q "select count(distinct payload->>'owner') from run_events where type = 'run.started'")" = 2 ]
 check "no run is left with a lease" [ "$(q "select count(*) from runs where lease_owner is not null")" = 0 ]
+
+# Runs parked at a checkpoint and approved: each is taken up again by the
+# host whose state directory holds its workspace, never by the other one
+# (where it would find no workspace and fail).
+check "the two daemons have their own host ids" \
+	[ -s "$T/state/host-id" -a -s "$T/state2/host-id" -a "$(cat "$T/state/host-id")" != "$(cat "$T/state2/host-id")" ]
+q "delete from runs" >/dev/null
+N=10
+i=0
+while [ $i -lt $N ]; do
+	port=$PORT
+	[ $((i % 2)) -eq 1 ] && port=$PORT2
+	submit "$port" gated r >/dev/null
+	i=$((i + 1))
+done
+all_parked() { [ "$(q "select count(*) from runs where status = 'waiting_approval'")" = $N ]; }
+wait_for 120 all_parked
+check "$N gated runs parked at their checkpoint" all_parked
+check "... pinned to the host that claimed each, both hosts among them" \
+	[ "$(q "select count(distinct workspace_host) from runs where workspace_host is not null")" = 2 -a \
+	  "$(q "select count(*) from runs where workspace_host is null")" = 0 ]
+i=0
+for a in $(q "select id from approvals where status = 'pending'"); do
+	port=$PORT
+	[ $((i % 2)) -eq 0 ] && port=$PORT2
+	curl -s -o /dev/null --max-time 10 -H "Authorization: Bearer $TA" -H 'Content-Type: application/json' \
+		--data-binary '{"decision": "approved"}' "http://127.0.0.1:$port/v1/approvals/$a/decide"
+	i=$((i + 1))
+done
+wait_for 180 all_done
+check "every approved run ended ($(q "select string_agg(status || ':' || n, ' ') from (select status, count(*) n from runs group by 1) s"))" \
+	[ "$(q "select count(*) from runs where status = 'succeeded'")" = $N ]
+check "... each resumed by the engine that started it (its host's)" \
+	[ "$(q "select count(*) from runs r where (select payload->>'owner' from run_events where run_id = r.id and type = 'run.started') = (select payload->>'owner' from run_events where run_id = r.id and type = 'run.resumed')")" = $N ]
+check "... in its own workspace: its first step's mark is there" \
+	[ "$(q "select count(*) from run_events where type = 'step.output' and payload->>'step_id' = 'b' and btrim(payload->>'text', E' \n') = '1'")" = $N ]
 
 stop_second
 PID2=""
