@@ -452,11 +452,12 @@ sup_host_id(void)
 		fatal("%s", path);
 	n = read(fd, buf, sizeof(buf));
 	close(fd);
-	if (n != IPC_HOST_ID_LEN + 1 || buf[IPC_HOST_ID_LEN] != '\n' ||
-	    strspn(buf, "0123456789abcdef") != IPC_HOST_ID_LEN)
+	if (n != IPC_HOST_ID_LEN + 1 || buf[IPC_HOST_ID_LEN] != '\n')
 		fatalx("%s: not a host id (32 lower-case hex digits and a newline)", path);
-	memcpy(sup.host_id, buf, IPC_HOST_ID_LEN);
-	sup.host_id[IPC_HOST_ID_LEN] = '\0';
+	buf[IPC_HOST_ID_LEN] = '\0';
+	if (strspn(buf, "0123456789abcdef") != IPC_HOST_ID_LEN)
+		fatalx("%s: not a host id (32 lower-case hex digits and a newline)", path);
+	memcpy(sup.host_id, buf, IPC_HOST_ID_LEN + 1);
 }
 
 void

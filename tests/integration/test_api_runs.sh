@@ -79,7 +79,8 @@ counts() {
 	    (select count(*) from audit_log), (select count(*) from approvals),
 	    (select count(*) from artifacts), (select count(*) from grants),
 	    (select count(*) from token_usage),
-	    (select md5(coalesce(string_agg(id::text || status || coalesce(cancel_requested_at::text, ''),
+	    (select md5(coalesce(string_agg(id::text || status || coalesce(cancel_requested_at::text, '') ||
+	                 coalesce(budget_usd_micros::text, '') || phase_budgets::text,
 	                 ',' order by id), '')) from runs),
 	    (select md5(coalesce(string_agg(id::text || status, ',' order by id), '')) from approvals))"
 }
@@ -597,6 +598,9 @@ for who in "member:$TM:403" "viewer:$TV:403" "non-member:$TN:404" "user of no pr
 	tk=${rest%:*} want=${rest##*:}
 	post "$tk" "/v1/projects/$P1/members" '{"user": "extra1", "role": "viewer"}'
 	expect "$want" "d['error']['code'] == '$(ecode "$want")'" "POST members as $n: $want"
+	# a run's budget is an admin's to change
+	post "$tk" "/v1/runs/$RD/budget" '{"usd_micros": 5000000}'
+	expect "$want" "d['error']['code'] == '$(ecode "$want")'" "POST budget as $n: $want"
 done
 for who in "viewer:$TV:403" "non-member:$TN:404" "user of no project:$TZ:404"; do
 	n=${who%%:*} rest=${who#*:}
@@ -609,6 +613,8 @@ for who in "viewer:$TV:403" "non-member:$TN:404" "user of no project:$TZ:404"; d
 	expect "$want" "d['error']['code'] == '$(ecode "$want")'" "POST decide as $n: $want"
 done
 check "the refused requests changed nothing" [ "$(counts)" = "$BEFORE" ]
+post "$TA" "/v1/runs/$RD/budget" '{"usd_micros": 5000000}'
+expect 200 "d['id'] == '$RD' and d['budget_usd_micros'] == 5000000" "POST budget as admin: 200"
 post "$TA" "/v1/projects/$P1/members" '{"user": "extra1", "role": "viewer"}'
 expect 201 "d['name'] == 'extra1' and d['role'] == 'viewer'" "POST members as admin: 201"
 MEX=$(val "d['membership_id']")
@@ -668,6 +674,7 @@ GET /v1/projects/$P1/runs
 POST /v1/projects/$P1/runs
 GET /v1/runs/$R
 POST /v1/runs/$R/cancel
+POST /v1/runs/$R/budget
 GET /v1/runs/$R/steps
 GET /v1/runs/$R/events
 GET /v1/runs/$R/events/stream
