@@ -421,6 +421,29 @@ sbx_fds(struct sbx_child *c)
 	closefrom(6);
 }
 
+/* Close every descriptor from 3 up but the n in keep (at most 8). */
+static void
+sbx_keep_only(const int *keep, size_t n)
+{
+	int k[8], t;
+	unsigned int lo = 3;
+	size_t i, j;
+
+	for (i = 0; i < n && i < 8; i++) { /* sorted, ascending */
+		for (t = keep[i], j = i; j > 0 && k[j - 1] > t; j--)
+			k[j] = k[j - 1];
+		k[j] = t;
+	}
+	for (i = 0; i < n && i < 8; i++) {
+		if (k[i] < (int)lo)
+			continue;
+		if ((unsigned int)k[i] > lo)
+			close_range(lo, (unsigned int)k[i] - 1, 0);
+		lo = (unsigned int)k[i] + 1;
+	}
+	close_range(lo, ~0U, 0);
+}
+
 /* The launch, written whole by the supervisor; -1 when it closed the pipe. */
 static int
 sbx_read_launch(struct sbx_child *c)
@@ -450,6 +473,12 @@ sbx_child_main(struct sbx_child *c)
 	int envc = 0;
 
 	sbx_close_all(c->parent, 3);
+	/* Nothing else of the supervisor's stays open here: a prepared child
+	 * may wait long for its launch, and a copy of a socket the supervisor
+	 * has closed would keep that socket registered in the supervisor's
+	 * event loop (epoll forgets a descriptor only once every copy of it is
+	 * closed), where a dead peer's end is ready for ever. */
+	sbx_keep_only((int[]){ c->chan, c->go, c->errw, c->bin }, 4);
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == -1)
 		sbx_fail(c, "pdeathsig", errno);
 	/*

@@ -88,6 +88,13 @@ stop_daemon() {
 		sleep 0.1
 		i=$((i + 1))
 	done
+	if kill -0 "$SUP_PID" 2>/dev/null; then
+		# not stopped within 60 s: a failure the caller sees in
+		# DAEMON_STATUS, and no daemon left behind to spin on the host
+		echo "# the daemon (pid $SUP_PID) did not stop within 60 s; killing it"
+		kids=$(children_of "$SUP_PID")
+		kill -KILL "$SUP_PID" $kids 2>/dev/null
+	fi
 	wait "$SUP_PID" 2>/dev/null
 	DAEMON_STATUS=$?
 	SUP_PID=""

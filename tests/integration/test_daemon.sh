@@ -138,6 +138,19 @@ wait_for 40 sh -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.
 check "SIGKILL of postgres gets it restarted and /healthz answers 200 again" [ $? -eq 0 ]
 check "status counts the postgres restart" sh -c "'$AGRIPPACTL' -s '$CTL' status | grep -q '^postgres .* 1  running'"
 
+# An idle supervisor sleeps, even after its children's channels and its
+# database connections were closed
+# (a prepared sandbox, cloned before, must not keep them registered in the
+# event loop, where a dead peer's socket is ready for ever)
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+sleep 1
+c0=$(cpu_ticks "$SUP_PID")
+sleep 3
+c1=$(cpu_ticks "$SUP_PID")
+check "the idle supervisor used $((c1 - c0)) of 300 clock ticks in 3 s after the restarts of its children and postgres (at most 30)" \
+	[ $((c1 - c0)) -le 30 ]
+
+
 # --- protocol violations from a compromised child ----------------------------------
 inject() { # inject ROLE KIND: the child loses its channel and is restarted
 	role=$1
