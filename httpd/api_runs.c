@@ -1,8 +1,9 @@
 /*
  * The runs part of the API (docs/api.md): submit, list, get, cancel,
- * budget, steps, the events page, approvals and artifacts.  Every operation answers one
- * api_* envelope (sql/migrations/0003_api.sql) and decides authorization
- * itself from the acting user; api_envelope_done turns it into the reply.
+ * budget, steps, the events page, approvals and artifacts.  Every
+ * operation answers one api_* envelope (sql/migrations/0003_api.sql) and
+ * decides authorization itself from the acting user; api_envelope_done
+ * turns it into the reply.
  * The event stream is in sse.c.
  */
 #include <sys/queue.h>
@@ -142,13 +143,15 @@ api_run_cancel(struct hreq *h)
 void
 api_run_budget(struct hreq *h)
 {
-	const char *phase = json_string_value(json_object_get(h->body, "phase"));
+	json_t *jp = json_object_get(h->body, "phase");
+	const char *phase = json_string_value(jp);
 	json_int_t usd = json_integer_value(json_object_get(h->body, "usd_micros"));
 	struct ipc_wbuf w;
 	uint64_t id;
 
-	if (phase != NULL && (strlen(phase) < 1 || strlen(phase) > 64 ||
-	    phase[strspn(phase, "abcdefghijklmnopqrstuvwxyz0123456789_-")] != '\0')) {
+	/* 1 to 64 of [a-z0-9_-], as templates name phases; no NUL inside */
+	if (phase != NULL && (json_string_length(jp) < 1 || json_string_length(jp) > 64 ||
+	    strspn(phase, "abcdefghijklmnopqrstuvwxyz0123456789_-") != json_string_length(jp))) {
 		hreq_error_ex(h, 422, "invalid_field", "phase is not a phase name",
 		              json_pack("{s:s}", "field", "phase"));
 		return;

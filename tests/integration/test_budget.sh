@@ -251,6 +251,8 @@ post "$TA" "/v1/runs/$R1/budget" '{"usd_micros": 5, "phase": "nope"}'
 refused "a phase the template lacks" 422 "d['error']['code'] == 'invalid_field' and d['error']['field'] == 'phase'"
 post "$TA" "/v1/runs/$R1/budget" '{"usd_micros": 5, "phase": "NOT A NAME"}'
 refused "a phase that is no phase name" 422 "d['error']['code'] == 'invalid_field' and d['error']['field'] == 'phase'"
+post "$TA" "/v1/runs/$R1/budget" '{"usd_micros": 5, "phase": "one\u0000x"}'
+refused "a phase with a NUL inside (not the phase one)" 400 "d['error']['code'] == 'bad_json'"
 post "$TA" "/v1/runs/$R1/budget" '{"usd_micros": 5, "phase": 3}'
 refused "phase a number" 422 "d['error']['code'] == 'invalid_field' and d['error']['field'] == 'phase'"
 post "$TA" "/v1/runs/$R1/budget" '{"usd_micros": 5, "extra": 1}'
