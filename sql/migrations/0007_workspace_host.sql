@@ -9,8 +9,8 @@
 ALTER TABLE runs ADD COLUMN workspace_host text
 	CHECK (workspace_host ~ '^[0-9a-f]{32}$');
 
-DROP FUNCTION claim_run_started(text, integer);
-DROP FUNCTION claim_run(text, integer);
+DROP FUNCTION IF EXISTS claim_run_started(text, integer);
+DROP FUNCTION IF EXISTS claim_run(text, integer);
 
 -- claim_run(owner, lease_secs, host) -> (run_id, previous_status), or no
 -- row.  As 0004's claim_run (the oldest run this engine may start, under
