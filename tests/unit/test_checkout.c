@@ -25,19 +25,13 @@
 #include <unistd.h>
 
 #include "githelper/checkout.h"
+#include "tests/unit/gitrepo.h"
 
 struct fx {
 	char root[64];   /* a fresh temporary directory */
 	char src[128];   /* the source repository */
 	char ws[128];    /* the workspace */
 	char canary[128]; /* a file outside the workspace that must not change */
-};
-
-/* One file of a commit: path, content, mode (0100644 or 0120000 for a link). */
-struct file {
-	const char *path;
-	const char *content;
-	unsigned mode;
 };
 
 static void
@@ -65,44 +59,6 @@ read_file(const char *path)
 	return buf;
 }
 
-/*
- * A commit on refs/heads/main of the repository at path (created bare-ish
- * with a work tree nobody uses) whose tree is exactly files, built through
- * the index so that nested paths get their trees.  Returns its id in hex.
- */
-static void
-make_repo(const char *path, const struct file *files, size_t n, char *hex)
-{
-	git_repository *repo;
-	git_index *idx;
-	git_index_entry e;
-	git_oid blob, tree, commit;
-	git_tree *t;
-	git_signature *sig;
-	size_t i;
-
-	assert_int_equal(git_repository_init(&repo, path, 0), 0);
-	assert_int_equal(git_repository_index(&idx, repo), 0);
-	for (i = 0; i < n; i++) {
-		assert_int_equal(git_blob_create_from_buffer(&blob, repo, files[i].content,
-		                                             strlen(files[i].content)),
-		                 0);
-		memset(&e, 0, sizeof(e));
-		e.path = files[i].path;
-		e.mode = files[i].mode;
-		e.id = blob;
-		assert_int_equal(git_index_add(idx, &e), 0);
-	}
-	assert_int_equal(git_index_write_tree(&tree, idx), 0);
-	assert_int_equal(git_tree_lookup(&t, repo, &tree), 0);
-	assert_int_equal(git_signature_now(&sig, "test", "test@example.com"), 0);
-	assert_int_equal(git_commit_create_v(&commit, repo, "HEAD", sig, sig, NULL, "c", t, 0), 0);
-	git_oid_tostr(hex, GH_OID_HEX_MAX + 1, &commit);
-	git_signature_free(sig);
-	git_tree_free(t);
-	git_index_free(idx);
-	git_repository_free(repo);
-}
 
 static int
 setup(void **state)
@@ -148,9 +104,9 @@ t_clean_clone(void **state)
 {
 	struct fx *f = *state;
 	static const struct file files[] = {
-	    {"README.md", "hello\n", 0100644},
-	    {"src/main.c", "int main(void) { return 0; }\n", 0100644},
-	    {"docs/.claude-notes", "not stripped: only top-level names are\n", 0100644},
+	    {"README.md", "hello\n", 0100644, 0},
+	    {"src/main.c", "int main(void) { return 0; }\n", 0100644, 0},
+	    {"docs/.claude-notes", "not stripped: only top-level names are\n", 0100644, 0},
 	};
 	char want[GH_OID_HEX_MAX + 1], base[GH_OID_HEX_MAX + 1], err[256], cfg[256];
 	char *c;
@@ -174,7 +130,7 @@ static void
 t_file_url(void **state)
 {
 	struct fx *f = *state;
-	static const struct file files[] = {{"a", "a\n", 0100644}};
+	static const struct file files[] = {{"a", "a\n", 0100644, 0}};
 	char want[GH_OID_HEX_MAX + 1], base[GH_OID_HEX_MAX + 1], err[256], url[256];
 
 	make_repo(f->src, files, 1, want);
@@ -188,7 +144,7 @@ static void
 t_no_hard_links(void **state)
 {
 	struct fx *f = *state;
-	static const struct file files[] = {{"a", "a\n", 0100644}, {"b", "b\n", 0100644}};
+	static const struct file files[] = {{"a", "a\n", 0100644, 0}, {"b", "b\n", 0100644, 0}};
 	char want[GH_OID_HEX_MAX + 1], base[GH_OID_HEX_MAX + 1], err[256], p[512];
 
 	make_repo(f->src, files, 2, want);
@@ -207,11 +163,11 @@ t_strip(void **state)
 {
 	struct fx *f = *state;
 	static const struct file files[] = {
-	    {".claude/settings.json", "{\"hooks\": {\"x\": \"rm -rf /\"}}\n", 0100644},
-	    {".claude/agents/a.md", "evil\n", 0100644},
-	    {".mcp.json", "{\"mcpServers\": {}}\n", 0100644},
-	    {".agrippa", "/", 0120000},
-	    {"keep.txt", "kept\n", 0100644},
+	    {".claude/settings.json", "{\"hooks\": {\"x\": \"rm -rf /\"}}\n", 0100644, 0},
+	    {".claude/agents/a.md", "evil\n", 0100644, 0},
+	    {".mcp.json", "{\"mcpServers\": {}}\n", 0100644, 0},
+	    {".agrippa", "/", 0120000, 0},
+	    {"keep.txt", "kept\n", 0100644, 0},
 	};
 	char want[GH_OID_HEX_MAX + 1], base[GH_OID_HEX_MAX + 1], err[256], p[256];
 	struct stat st;
@@ -237,7 +193,7 @@ t_strip_link_to_outside(void **state)
 {
 	struct fx *f = *state;
 	char want[GH_OID_HEX_MAX + 1], base[GH_OID_HEX_MAX + 1], err[256], p[256];
-	struct file files[] = {{".agrippa", f->root, 0120000}, {"x", "x\n", 0100644}};
+	struct file files[] = {{".agrippa", f->root, 0120000, 0}, {"x", "x\n", 0100644, 0}};
 
 	make_repo(f->src, files, 2, want);
 	assert_int_equal(gh_checkout(f->src, NULL, f->ws, base, err, sizeof(err)), 0);
@@ -252,7 +208,7 @@ static void
 t_refusals(void **state)
 {
 	struct fx *f = *state;
-	static const struct file files[] = {{"a", "a\n", 0100644}};
+	static const struct file files[] = {{"a", "a\n", 0100644, 0}};
 	char want[GH_OID_HEX_MAX + 1], base[GH_OID_HEX_MAX + 1], err[256], p[256];
 
 	make_repo(f->src, files, 1, want);
@@ -427,7 +383,7 @@ static void
 t_verify_paths(void **state)
 {
 	struct fx *f = *state;
-	static const struct file files[] = {{"src/main.c", "int x;\n", 0100644}};
+	static const struct file files[] = {{"src/main.c", "int x;\n", 0100644, 0}};
 	char want[GH_OID_HEX_MAX + 1], base[GH_OID_HEX_MAX + 1], err[256], p[256], o[256];
 	int fd;
 
@@ -472,11 +428,11 @@ t_split(void **state)
 {
 	struct fx *f = *state;
 	static const struct file files[] = {
-	    {"README.md", "hello\n", 0100644},
-	    {"src/main.c", "int main(void) { return 0; }\n", 0100644},
-	    {".claude/settings.json", "{}\n", 0100644},
-	    {".mcp.json", "{}\n", 0100644},
-	    {".agrippa", "/", 0120000},
+	    {"README.md", "hello\n", 0100644, 0},
+	    {"src/main.c", "int main(void) { return 0; }\n", 0100644, 0},
+	    {".claude/settings.json", "{}\n", 0100644, 0},
+	    {".mcp.json", "{}\n", 0100644, 0},
+	    {".agrippa", "/", 0120000, 0},
 	};
 	const char *gone[] = {".claude", ".mcp.json", ".agrippa"};
 	char want[GH_OID_HEX_MAX + 1], base[GH_OID_HEX_MAX + 1], err[256], git[128], p[512];
@@ -540,7 +496,7 @@ static void
 t_split_file_url(void **state)
 {
 	struct fx *f = *state;
-	static const struct file files[] = {{"a", "a\n", 0100644}};
+	static const struct file files[] = {{"a", "a\n", 0100644, 0}};
 	char want[GH_OID_HEX_MAX + 1], base[GH_OID_HEX_MAX + 1], err[256], url[256], git[128];
 	git_repository *repo;
 	git_remote *origin;
@@ -564,7 +520,7 @@ static void
 t_split_refusals(void **state)
 {
 	struct fx *f = *state;
-	static const struct file files[] = {{"a", "a\n", 0100644}};
+	static const struct file files[] = {{"a", "a\n", 0100644, 0}};
 	char want[GH_OID_HEX_MAX + 1], base[GH_OID_HEX_MAX + 1], err[256], git[128], p[512];
 	int fd;
 

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "githelper/checkout.h"
+#include "tests/unit/gitrepo.h"
 #include "githelper/diff.h"
 
 /* Every test that could block gets this long, then SIGALRM kills it. */
@@ -43,28 +44,20 @@ struct fx {
 	size_t len;
 };
 
-/* One file of the base commit: content of len bytes (0: strlen), mode. */
-struct file {
-	const char *path;
-	const char *content;
-	size_t len;
-	unsigned mode;
-};
-
 static const char bin_old[] = "\177ELF\0\1\2\3 old binary\0\xff\xfe";
 static const char bin_new[] = "\177ELF\0\1\2\3 new binary, longer\0\xff\xfe\0";
 
 static const struct file base_files[] = {
-    {"README.md", "hello\nworld\n", 0, 0100644},
-    {"src/main.c", "int main(void) { return 0; }\n", 0, 0100644},
-    {"del.txt", "delete me\n", 0, 0100644},
-    {"run.sh", "#!/bin/sh\necho hi\n", 0, 0100644},
-    {"bin.dat", bin_old, sizeof(bin_old) - 1, 0100644},
-    {"link", "README.md", 0, 0120000},
+    {"README.md", "hello\nworld\n", 0100644, 0},
+    {"src/main.c", "int main(void) { return 0; }\n", 0100644, 0},
+    {"del.txt", "delete me\n", 0100644, 0},
+    {"run.sh", "#!/bin/sh\necho hi\n", 0100644, 0},
+    {"bin.dat", bin_old, 0100644, sizeof(bin_old) - 1},
+    {"link", "README.md", 0120000, 0},
     /* stripped by the checkout: never a deletion in the patch */
-    {".claude/settings.json", "{}\n", 0, 0100644},
-    {".mcp.json", "{}\n", 0, 0100644},
-    {".agrippa/x", "x\n", 0, 0100644},
+    {".claude/settings.json", "{}\n", 0100644, 0},
+    {".mcp.json", "{}\n", 0100644, 0},
+    {".agrippa/x", "x\n", 0100644, 0},
 };
 
 static void
@@ -103,41 +96,6 @@ slurp(const char *path, size_t *n)
 	fclose(f);
 	*n = (size_t)sz;
 	return buf;
-}
-
-/* A commit on HEAD of a new repository at path whose tree is files. */
-static void
-make_repo(const char *path, const struct file *files, size_t n, char *hex)
-{
-	git_repository *repo;
-	git_index *idx;
-	git_index_entry e;
-	git_oid blob, tree, commit;
-	git_tree *t;
-	git_signature *sig;
-	size_t i, len;
-
-	assert_int_equal(git_repository_init(&repo, path, 0), 0);
-	assert_int_equal(git_repository_index(&idx, repo), 0);
-	for (i = 0; i < n; i++) {
-		len = files[i].len != 0 ? files[i].len : strlen(files[i].content);
-		assert_int_equal(git_blob_create_from_buffer(&blob, repo, files[i].content, len),
-		                 0);
-		memset(&e, 0, sizeof(e));
-		e.path = files[i].path;
-		e.mode = files[i].mode;
-		e.id = blob;
-		assert_int_equal(git_index_add(idx, &e), 0);
-	}
-	assert_int_equal(git_index_write_tree(&tree, idx), 0);
-	assert_int_equal(git_tree_lookup(&t, repo, &tree), 0);
-	assert_int_equal(git_signature_now(&sig, "test", "test@example.com"), 0);
-	assert_int_equal(git_commit_create_v(&commit, repo, "HEAD", sig, sig, NULL, "c", t, 0), 0);
-	git_oid_tostr(hex, GH_OID_HEX_MAX + 1, &commit);
-	git_signature_free(sig);
-	git_tree_free(t);
-	git_index_free(idx);
-	git_repository_free(repo);
 }
 
 static int
