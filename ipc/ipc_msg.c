@@ -267,21 +267,31 @@ ipc_dec_git_checkout(const msgpack_object *body, struct ipc_git_checkout *out)
 	return 0;
 }
 
+/* At most max lower-case hex digits, NUL-terminated into out (max + 1
+ * bytes); their number in *len. */
+static int
+ipc_get_hex(struct ipc_cur *c, char *out, size_t max, size_t *len)
+{
+	const char *s;
+	size_t i;
+
+	if (ipc_get_str(c, &s, len, max) == -1)
+		return -1;
+	for (i = 0; i < *len; i++)
+		if (strchr("0123456789abcdef", s[i]) == NULL || s[i] == '\0')
+			return -1;
+	memcpy(out, s, *len);
+	out[*len] = '\0';
+	return 0;
+}
+
 /* A commit id in hex: 40 or 64 lower-case digits, NUL-terminated into out. */
 static int
 ipc_get_oid(struct ipc_cur *c, char out[65])
 {
-	const char *s;
-	size_t len, i;
+	size_t len;
 
-	if (ipc_get_str(c, &s, &len, 64) == -1 || (len != 40 && len != 64))
-		return -1;
-	for (i = 0; i < len; i++)
-		if (strchr("0123456789abcdef", s[i]) == NULL || s[i] == '\0')
-			return -1;
-	memcpy(out, s, len);
-	out[len] = '\0';
-	return 0;
+	return ipc_get_hex(c, out, 64, &len) == -1 || (len != 40 && len != 64) ? -1 : 0;
 }
 
 /* An absolute path of 1..IPC_GIT_PATH_MAX bytes. */
@@ -415,21 +425,15 @@ int
 ipc_dec_engine_conf(const msgpack_object *body, struct ipc_engine_conf *out)
 {
 	struct ipc_cur c;
-	const char *s;
-	size_t len, i;
+	size_t len;
 
 	ipc_cur_init(&c, body);
 	if (ipc_get_u32(&c, &out->concurrency) == -1 || ipc_get_u32(&c, &out->lease) == -1 ||
 	    ipc_get_u32(&c, &out->sweep) == -1 ||
-	    ipc_get_str(&c, &s, &len, IPC_HOST_ID_LEN) == -1 || ipc_end(&c) == -1 ||
+	    ipc_get_hex(&c, out->host, IPC_HOST_ID_LEN, &len) == -1 || ipc_end(&c) == -1 ||
 	    out->concurrency > 1024 || out->lease < 2 || out->lease > 3600 || out->sweep < 1 ||
 	    out->sweep > 3600 || len != IPC_HOST_ID_LEN)
 		return -1;
-	for (i = 0; i < len; i++) /* s is not NUL-terminated */
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return -1;
-	memcpy(out->host, s, len);
-	out->host[len] = '\0';
 	return 0;
 }
 
@@ -502,23 +506,15 @@ int
 ipc_dec_git_result(const msgpack_object *body, struct ipc_git_result *out)
 {
 	struct ipc_cur c;
-	const char *s;
-	size_t len, i;
+	size_t len;
 
 	ipc_cur_init(&c, body);
 	if (ipc_get_bool(&c, &out->ok) == -1 ||
 	    ipc_get_str(&c, &out->error, &out->errlen, IPC_ERRMSG_MAX) == -1 ||
-	    ipc_get_str(&c, &s, &len, 64) == -1 || ipc_get_u64(&c, &out->size) == -1 ||
+	    ipc_get_hex(&c, out->base, 64, &len) == -1 || ipc_get_u64(&c, &out->size) == -1 ||
 	    ipc_end(&c) == -1)
 		return -1;
-	for (i = 0; i < len; i++)
-		if (strchr("0123456789abcdef", s[i]) == NULL || s[i] == '\0')
-			return -1;
-	if (out->ok ? (len != 40 && len != 64) : len != 0)
-		return -1;
-	memcpy(out->base, s, len);
-	out->base[len] = '\0';
-	return 0;
+	return out->ok ? (len != 40 && len != 64 ? -1 : 0) : (len != 0 ? -1 : 0);
 }
 
 int
