@@ -214,6 +214,13 @@ cell_true(const struct ipc_db_result *r)
 	return s != NULL && len == 1 && s[0] == 't';
 }
 
+/* A cell (v, len bytes, not NUL-terminated) that reads exactly word. */
+static int
+cell_is(const char *v, size_t len, const char *word)
+{
+	return v != NULL && len == strlen(word) && memcmp(v, word, len) == 0;
+}
+
 /* ---- leaving ------------------------------------------------------------- */
 
 static void
@@ -1141,6 +1148,25 @@ checkpoint_resume(struct rstep *s)
 
 /* ---- starting a step ----------------------------------------------------- */
 
+/* The outcome word of step_begin or step_reserve, in *v (len bytes); -1
+ * when it ended the runner's part already: the lease is lost ('lost'), or
+ * a cancel came first ('cancelled'). */
+static int
+step_op_outcome(const struct ipc_db_result *r, const char *what, const char **v, size_t *len)
+{
+	check_db(r, what);
+	if ((*v = child_db_cell(r, 0, len)) == NULL || cell_is(*v, *len, "lost")) {
+		lease_lost();
+		return -1;
+	}
+	if (cell_is(*v, *len, "cancelled")) {
+		rn.cancel = 1;
+		finish_run("cancelled", NULL);
+		return -1;
+	}
+	return 0;
+}
+
 static void
 step_begun(struct child *c, const struct ipc_db_result *r, void *arg)
 {
@@ -1148,17 +1174,8 @@ step_begun(struct child *c, const struct ipc_db_result *r, void *arg)
 	size_t len;
 	const char *v;
 
-	check_db(r, "starting a step");
-	v = child_db_cell(r, 0, &len);
-	if (v == NULL || (len == 4 && memcmp(v, "lost", 4) == 0)) {
-		lease_lost();
+	if (step_op_outcome(r, "starting a step", &v, &len) == -1)
 		return;
-	}
-	if (len == 9 && memcmp(v, "cancelled", 9) == 0) {
-		rn.cancel = 1;
-		finish_run("cancelled", NULL);
-		return;
-	}
 	s->last_attempt = rn.attempt;
 	log_debug("run %s: step %s attempt %d", rn.run, s->id, rn.attempt);
 	if (rn.refused) {
@@ -1211,22 +1228,14 @@ reserve_done(struct child *c, const struct ipc_db_result *r, void *arg)
 	size_t len, alen;
 	char num[24];
 
-	check_db(r, "reserving a step's budget");
-	if ((v = child_db_cell(r, 0, &len)) == NULL || (len == 4 && memcmp(v, "lost", 4) == 0)) {
-		lease_lost();
+	if (step_op_outcome(r, "reserving a step's budget", &v, &len) == -1)
 		return;
-	}
-	if (len == 9 && memcmp(v, "cancelled", 9) == 0) {
-		rn.cancel = 1;
-		finish_run("cancelled", NULL);
-		return;
-	}
-	if (len == 6 && memcmp(v, "paused", 6) == 0) {
+	if (cell_is(v, len, "paused")) {
 		log_info("run %s: step %s has no budget left; waiting for more", rn.run, s->id);
 		runner_exit(IPC_RUN_PARKED);
 		return;
 	}
-	if (len == 7 && memcmp(v, "refused", 7) == 0) {
+	if (cell_is(v, len, "refused")) {
 		rn.refused = 1;
 		step_begin();
 		return;
