@@ -77,16 +77,59 @@ CREATE TRIGGER runs_settle AFTER UPDATE OF finished_at ON runs
 	FOR EACH ROW WHEN (OLD.finished_at IS NULL AND NEW.finished_at IS NOT NULL)
 	EXECUTE FUNCTION settle_finished_run();
 
--- budget_wait(run, owner, step, attempt, detail) -> the approval's id.
--- The caller holds the run's lock and lease.  In one transaction: the
--- event budget.exceeded (detail, with the step), a pending approval of
--- kind budget (expiring in 7 days) with approval.requested, and the run
--- parked (waiting_approval, lease handed back) with run.waiting_approval.
-CREATE FUNCTION budget_wait(p_run uuid, p_owner text, p_step text, p_attempt integer,
-                            p_detail jsonb)
+-- approval_wait(run, owner, step, attempt, kind, message, expires_s) ->
+-- the approval's id, or NULL (lease lost, or a cancel requested).  In one
+-- transaction: a pending approval of that kind, its event
+-- approval.requested, and the run parked (waiting_approval, lease handed
+-- back) with run.waiting_approval, so that claim_run resumes it on a new
+-- runner once the approval is decided or expires.  What a checkpoint does
+-- (checkpoint_wait, from 0005, is now this with kind checkpoint) and what
+-- a spent budget does (budget_wait).
+CREATE FUNCTION approval_wait(p_run uuid, p_owner text, p_step text, p_attempt integer,
+                              p_kind text, p_message text, p_expires_s integer)
 RETURNS uuid LANGUAGE plpgsql AS $$
 DECLARE
-	v_a   approvals;
+	r   runs;
+	v_a approvals;
+BEGIN
+	IF p_expires_s IS NULL OR p_expires_s < 1 THEN
+		RAISE EXCEPTION 'approval_wait: expiry must be positive'
+		    USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	r := run_lock(p_run, p_owner);
+	IF r.id IS NULL OR r.cancel_requested_at IS NOT NULL THEN
+		RETURN NULL;
+	END IF;
+	INSERT INTO approvals (run_id, step_id, kind, expires_at)
+	VALUES (p_run, p_step, p_kind, now() + make_interval(secs => p_expires_s))
+	RETURNING * INTO v_a;
+	PERFORM append_run_event(p_run, 'approval.requested', jsonb_build_object(
+	    'approval_id', v_a.id, 'step_id', p_step, 'attempt', p_attempt, 'kind', p_kind,
+	    'message', p_message, 'expires_at', api_ts(v_a.expires_at)));
+	IF NOT wait_for_approval(p_run, p_owner) THEN
+		RAISE EXCEPTION 'approval_wait: the run could not be parked';
+	END IF;
+	PERFORM append_run_event(p_run, 'run.waiting_approval',
+	    jsonb_build_object('approval_id', v_a.id, 'step_id', p_step, 'kind', p_kind));
+	RETURN v_a.id;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION checkpoint_wait(p_run uuid, p_owner text, p_step text,
+                                           p_attempt integer, p_message text,
+                                           p_expires_s integer)
+RETURNS uuid LANGUAGE sql AS $$
+	SELECT approval_wait(p_run, p_owner, p_step, p_attempt, 'checkpoint', p_message, p_expires_s)
+$$;
+
+-- budget_wait(run, owner, step, attempt, detail): the event
+-- budget.exceeded (detail, with the step and a message), then the run
+-- parked on an approval of kind budget expiring in 7 days.  The caller
+-- holds the run's lock and lease, and no cancel was requested.
+CREATE FUNCTION budget_wait(p_run uuid, p_owner text, p_step text, p_attempt integer,
+                            p_detail jsonb)
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
 	v_msg text;
 BEGIN
 	v_msg := CASE p_detail->>'scope'
@@ -101,18 +144,9 @@ BEGIN
 	                p_detail->>'budget_usd_micros', p_detail->>'spent_usd_micros') END;
 	PERFORM append_run_event(p_run, 'budget.exceeded', p_detail ||
 	    jsonb_build_object('step_id', p_step, 'attempt', p_attempt, 'message', v_msg));
-	INSERT INTO approvals (run_id, step_id, kind, expires_at)
-	VALUES (p_run, p_step, 'budget', now() + interval '7 days')
-	RETURNING * INTO v_a;
-	PERFORM append_run_event(p_run, 'approval.requested', jsonb_build_object(
-	    'approval_id', v_a.id, 'step_id', p_step, 'attempt', p_attempt, 'kind', 'budget',
-	    'message', v_msg, 'expires_at', api_ts(v_a.expires_at)));
-	IF NOT wait_for_approval(p_run, p_owner) THEN
+	IF approval_wait(p_run, p_owner, p_step, p_attempt, 'budget', v_msg, 7 * 86400) IS NULL THEN
 		RAISE EXCEPTION 'budget_wait: the run could not be parked';
 	END IF;
-	PERFORM append_run_event(p_run, 'run.waiting_approval',
-	    jsonb_build_object('approval_id', v_a.id, 'step_id', p_step, 'kind', 'budget'));
-	RETURN v_a.id;
 END
 $$;
 

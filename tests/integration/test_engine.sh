@@ -187,6 +187,10 @@ check "its base commit is the repository's ($BASE)" \
 events "$R1" >"$T/ev1"
 check "events so far, in order" [ "$(cut -d' ' -f2- "$T/ev1" | tr '\n' '|')" = \
 "run.queued |run.started |workspace.ready |phase.started build|step.started first#1|step.output first#1|step.output first#1|step.finished first/succeeded#1|step.started failing#1|step.finished failing/failed#1|step.started retried#1|step.finished retried/failed#1|step.started retried#2|step.finished retried/succeeded#2|phase.finished build|phase.started review|step.started gate#1|approval.requested gate#1|run.waiting_approval gate|" ]
+check "the checkpoint's approval and its events are of kind checkpoint" \
+	[ "$(psql_q "select string_agg(coalesce(payload->>'kind', 'none'), ',' order by seq) from run_events
+		where run_id = '$R1' and type in ('approval.requested', 'run.waiting_approval')")" = checkpoint,checkpoint -a \
+	  "$(psql_q "select kind from approvals where run_id = '$R1'")" = checkpoint ]
 out_of() { # out_of RUN STEP STREAM: the step's output on that stream
 	psql_q "select string_agg(payload->>'text', '' order by seq) from run_events
 		where run_id = '$1' and type = 'step.output' and payload->>'step_id' = '$2' and payload->>'stream' = '$3'"
