@@ -36,6 +36,22 @@ newrun() {
 	val "INSERT INTO runs (project_id, template_id, template_name, template_version, submitted_by)
 	     VALUES ('${1:-$P1}', '$TPL', 't', 1, '$U1') RETURNING id" | head -1
 }
+# at_once NAME: each line of standard input is one SQL statement; all run
+# at once, each in its own session; the answers go to $T/NAME.N, and a
+# tally of them is printed as a comment.
+at_once() {
+	n=0
+	pids=""
+	while IFS= read -r stmt; do
+		n=$((n + 1))
+		val "$stmt" >"$T/$1.$n" &
+		pids="$pids $!"
+	done
+	for p in $pids; do wait "$p"; done
+	echo "# $1: $(cat "$T/$1".[0-9]* | sort | uniq -c | tr '\n' ' ')"
+}
+# answers NAME WORD: how many of at_once NAME's answers are WORD
+answers() { cat "$T/$1".[0-9]* | grep -cx "$2"; }
 claim() { val "SELECT coalesce((SELECT run_id || ' ' || previous_status FROM claim_run('$1', ${2:-30})), 'none')"; }
 
 ### claim_run
@@ -188,17 +204,10 @@ for i in $(seq 10); do
 	sq -c "INSERT INTO run_steps (run_id, phase_name, step_id, attempt) VALUES ('$R', 'p', 's', 1)" >/dev/null
 	runs10="$runs10 $R"
 done
-pids=""
-i=0
-for R in $runs10; do
-	i=$((i + 1))
-	val "SELECT reserve_budget('$R', 's', 1, 250)" >"$T/res$i" &
-	pids="$pids $!"
-done
-for p in $pids; do wait "$p"; done
-echo "# $(cat "$T"/res* | sort | uniq -c | tr '\n' ' ')"
+for R in $runs10; do echo "SELECT reserve_budget('$R', 's', 1, 250)"; done >"$T/res.sql"
+at_once res <"$T/res.sql"
 check "10 concurrent reservations of 250 against 1000: exactly 4 reserved" \
-	[ "$(cat "$T"/res* | grep -c '^reserved$')" = 4 -a "$(cat "$T"/res* | grep -c '^quota_exceeded$')" = 6 ]
+	[ "$(answers res reserved)" = 4 -a "$(answers res quota_exceeded)" = 6 ]
 is "... the month's spend is 1000, not more" \
 	"SELECT project_month_spend('$P3', date_trunc('month', now() AT TIME ZONE 'UTC')::date)" 1000
 
@@ -342,17 +351,14 @@ is "the quota raised and the approval approved: reserved" \
 # quota of 1000: exactly four are reserved, six parked, never more spent
 runs10=""
 for i in $(seq 10); do runs10="$runs10 $(brun "$P6" 250 "ez$i")"; done
-pids=""
 i=0
 for R in $runs10; do
 	i=$((i + 1))
-	val "SELECT outcome FROM step_reserve('$R', 'ez$i', 'q', 'a', 1, 250)" >"$T/sr$i" &
-	pids="$pids $!"
-done
-for p in $pids; do wait "$p"; done
-echo "# $(cat "$T"/sr* | sort | uniq -c | tr '\n' ' ')"
+	echo "SELECT outcome FROM step_reserve('$R', 'ez$i', 'q', 'a', 1, 250)"
+done >"$T/sr.sql"
+at_once sr <"$T/sr.sql"
 check "10 concurrent step reservations of 250 against 1000: 4 reserved, 6 parked" \
-	[ "$(cat "$T"/sr* | grep -c '^reserved$')" = 4 -a "$(cat "$T"/sr* | grep -c '^paused$')" = 6 ]
+	[ "$(answers sr reserved)" = 4 -a "$(answers sr paused)" = 6 ]
 is "... the month's spend is 1000, not more" "SELECT project_month_spend('$P6', $mon)" 1000
 is "... the six parked wait on a budget approval each" \
 	"SELECT count(*) FROM runs r JOIN approvals a ON a.run_id = r.id WHERE r.project_id = '$P6' AND r.status = 'waiting_approval' AND a.kind = 'budget' AND a.status = 'pending'" 6
