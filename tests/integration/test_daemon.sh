@@ -218,11 +218,49 @@ cp "$T/good.yaml" "$CONF"
 KEYSUM=$(sha256sum "$KEY")
 if start_daemon; then ok "a second start on the same state directory works"; else notok "a second start on the same state directory works"; fi
 check "the master key is reused, not replaced" [ "$(sha256sum "$KEY")" = "$KEYSUM" ]
+HOSTID=$(cat "$T/state/host-id")
+check "the host id is made once and kept: 32 lower-case hex digits" \
+	sh -c "printf '%s\n' '$HOSTID' | grep -Eqx '[0-9a-f]{32}'"
 stop_daemon
 check "SIGTERM: exit status 0" [ "$DAEMON_STATUS" -eq 0 ]
 check "SIGTERM: no process of ours is left" [ -z "$(our_processes)" ]
 check "SIGTERM: no postgres of ours is left" sh -c "! pgrep -u _agrippadb -f '$T/state/pg' >/dev/null"
 check "SIGTERM: no stale socket or pidfile" [ ! -e "$CTL" ] && [ ! -e "$T/agrippad.pid" ]
+
+# --- a host id that is not one: a clear refusal, nothing started ------------------
+# start_bad WHAT: the daemon refuses to start, naming STATE/host-id
+start_bad() {
+	"$AGRIPPAD" -d -f "$CONF" >"$T/bad.log" 2>&1 &
+	p=$!
+	i=0
+	while kill -0 "$p" 2>/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+	if kill -0 "$p" 2>/dev/null; then
+		kill -KILL "$p" $(children_of "$p") 2>/dev/null
+		notok "$1: the daemon did not refuse to start"
+		return
+	fi
+	wait "$p"
+	rc=$?
+	check "$1: the daemon refuses to start ($rc), naming the file ($(grep -m1 host-id "$T/bad.log"))" \
+		sh -c "[ $rc -ne 0 ] && grep -q '$T/state/host-id' '$T/bad.log'"
+	check "$1: ... and left nothing running" [ -z "$(our_processes)" ]
+}
+printf 'not-a-host-id\n' >"$T/state/host-id"
+start_bad "a host-id of other characters"
+printf '%s' "$HOSTID" >"$T/state/host-id"
+start_bad "a host-id without its newline"
+printf '%s\n' "$HOSTID" | tr a-f A-F >"$T/state/host-id"
+start_bad "a host-id in upper case"
+rm -f "$T/state/host-id"
+printf '%s\n' "$HOSTID" >"$T/hostid.elsewhere"
+ln -s "$T/hostid.elsewhere" "$T/state/host-id"
+start_bad "a host-id that is a symbolic link"
+check "... which was not followed or changed" [ "$(cat "$T/hostid.elsewhere")" = "$HOSTID" ]
+rm -f "$T/state/host-id"
+printf '%s\n' "$HOSTID" >"$T/state/host-id"
+if start_daemon; then ok "with its host id put back the daemon starts"; else notok "with its host id put back the daemon starts"; fi
+stop_daemon
+
 if grep -q "ERROR: AddressSanitizer\|runtime error:" "$LOG"; then
 	notok "no sanitizer report in the daemon log"
 	grep -A20 "AddressSanitizer\|runtime error:" "$LOG" | head -60
