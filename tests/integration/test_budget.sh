@@ -43,13 +43,15 @@ tmpl() {
 }
 
 # mark counts the executions of the first step; count reads it at the end
-tmpl runzero 'budget: { usd: 0 }' <<'EOF'
+cat >"$T/three.yaml" <<'EOF'
   - name: one
     steps:
       - { id: mark, kind: command, run: "echo $$ >> marks" }
       - { id: think, kind: agent, prompt: "x", allow_failure: true }
       - { id: count, kind: command, run: "wc -l < marks" }
 EOF
+tmpl runzero 'budget: { usd: 0 }' <"$T/three.yaml"
+tmpl nobudget '' <"$T/three.yaml"
 tmpl phasezero '' <<'EOF'
   - name: prep
     steps:
@@ -57,13 +59,6 @@ tmpl phasezero '' <<'EOF'
   - name: plan
     budget: { usd: 0 }
     steps:
-      - { id: think, kind: agent, prompt: "x", allow_failure: true }
-      - { id: count, kind: command, run: "wc -l < marks" }
-EOF
-tmpl nobudget '' <<'EOF'
-  - name: one
-    steps:
-      - { id: mark, kind: command, run: "echo $$ >> marks" }
       - { id: think, kind: agent, prompt: "x", allow_failure: true }
       - { id: count, kind: command, run: "wc -l < marks" }
 EOF
