@@ -4,8 +4,8 @@
  * Events rather than the document API: the document loader resolves aliases
  * silently, while events show every anchor, alias and tag so each can be
  * refused, and no node is ever expanded (no billion laughs).  The walker
- * follows the fixed shape of the file (a mapping of scalars, one sequence,
- * a few small mappings) and skips anything unexpected iteratively, so hostile
+ * follows the fixed shape of the file (a mapping of scalars, a few lists,
+ * small mappings) and skips anything unexpected iteratively, so hostile
  * nesting costs no stack.  Everything is parsed into a heap temporary that
  * is copied to the caller's config only when the whole file is valid.
  */
@@ -29,7 +29,7 @@
 
 #define CONF_FMT(f, a) __attribute__((format(printf, f, a)))
 #define CONF_KEY_SHOW_MAX 64 /* longest unknown key name echoed back */
-#define CONF_LABEL_MAX 32    /* "listen[7]", "database.pool" */
+#define CONF_LABEL_MAX 64    /* "listen[7]", "providers[7].models[31].cache_write" */
 #define CONF_MAX_DEPTH 32    /* nesting a config never needs; see conf_next */
 #define CONF_SUN_PATH_MAX (sizeof(((struct sockaddr_un *)0)->sun_path))
 
@@ -42,6 +42,12 @@ struct conf_parse {
 	size_t errlen;            /* errsz once a line was dropped */
 	unsigned nerr;
 	yaml_mark_t name_mark;    /* last user/db_user value, for the cross-check */
+	struct conf_provider *prov; /* the providers[] entry being read, or NULL */
+	struct conf_model *model;   /* the models[] entry of prov being read, or NULL */
+	yaml_mark_t agent_mark;     /* the agent mapping, */
+	yaml_mark_t agent_provider_mark; /* agent.provider and */
+	yaml_mark_t agent_model_mark;    /* agent.model, for conf_check_agent */
+	int agent_unchecked;        /* providers or agent had errors: no cross-check */
 };
 
 struct conf_key;
@@ -49,7 +55,7 @@ typedef void conf_setter(struct conf_parse *, const struct conf_key *, yaml_even
 
 struct conf_key {
 	const char *name;  /* as written in the file */
-	const char *label; /* as named in messages */
+	const char *label; /* as named in messages; NULL in a list entry: prefix + name */
 	conf_setter *set;  /* consumes the value node whose first event it gets */
 	size_t off;        /* destination in struct config */
 	size_t size;       /* its capacity, NUL included */
@@ -153,6 +159,13 @@ conf_is_null(const yaml_event_t *ev)
 		if (strcmp(v, nulls[i]) == 0)
 			return 1;
 	return 0;
+}
+
+/* What ev is, for "expected ..., found X": a null scalar is "nothing". */
+static const char *
+conf_found(const yaml_event_t *ev)
+{
+	return ev->type == YAML_SCALAR_EVENT && conf_is_null(ev) ? "nothing" : conf_kind(ev);
 }
 
 /*
@@ -275,15 +288,23 @@ conf_field(struct conf_parse *p, const struct conf_key *k)
 	return (char *)p->c + k->off;
 }
 
+/* An absolute path into dst (size bytes).  Returns 0, or -1 after reporting. */
+static int
+conf_path(struct conf_parse *p, const char *label, yaml_event_t *ev, char *dst, size_t size)
+{
+	if (conf_scalar(p, label, ev, dst, size) == -1)
+		return -1;
+	if (dst[0] != '/') {
+		conf_error(p, &ev->start_mark, "%s: must be an absolute path", label);
+		return -1;
+	}
+	return 0;
+}
+
 static void
 conf_set_path(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
 {
-	char *dst = conf_field(p, k);
-
-	if (conf_scalar(p, k->label, ev, dst, k->size) == -1)
-		return;
-	if (dst[0] != '/')
-		conf_error(p, &ev->start_mark, "%s: must be an absolute path", k->label);
+	conf_path(p, k->label, ev, conf_field(p, k), k->size);
 }
 
 /* [a-z_][a-z0-9_-]{0,31}: the portable user name set, as useradd wants. */
@@ -445,7 +466,7 @@ conf_set_listen(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev
 	if (ev->type != YAML_SEQUENCE_START_EVENT) {
 		conf_error(p, &ev->start_mark,
 		    "%s: expected a sequence of \"host:port\" strings, found %s", k->label,
-		    ev->type == YAML_SCALAR_EVENT && conf_is_null(ev) ? "nothing" : conf_kind(ev));
+		    conf_found(ev));
 		conf_skip(p, ev);
 		return;
 	}
@@ -467,6 +488,8 @@ conf_set_listen(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev
 static void conf_set_database(struct conf_parse *, const struct conf_key *, yaml_event_t *);
 static void conf_set_sandbox(struct conf_parse *, const struct conf_key *, yaml_event_t *);
 static void conf_set_engine(struct conf_parse *, const struct conf_key *, yaml_event_t *);
+static void conf_set_providers(struct conf_parse *, const struct conf_key *, yaml_event_t *);
+static void conf_set_agent(struct conf_parse *, const struct conf_key *, yaml_event_t *);
 
 #define CONF_FIELD_SIZE(field) sizeof(((struct config *)0)->field)
 #define CONF_STRING(field, setter)                                                                 \
@@ -488,6 +511,8 @@ static const struct conf_key conf_top_keys[] = {
     {"ipc_max_frame", "ipc_max_frame", conf_set_frame, 0, 0},
     {"sandbox", "sandbox", conf_set_sandbox, 0, 0},
     {"engine", "engine", conf_set_engine, 0, 0},
+    {"providers", "providers", conf_set_providers, 0, 0},
+    {"agent", "agent", conf_set_agent, 0, 0},
 };
 
 enum { CONF_DB_URL, CONF_DB_POOL };
@@ -594,24 +619,38 @@ conf_set_eng_num(struct conf_parse *p, const struct conf_key *k, yaml_event_t *e
 	conf_set_ranged(p, k, ev, &conf_eng_ranges[k - conf_eng_keys]);
 }
 
-/* An amount of US dollars as templates write one (usd_parse), more than 0;
- * stored in micro-dollars. */
-static void
-conf_set_usd(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+/*
+ * An amount of US dollars as templates write one (usd_parse), unquoted, into
+ * *out in micro-dollars; 0 only when zero_ok (a price may be 0, a budget may
+ * not).  Returns 0, or -1 after reporting (the node consumed).
+ */
+static int
+conf_usd(struct conf_parse *p, const char *label, yaml_event_t *ev, int zero_ok, uint64_t *out)
 {
 	long long micros;
 
 	if (ev->type != YAML_SCALAR_EVENT || conf_is_null(ev) ||
 	    ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE ||
 	    usd_parse((const char *)ev->data.scalar.value, ev->data.scalar.length, &micros) == -1 ||
-	    micros == 0) {
+	    (micros == 0 && !zero_ok)) {
 		conf_error(p, &ev->start_mark,
-		    "%s: expected an amount of dollars from 0.000001 to %d, with at most 6 decimals",
-		    k->label, USD_MAX);
+		    "%s: expected an amount of dollars from %s to %d, with at most 6 decimals",
+		    label, zero_ok ? "0" : "0.000001", USD_MAX);
 		conf_skip(p, ev);
-		return;
+		return -1;
 	}
-	memcpy(conf_field(p, k), &(uint64_t){(uint64_t)micros}, sizeof(uint64_t));
+	*out = (uint64_t)micros;
+	return 0;
+}
+
+/* engine.step_budget: more than 0, in micro-dollars. */
+static void
+conf_set_usd(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+{
+	uint64_t v;
+
+	if (conf_usd(p, k->label, ev, 0, &v) == 0)
+		memcpy(conf_field(p, k), &v, sizeof(v));
 }
 
 _Static_assert(CONF_NKEYS(conf_top_keys) <= 32, "seen is a 32-bit mask");
@@ -682,6 +721,27 @@ conf_key(struct conf_parse *p, const struct conf_key *keys, size_t nkeys, const 
 }
 
 /*
+ * Hand the value ev to the setter of k.  A key of a list entry has no fixed
+ * label, since its label holds the entry's index ("providers[1].kind"): it
+ * gets prefix and its name, built here for the setter's one call.
+ */
+static void
+conf_set(struct conf_parse *p, const struct conf_key *k, const char *prefix, yaml_event_t *ev)
+{
+	char label[CONF_LABEL_MAX];
+	struct conf_key entry;
+
+	if (k->label != NULL) {
+		k->set(p, k, ev);
+		return;
+	}
+	snprintf(label, sizeof(label), "%s%s", prefix, k->name);
+	entry = *k;
+	entry.label = label;
+	entry.set(p, &entry, ev);
+}
+
+/*
  * Walk the mapping whose start event was just read, handing each known value
  * to its setter.  prefix names the mapping in messages ("" or "database.");
  * *seen gets bit i for each keys[i] present.  Returns the number of entries,
@@ -702,7 +762,7 @@ conf_mapping(struct conf_parse *p, const struct conf_key *keys, size_t nkeys, co
 		if (conf_next(p, &vev) == -1)
 			return n;
 		if (i >= 0 && vev.type != YAML_ALIAS_EVENT) /* an alias is reported already */
-			keys[i].set(p, &keys[i], &vev);
+			conf_set(p, &keys[i], prefix, &vev);
 		else
 			conf_skip(p, &vev);
 		yaml_event_delete(&vev);
@@ -740,6 +800,18 @@ conf_set_database(struct conf_parse *p, const struct conf_key *k, yaml_event_t *
 	c->db_embedded = (seen & (UINT32_C(1) << CONF_DB_URL)) == 0;
 }
 
+/* Returns 0 when ev opens a mapping, else -1 after reporting it (as label)
+ * and consuming the node. */
+static int
+conf_want_mapping(struct conf_parse *p, const char *label, yaml_event_t *ev)
+{
+	if (ev->type == YAML_MAPPING_START_EVENT)
+		return 0;
+	conf_error(p, &ev->start_mark, "%s: expected a mapping, found %s", label, conf_found(ev));
+	conf_skip(p, ev);
+	return -1;
+}
+
 /* A section that must be a mapping of keys (prefix "sandbox.", ...); an
  * empty one is allowed and keeps every default. */
 static void
@@ -748,13 +820,8 @@ conf_section(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev,
 {
 	uint32_t seen = 0;
 
-	if (ev->type != YAML_MAPPING_START_EVENT) {
-		conf_error(p, &ev->start_mark, "%s: expected a mapping, found %s", k->label,
-		    ev->type == YAML_SCALAR_EVENT && conf_is_null(ev) ? "nothing" : conf_kind(ev));
-		conf_skip(p, ev);
-		return;
-	}
-	conf_mapping(p, keys, nkeys, prefix, &seen);
+	if (conf_want_mapping(p, k->label, ev) == 0)
+		conf_mapping(p, keys, nkeys, prefix, &seen);
 }
 
 static void
@@ -767,6 +834,495 @@ static void
 conf_set_engine(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
 {
 	conf_section(p, k, ev, conf_eng_keys, CONF_NKEYS(conf_eng_keys), "engine.");
+}
+
+/* Providers and the agent */
+
+#define CONF_PROVIDER_NAME_RE "[a-z0-9][a-z0-9_-]{0,31}"
+#define CONF_MODEL_RE "[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}"
+#define CONF_PROVIDER_TIMEOUT 300 /* seconds; a long answer streams for minutes */
+#define CONF_PROVIDER_RETRIES 3
+
+/*
+ * true or false, unquoted, into *out (1 or 0).  YAML 1.1's yes, no, on and
+ * off are refused, as the template compiler refuses them, so that a word
+ * means the same in every file the daemon reads.  Returns 0, or -1 after
+ * reporting.
+ */
+static int
+conf_bool(struct conf_parse *p, const char *label, yaml_event_t *ev, int *out)
+{
+	if (ev->type == YAML_SCALAR_EVENT && conf_is_null(ev)) {
+		conf_error(p, &ev->start_mark, "%s: empty value", label);
+		return -1;
+	}
+	if (ev->type != YAML_SCALAR_EVENT || ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE) {
+		conf_error(p, &ev->start_mark, "%s: expected true or false, found %s", label,
+		    ev->type == YAML_SCALAR_EVENT ? "a quoted string" : conf_kind(ev));
+		conf_skip(p, ev);
+		return -1;
+	}
+	if (ev->data.scalar.length == 4 && memcmp(ev->data.scalar.value, "true", 4) == 0) {
+		*out = 1;
+	} else if (ev->data.scalar.length == 5 && memcmp(ev->data.scalar.value, "false", 5) == 0) {
+		*out = 0;
+	} else {
+		conf_error(p, &ev->start_mark, "%s: expected true or false", label);
+		return -1;
+	}
+	return 0;
+}
+
+/* s is a letter or digit (a lower-case letter unless upper), then any number
+ * of those and of the characters in punct.  The length is bounded by the
+ * buffer the value came through. */
+static int
+conf_valid_ident(const char *s, int upper, const char *punct)
+{
+	size_t i;
+
+	for (i = 0; s[i] != '\0'; i++) {
+		int alnum = (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') ||
+		    (upper && s[i] >= 'A' && s[i] <= 'Z');
+		if (!alnum && (i == 0 || strchr(punct, s[i]) == NULL))
+			return 0;
+	}
+	return i > 0;
+}
+
+/* A provider name into dst (CONF_PROVIDER_NAME_MAX bytes), "" when invalid.
+ * Returns 0, or -1 after reporting. */
+static int
+conf_provider_name(struct conf_parse *p, const char *label, yaml_event_t *ev, char *dst)
+{
+	if (conf_scalar(p, label, ev, dst, CONF_PROVIDER_NAME_MAX) == -1)
+		return -1;
+	if (!conf_valid_ident(dst, 0, "_-")) {
+		conf_error(p, &ev->start_mark, "%s: must be a name matching " CONF_PROVIDER_NAME_RE,
+		    label);
+		memset(dst, 0, CONF_PROVIDER_NAME_MAX);
+		return -1;
+	}
+	return 0;
+}
+
+/* A model name into dst (CONF_MODEL_MAX bytes), "" when invalid.  Returns 0,
+ * or -1 after reporting. */
+static int
+conf_model_name(struct conf_parse *p, const char *label, yaml_event_t *ev, char *dst)
+{
+	if (conf_scalar(p, label, ev, dst, CONF_MODEL_MAX) == -1)
+		return -1;
+	if (!conf_valid_ident(dst, 1, "._:/@-")) {
+		conf_error(p, &ev->start_mark, "%s: must be a model name matching " CONF_MODEL_RE,
+		    label);
+		memset(dst, 0, CONF_MODEL_MAX);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Why url cannot be a provider's base URL, or NULL.  The proxy appends API
+ * paths to it, so a query or fragment would land in the wrong place; the
+ * key belongs in key_file, never in user information of a URL that may be
+ * logged; and the request line must not be split by a space.
+ */
+static const char *
+conf_base_url_why(const char *url)
+{
+	const char *host, *end;
+	size_t i;
+
+	if (strncmp(url, "https://", 8) == 0)
+		host = url + 8;
+	else if (strncmp(url, "http://", 7) == 0)
+		host = url + 7;
+	else
+		return "must start with http:// or https://";
+	for (i = 0; url[i] != '\0'; i++) {
+		if ((unsigned char)url[i] <= ' ' || (unsigned char)url[i] >= 0x7f)
+			return "must be printable ASCII without spaces";
+	}
+	if (strpbrk(url, "?#") != NULL)
+		return "must not hold a query or fragment ('?' or '#')";
+	end = host + strcspn(host, "/");
+	if (memchr(host, '@', (size_t)(end - host)) != NULL)
+		return "must not hold user information ('@' before the path)";
+	if (end == host || host[0] == ':')
+		return "must have a host after the scheme";
+	return NULL;
+}
+
+/* Setters of providers[i].*: each fills p->prov. */
+
+static void
+conf_set_prov_name(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+{
+	struct conf_provider *pr = p->prov;
+	size_t i;
+
+	if (conf_provider_name(p, k->label, ev, pr->name) == -1)
+		return;
+	for (i = 0; &p->c->providers[i] < pr; i++) {
+		if (strcmp(p->c->providers[i].name, pr->name) == 0) {
+			conf_error(p, &ev->start_mark,
+			    "%s: duplicate provider name (as providers[%zu])", k->label, i);
+			return;
+		}
+	}
+}
+
+static void
+conf_set_prov_kind(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+{
+	static const char *const kinds[] = {
+	    [CONF_PROVIDER_ANTHROPIC] = "anthropic",
+	    [CONF_PROVIDER_OPENAI] = "openai",
+	};
+	size_t i;
+
+	if (ev->type != YAML_SCALAR_EVENT || conf_is_null(ev)) {
+		/* only reports (and consumes) here: no value is copied */
+		conf_scalar(p, k->label, ev, NULL, 0);
+		return;
+	}
+	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		if (ev->data.scalar.length == strlen(kinds[i]) &&
+		    memcmp(ev->data.scalar.value, kinds[i], ev->data.scalar.length) == 0) {
+			p->prov->kind = (int)i;
+			return;
+		}
+	}
+	conf_error(p, &ev->start_mark, "%s: must be anthropic or openai", k->label);
+}
+
+/* base_url: never echoed, like database.url (it could carry a token). */
+static void
+conf_set_prov_url(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+{
+	char *url = p->prov->base_url;
+	const char *why;
+	size_t n;
+
+	if (conf_scalar(p, k->label, ev, url, sizeof(p->prov->base_url)) == -1)
+		return;
+	if ((why = conf_base_url_why(url)) != NULL) {
+		conf_error(p, &ev->start_mark, "%s: %s", k->label, why);
+		return;
+	}
+	/* The proxy joins "/v1/..." to it: one slash, whatever was written. */
+	for (n = strlen(url); url[n - 1] == '/'; n--)
+		url[n - 1] = '\0';
+}
+
+static void
+conf_set_prov_key(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+{
+	conf_path(p, k->label, ev, p->prov->key_file, sizeof(p->prov->key_file));
+}
+
+static void
+conf_set_prov_timeout(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+{
+	conf_int(p, k->label, ev, 1, 3600, 0, &p->prov->timeout);
+}
+
+static void
+conf_set_prov_retries(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+{
+	conf_int(p, k->label, ev, 0, 10, 0, &p->prov->retries);
+}
+
+static void
+conf_set_prov_stream(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+{
+	conf_bool(p, k->label, ev, &p->prov->stream);
+}
+
+/* Setters of providers[i].models[j].*: each fills p->model. */
+
+static void
+conf_set_model_name(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+{
+	struct conf_model *m = p->model;
+	size_t i;
+
+	if (conf_model_name(p, k->label, ev, m->name) == -1)
+		return;
+	for (i = 0; &p->prov->models[i] < m; i++) {
+		if (strcmp(p->prov->models[i].name, m->name) == 0) {
+			conf_error(p, &ev->start_mark, "%s: duplicate model name (as models[%zu])",
+			    k->label, i);
+			return;
+		}
+	}
+}
+
+/* A price, US dollars per million tokens: 0 is allowed (a local model). */
+static void
+conf_set_model_price(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+{
+	uint64_t v;
+
+	if (conf_usd(p, k->label, ev, 1, &v) == 0)
+		memcpy((char *)p->model + k->off, &v, sizeof(v));
+}
+
+enum { CONF_MODEL_NAME, CONF_MODEL_INPUT, CONF_MODEL_OUTPUT, CONF_MODEL_CREAD, CONF_MODEL_CWRITE };
+#define CONF_PRICE(field)                                                                          \
+	{ #field, NULL, conf_set_model_price, offsetof(struct conf_model, field), 0 }
+static const struct conf_key conf_model_keys[] = {
+    [CONF_MODEL_NAME] = {"name", NULL, conf_set_model_name, 0, 0},
+    [CONF_MODEL_INPUT] = CONF_PRICE(input),
+    [CONF_MODEL_OUTPUT] = CONF_PRICE(output),
+    [CONF_MODEL_CREAD] = CONF_PRICE(cache_read),
+    [CONF_MODEL_CWRITE] = CONF_PRICE(cache_write),
+};
+#define CONF_MODEL_REQUIRED                                                                        \
+	((UINT32_C(1) << CONF_MODEL_NAME) | (UINT32_C(1) << CONF_MODEL_INPUT) |                    \
+	    (UINT32_C(1) << CONF_MODEL_OUTPUT))
+
+static void conf_set_prov_models(struct conf_parse *, const struct conf_key *, yaml_event_t *);
+enum {
+	CONF_PROV_NAME,
+	CONF_PROV_KIND,
+	CONF_PROV_URL,
+	CONF_PROV_KEY,
+	CONF_PROV_TIMEOUT,
+	CONF_PROV_RETRIES,
+	CONF_PROV_STREAM,
+	CONF_PROV_MODELS,
+};
+static const struct conf_key conf_prov_keys[] = {
+    [CONF_PROV_NAME] = {"name", NULL, conf_set_prov_name, 0, 0},
+    [CONF_PROV_KIND] = {"kind", NULL, conf_set_prov_kind, 0, 0},
+    [CONF_PROV_URL] = {"base_url", NULL, conf_set_prov_url, 0, 0},
+    [CONF_PROV_KEY] = {"key_file", NULL, conf_set_prov_key, 0, 0},
+    [CONF_PROV_TIMEOUT] = {"timeout", NULL, conf_set_prov_timeout, 0, 0},
+    [CONF_PROV_RETRIES] = {"retries", NULL, conf_set_prov_retries, 0, 0},
+    [CONF_PROV_STREAM] = {"stream", NULL, conf_set_prov_stream, 0, 0},
+    [CONF_PROV_MODELS] = {"models", NULL, conf_set_prov_models, 0, 0},
+};
+#define CONF_PROV_REQUIRED                                                                         \
+	((UINT32_C(1) << CONF_PROV_NAME) | (UINT32_C(1) << CONF_PROV_KIND) |                       \
+	    (UINT32_C(1) << CONF_PROV_URL) | (UINT32_C(1) << CONF_PROV_MODELS))
+
+_Static_assert(CONF_NKEYS(conf_prov_keys) <= 32, "seen is a 32-bit mask");
+_Static_assert(CONF_NKEYS(conf_model_keys) <= 32, "seen is a 32-bit mask");
+
+/* Report each of the required keys that the mapping at m (label) lacks,
+ * unless a syntax error cut the mapping short. */
+static void
+conf_require(struct conf_parse *p, const yaml_mark_t *m, const char *label,
+    const struct conf_key *keys, size_t nkeys, uint32_t missing)
+{
+	size_t i;
+
+	for (i = 0; i < nkeys && !p->ye.stop; i++) {
+		if (missing & (UINT32_C(1) << i))
+			conf_error(p, m, "%s: missing required key '%s'", label, keys[i].name);
+	}
+}
+
+typedef void conf_entry_fn(struct conf_parse *, size_t, yaml_event_t *);
+
+/*
+ * A list of mappings (label names it) with 1 to max entries, each handed to
+ * entry with its index.  Not a sequence, an empty one, and the first entry
+ * past max (the rest are skipped: what names them in that message) are
+ * reported.
+ */
+static void
+conf_list(struct conf_parse *p, const char *label, yaml_event_t *ev, size_t max,
+    const char *what, conf_entry_fn *entry)
+{
+	yaml_event_t item;
+	size_t n;
+
+	if (ev->type != YAML_SEQUENCE_START_EVENT) {
+		conf_error(p, &ev->start_mark, "%s: expected a sequence of mappings, found %s",
+		    label, conf_found(ev));
+		conf_skip(p, ev);
+		return;
+	}
+	for (n = 0; conf_next(p, &item) == 0; n++) {
+		if (item.type == YAML_SEQUENCE_END_EVENT) {
+			yaml_event_delete(&item);
+			if (n == 0)
+				conf_error(p, &ev->start_mark, "%s: empty list", label);
+			return;
+		}
+		if (n == max)
+			conf_error(p, &item.start_mark, "%s: at most %zu %s", label, max, what);
+		if (n >= max)
+			conf_skip(p, &item);
+		else if (item.type != YAML_ALIAS_EVENT) /* reported already */
+			entry(p, n, &item);
+		yaml_event_delete(&item);
+	}
+}
+
+/* models[index] of p->prov. */
+static void
+conf_model_entry(struct conf_parse *p, size_t index, yaml_event_t *ev)
+{
+	size_t pi = (size_t)(p->prov - p->c->providers);
+	char label[CONF_LABEL_MAX], prefix[CONF_LABEL_MAX];
+	uint32_t seen = 0;
+
+	snprintf(label, sizeof(label), "providers[%zu].models[%zu]", pi, index);
+	snprintf(prefix, sizeof(prefix), "providers[%zu].models[%zu].", pi, index);
+	if (conf_want_mapping(p, label, ev) == -1)
+		return;
+	p->model = &p->prov->models[index];
+	p->prov->nmodels = index + 1;
+	conf_mapping(p, conf_model_keys, CONF_NKEYS(conf_model_keys), prefix, &seen);
+	p->model = NULL;
+	conf_require(p, &ev->start_mark, label, conf_model_keys, CONF_NKEYS(conf_model_keys),
+	    CONF_MODEL_REQUIRED & ~seen);
+}
+
+static void
+conf_set_prov_models(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+{
+	conf_list(p, k->label, ev, CONF_MAX_MODELS, "models", conf_model_entry);
+}
+
+/* providers[index], over its defaults. */
+static void
+conf_provider_entry(struct conf_parse *p, size_t index, yaml_event_t *ev)
+{
+	char label[CONF_LABEL_MAX], prefix[CONF_LABEL_MAX];
+	uint32_t seen = 0;
+
+	snprintf(label, sizeof(label), "providers[%zu]", index);
+	snprintf(prefix, sizeof(prefix), "providers[%zu].", index);
+	if (conf_want_mapping(p, label, ev) == -1)
+		return;
+	p->prov = &p->c->providers[index];
+	p->prov->timeout = CONF_PROVIDER_TIMEOUT;
+	p->prov->retries = CONF_PROVIDER_RETRIES;
+	p->prov->stream = 1;
+	p->c->nproviders = index + 1;
+	conf_mapping(p, conf_prov_keys, CONF_NKEYS(conf_prov_keys), prefix, &seen);
+	p->prov = NULL;
+	conf_require(p, &ev->start_mark, label, conf_prov_keys, CONF_NKEYS(conf_prov_keys),
+	    CONF_PROV_REQUIRED & ~seen);
+}
+
+/* An error inside providers or agent leaves names half set: the agent
+ * cross-check would only add confusing follow-up errors, so it is skipped. */
+static void
+conf_set_providers(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+{
+	unsigned nerr = p->nerr;
+
+	conf_list(p, k->label, ev, CONF_MAX_PROVIDERS, "providers", conf_provider_entry);
+	if (p->nerr != nerr)
+		p->agent_unchecked = 1;
+}
+
+/* agent.*: a provider and model, checked against providers once the whole
+ * file is read (conf_check_agent), and two numbers. */
+static void
+conf_set_agent_provider(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+{
+	p->agent_provider_mark = ev->start_mark;
+	conf_provider_name(p, k->label, ev, p->c->agent.provider);
+}
+
+static void
+conf_set_agent_model(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+{
+	p->agent_model_mark = ev->start_mark;
+	conf_model_name(p, k->label, ev, p->c->agent.model);
+}
+
+static void conf_set_agent_num(struct conf_parse *, const struct conf_key *, yaml_event_t *);
+#define CONF_AGENT(field)                                                                          \
+	{ #field, "agent." #field, conf_set_agent_num, offsetof(struct config, agent.field), 0 }
+static const struct conf_key conf_agent_keys[] = {
+    {"provider", "agent.provider", conf_set_agent_provider, 0, 0},
+    {"model", "agent.model", conf_set_agent_model, 0, 0},
+    CONF_AGENT(max_tokens),
+    CONF_AGENT(tool_output_max),
+};
+/* Ranges, in the order of conf_agent_keys. */
+static const struct conf_range conf_agent_ranges[] = {
+    {0, 0, 0},                /* provider: a name */
+    {0, 0, 0},                /* model: a name */
+    {1, 1000000, 0},          /* max_tokens: a count, not bytes: no suffix */
+    {1024, 1024 * 1024, 1},   /* tool_output_max: 1K..1M */
+};
+_Static_assert(CONF_NKEYS(conf_agent_keys) == CONF_NKEYS(conf_agent_ranges), "one range per key");
+
+static void
+conf_set_agent_num(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+{
+	conf_set_ranged(p, k, ev, &conf_agent_ranges[k - conf_agent_keys]);
+}
+
+static void
+conf_set_agent(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+{
+	unsigned nerr = p->nerr;
+
+	p->agent_mark = ev->start_mark;
+	conf_section(p, k, ev, conf_agent_keys, CONF_NKEYS(conf_agent_keys), "agent.");
+	if (p->nerr != nerr)
+		p->agent_unchecked = 1;
+}
+
+/* The index of the provider named name in c, or -1. */
+static int
+conf_find_provider(const struct config *c, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < c->nproviders; i++) {
+		if (strcmp(c->providers[i].name, name) == 0)
+			return (int)i;
+	}
+	return -1;
+}
+
+/* Whether pr allows model. */
+static int
+conf_has_model(const struct conf_provider *pr, const char *model)
+{
+	size_t i;
+
+	for (i = 0; i < pr->nmodels; i++) {
+		if (strcmp(pr->models[i].name, model) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* An agent needs both a provider and one of its models, or neither: a
+ * half-set agent would only fail at the first agent step of some run. */
+static void
+conf_check_agent(struct conf_parse *p)
+{
+	const struct conf_agent *a = &p->c->agent;
+	int i;
+
+	if (p->agent_unchecked)
+		return;
+	if (a->provider[0] == '\0') {
+		if (a->model[0] != '\0')
+			conf_error(p, &p->agent_model_mark, "agent.model: needs agent.provider");
+		return;
+	}
+	if ((i = conf_find_provider(p->c, a->provider)) == -1)
+		conf_error(p, &p->agent_provider_mark,
+		    "agent.provider: names no provider in providers");
+	else if (a->model[0] == '\0')
+		conf_error(p, &p->agent_mark, "agent.model: required with agent.provider");
+	else if (!conf_has_model(&p->c->providers[i], a->model))
+		conf_error(p, &p->agent_model_mark,
+		    "agent.model: not one of the models of providers[%d]", i);
 }
 
 /* The stream */
@@ -784,7 +1340,7 @@ conf_document(struct conf_parse *p)
 		conf_mapping(p, conf_top_keys, CONF_NKEYS(conf_top_keys), "", &seen);
 	} else {
 		conf_error(p, &ev.start_mark, "the top level must be a mapping, found %s",
-		    ev.type == YAML_SCALAR_EVENT && conf_is_null(&ev) ? "nothing" : conf_kind(&ev));
+		    conf_found(&ev));
 		conf_skip(p, &ev);
 	}
 	yaml_event_delete(&ev);
@@ -819,12 +1375,14 @@ conf_stream(struct conf_parse *p)
 }
 
 /* Rules that span keys.  The embedded server runs as db_user so that the
- * service user cannot read the database files: the two must differ. */
+ * service user cannot read the database files: the two must differ.  The
+ * agent must name a configured provider and one of its models. */
 static void
 conf_crosscheck(struct conf_parse *p)
 {
 	if (strcmp(p->c->user, p->c->db_user) == 0)
 		conf_error(p, &p->name_mark, "user and db_user must differ");
+	conf_check_agent(p);
 }
 
 /* Public interface */
@@ -874,6 +1432,8 @@ config_defaults(struct config *c)
 	c->engine.lease = 30;
 	c->engine.sweep = 5;
 	c->engine.step_budget = 10000000; /* 10 USD */
+	c->agent.max_tokens = 8192;
+	c->agent.tool_output_max = 32 * 1024;
 }
 
 /* Run the walker over buf into tmp.  Returns the number of errors. */

@@ -14,6 +14,10 @@
 #define CONF_URL_MAX 1024
 #define CONF_NAME_MAX 33 /* a user name: [a-z_][a-z0-9_-]{0,31}, plus the NUL */
 #define CONF_MAX_SIZE (1024 * 1024) /* larger config files are refused */
+#define CONF_MAX_PROVIDERS 8
+#define CONF_MAX_MODELS 32
+#define CONF_PROVIDER_NAME_MAX 33 /* [a-z0-9][a-z0-9_-]{0,31} plus the NUL */
+#define CONF_MODEL_MAX 129        /* [A-Za-z0-9][A-Za-z0-9._:/@-]{0,127} plus the NUL */
 
 struct conf_listen {
 	char addr[CONF_ADDR_MAX]; /* as written, e.g. "127.0.0.1:8480", "[::1]:8480" */
@@ -48,6 +52,36 @@ struct conf_engine {
 	                       * micro-dollars, default 10 USD */
 };
 
+enum conf_provider_kind { CONF_PROVIDER_ANTHROPIC = 0, CONF_PROVIDER_OPENAI = 1 };
+
+/* One model a provider may be asked for, with its prices in micro-dollars
+ * per million tokens (what a price of "3.00" USD per million becomes: 3000000). */
+struct conf_model {
+	char name[CONF_MODEL_MAX];
+	uint64_t input, output, cache_read, cache_write;
+};
+
+/* providers[]: a model provider the proxy talks to (agrippad.conf.5). */
+struct conf_provider {
+	char name[CONF_PROVIDER_NAME_MAX];
+	int kind;                      /* enum conf_provider_kind */
+	char base_url[CONF_URL_MAX];   /* http:// or https://, no trailing '/' (stored without it) */
+	char key_file[PATH_MAX];       /* absolute path, or "" for none (a local server) */
+	uint64_t timeout;              /* seconds a call may take, 1..3600, default 300 */
+	uint64_t retries;              /* retries of a 429/5xx/transport error, 0..10, default 3 */
+	int stream;                    /* ask for a streamed response, default 1 */
+	struct conf_model models[CONF_MAX_MODELS];
+	size_t nmodels;                /* >= 1: the allow-list */
+};
+
+/* agent: what agent steps use. */
+struct conf_agent {
+	char provider[CONF_PROVIDER_NAME_MAX]; /* "" (default): no provider, agent steps fail */
+	char model[CONF_MODEL_MAX];
+	uint64_t max_tokens;       /* output tokens per model call, 1..1000000, default 8192 */
+	uint64_t tool_output_max;  /* bytes of one tool result the model sees, 1K..1M, default 32K */
+};
+
 struct config {
 	char path[PATH_MAX];           /* file it was read from */
 	char state_dir[PATH_MAX];      /* state_dir: /var/agrippa */
@@ -66,6 +100,9 @@ struct config {
 	size_t ipc_max_frame;          /* ipc_max_frame: 65536..268435456 (or 64K..256M), default 16M */
 	struct conf_sandbox sandbox;
 	struct conf_engine engine;
+	struct conf_provider providers[CONF_MAX_PROVIDERS];
+	size_t nproviders;             /* providers: none by default */
+	struct conf_agent agent;
 };
 
 /*
@@ -94,7 +131,9 @@ void config_defaults(struct config *c);
  * Errors: unknown keys, duplicate keys, wrong node types, empty or null
  * values, values too long for their buffers or holding control characters,
  * relative paths (a daemon has no useful cwd), bad user names, user or
- * db_user "root" or both equal, out-of-range numbers, anchors, aliases,
+ * db_user "root" or both equal, out-of-range numbers, a provider or model
+ * missing a required key, bad or duplicate provider and model names, an
+ * agent naming a provider or model not configured, anchors, aliases,
  * tags, more than one document, nesting deeper than 32 levels, and a top
  * level that is not a mapping.
  * Returns 0 when the file is valid, -1 otherwise.

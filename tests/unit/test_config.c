@@ -369,6 +369,549 @@ test_engine_section(void **state)
 	assert_int_equal(cfg.engine.lease, 30);
 }
 
+/* providers and agent */
+
+/* One valid provider; PROV inserts its extra lines (at line 5, indented 4)
+ * before the models, and the model line is line 6 + the extra lines. */
+#define PROV_HEAD "providers:\n  - name: a\n    kind: openai\n    base_url: http://h\n"
+#define PROV_MODELS "    models:\n      - { name: m, input: 1, output: 2 }\n"
+#define PROV(extra) PROV_HEAD extra PROV_MODELS
+/* A provider whose one model entry is model (a flow mapping's contents). */
+#define MODEL(model) PROV_HEAD "    models:\n      - { " model " }\n"
+#define PRICE_ERR "expected an amount of dollars from 0 to 100000, with at most 6 decimals"
+
+static const char providers_full[] =
+    "providers:\n"
+    "  - name: anthropic\n"
+    "    kind: anthropic\n"
+    "    base_url: \"https://api.anthropic.com/\"\n"
+    "    key_file: /etc/agrippad/anthropic.key\n"
+    "    timeout: 120\n"
+    "    retries: 10\n"
+    "    stream: false\n"
+    "    models:\n"
+    "      - { name: claude-sonnet-4-5, input: 3, output: 15, cache_read: 0.3, "
+    "cache_write: 3.75 }\n"
+    "      - name: claude-haiku-4-5\n"
+    "        output: 5\n"
+    "        input: 1\n"
+    "  - name: local_llm-2\n"
+    "    kind: openai\n"
+    "    base_url: http://127.0.0.1:8000/v1//\n"
+    "    models:\n"
+    "      - { name: Qwen/Qwen2.5-Coder:32B@q4.gguf, input: 0, output: 0.000001 }\n"
+    "agent:\n"
+    "  provider: anthropic\n"
+    "  model: claude-sonnet-4-5\n"
+    "  max_tokens: 16000\n"
+    "  tool_output_max: 64K\n";
+
+static void
+test_providers_full(void **state)
+{
+	const struct conf_provider *a = &cfg.providers[0], *o = &cfg.providers[1];
+
+	assert_int_equal(parse(providers_full), 0);
+	assert_string_equal(err, "");
+	assert_int_equal(cfg.nproviders, 2);
+
+	assert_string_equal(a->name, "anthropic");
+	assert_int_equal(a->kind, CONF_PROVIDER_ANTHROPIC);
+	assert_string_equal(a->base_url, "https://api.anthropic.com"); /* without its '/' */
+	assert_string_equal(a->key_file, "/etc/agrippad/anthropic.key");
+	assert_int_equal(a->timeout, 120);
+	assert_int_equal(a->retries, 10);
+	assert_int_equal(a->stream, 0);
+	assert_int_equal(a->nmodels, 2);
+	assert_string_equal(a->models[0].name, "claude-sonnet-4-5");
+	assert_int_equal(a->models[0].input, 3000000);
+	assert_int_equal(a->models[0].output, 15000000);
+	assert_int_equal(a->models[0].cache_read, 300000);
+	assert_int_equal(a->models[0].cache_write, 3750000);
+	assert_string_equal(a->models[1].name, "claude-haiku-4-5");
+	assert_int_equal(a->models[1].input, 1000000);
+	assert_int_equal(a->models[1].output, 5000000);
+	assert_int_equal(a->models[1].cache_read, 0); /* left out: 0 */
+	assert_int_equal(a->models[1].cache_write, 0);
+
+	assert_string_equal(o->name, "local_llm-2");
+	assert_int_equal(o->kind, CONF_PROVIDER_OPENAI);
+	assert_string_equal(o->base_url, "http://127.0.0.1:8000/v1"); /* every trailing '/' */
+	assert_string_equal(o->key_file, "");                         /* none: a local server */
+	assert_int_equal(o->timeout, 300);                            /* the defaults */
+	assert_int_equal(o->retries, 3);
+	assert_int_equal(o->stream, 1);
+	assert_int_equal(o->nmodels, 1);
+	assert_string_equal(o->models[0].name, "Qwen/Qwen2.5-Coder:32B@q4.gguf");
+	assert_int_equal(o->models[0].input, 0);
+	assert_int_equal(o->models[0].output, 1);
+	assert_int_equal(o->models[0].cache_read, 0);
+	assert_int_equal(o->models[0].cache_write, 0);
+
+	assert_string_equal(cfg.agent.provider, "anthropic");
+	assert_string_equal(cfg.agent.model, "claude-sonnet-4-5");
+	assert_int_equal(cfg.agent.max_tokens, 16000);
+	assert_int_equal(cfg.agent.tool_output_max, 65536);
+	/* and the rest of the file is the defaults */
+	assert_int_equal(cfg.nlisten, 1);
+	assert_int_equal(cfg.engine.lease, 30);
+
+	/* the agent may use any provider, stream: true, the bounds of each number */
+	assert_int_equal(parse(PROV("    stream: true\n    timeout: 1\n    retries: 0\n")
+			       "agent: { provider: a, model: m, max_tokens: 1, "
+			       "tool_output_max: 1K }\n"),
+	    0);
+	assert_int_equal(cfg.providers[0].stream, 1);
+	assert_int_equal(cfg.providers[0].timeout, 1);
+	assert_int_equal(cfg.providers[0].retries, 0);
+	assert_int_equal(cfg.agent.max_tokens, 1);
+	assert_int_equal(cfg.agent.tool_output_max, 1024);
+	assert_int_equal(parse(PROV("    timeout: 3600\n") "agent: { provider: a, model: m, "
+			       "max_tokens: 1000000, tool_output_max: 1M }\n"),
+	    0);
+	assert_int_equal(cfg.providers[0].timeout, 3600);
+	assert_int_equal(cfg.agent.max_tokens, 1000000);
+	assert_int_equal(cfg.agent.tool_output_max, 1 << 20);
+	/* prices: 0 and USD_MAX are allowed */
+	assert_int_equal(
+	    parse(MODEL("name: m, input: 100000, output: 0, cache_write: 0.000001")), 0);
+	assert_int_equal(cfg.providers[0].models[0].input, 100000000000);
+	assert_int_equal(cfg.providers[0].models[0].output, 0);
+	assert_int_equal(cfg.providers[0].models[0].cache_write, 1);
+	/* a '@' in the path is no user information */
+	assert_int_equal(parse("providers:\n  - name: a\n    kind: openai\n"
+			       "    base_url: https://h/x@y/\n" PROV_MODELS),
+	    0);
+	assert_string_equal(cfg.providers[0].base_url, "https://h/x@y");
+}
+
+static void
+test_providers_defaults(void **state)
+{
+	static struct config def;
+
+	config_defaults(&def);
+	assert_int_equal(def.nproviders, 0);
+	assert_string_equal(def.agent.provider, "");
+	assert_string_equal(def.agent.model, "");
+	assert_int_equal(def.agent.max_tokens, 8192);
+	assert_int_equal(def.agent.tool_output_max, 32768);
+	assert_int_equal(parse(minimal), 0);
+	assert_int_equal(cfg.nproviders, 0);
+	assert_string_equal(cfg.agent.provider, "");
+	assert_string_equal(cfg.agent.model, "");
+	assert_int_equal(cfg.agent.max_tokens, 8192);
+	assert_int_equal(cfg.agent.tool_output_max, 32768);
+	/* an empty agent section is the defaults; providers need no agent */
+	assert_int_equal(parse("agent: {}\n"), 0);
+	assert_string_equal(cfg.agent.provider, "");
+	assert_int_equal(cfg.agent.max_tokens, 8192);
+	assert_int_equal(parse(PROV("")), 0);
+	assert_int_equal(cfg.nproviders, 1);
+	assert_string_equal(cfg.agent.provider, "");
+	assert_int_equal(cfg.agent.tool_output_max, 32768);
+	/* numbers without a provider */
+	assert_int_equal(parse("agent: { max_tokens: 100 }\n"), 0);
+	assert_int_equal(cfg.agent.max_tokens, 100);
+	assert_int_equal(cfg.agent.tool_output_max, 32768);
+}
+
+/* The list itself and the keys of an entry. */
+static void
+test_providers_list_errors(void **state)
+{
+	expect_only("providers: {}\n",
+	    "1:12: providers: expected a sequence of mappings, found a mapping");
+	expect_only("providers:\n",
+	    "1:11: providers: expected a sequence of mappings, found nothing");
+	expect_only("providers: []\n", "1:12: providers: empty list");
+	expect_only("providers: [ a ]\n", "1:14: providers[0]: expected a mapping, found a scalar");
+	expect_only("providers: [ [ a ] ]\n",
+	    "1:14: providers[0]: expected a mapping, found a sequence");
+	expect_only(PROV("") "providers: []\n", "7:1: duplicate key 'providers'");
+
+	/* required keys, reported at the entry */
+	expect_only("providers:\n  - kind: openai\n    base_url: http://h\n" PROV_MODELS,
+	    "2:5: providers[0]: missing required key 'name'");
+	expect_only("providers:\n  - name: a\n    base_url: http://h\n" PROV_MODELS,
+	    "2:5: providers[0]: missing required key 'kind'");
+	expect_only("providers:\n  - name: a\n    kind: openai\n" PROV_MODELS,
+	    "2:5: providers[0]: missing required key 'base_url'");
+	expect_only(PROV_HEAD, "2:5: providers[0]: missing required key 'models'");
+	expect_error("providers: [ {} ]\n", "1:14: providers[0]: missing required key 'name'");
+	expect_error("providers: [ {} ]\n", "1:14: providers[0]: missing required key 'models'");
+	assert_int_equal(count_lines(err), 4);
+
+	/* unknown, duplicate and non-scalar keys */
+	expect_only(PROV("    api_key: x\n"), "5:5: unknown key 'providers[0].api_key'");
+	expect_only(PROV("    kind: anthropic\n"), "5:5: duplicate key 'providers[0].kind'");
+	expect_only(PROV("    ? [ k ]\n    : v\n"), "5:7: a key must be a scalar, not a sequence");
+	expect_only(PROV("    'sk-ant-secret key': 1\n"), "5:5: unknown key in providers[0]");
+	assert_null(strstr(err, "secret"));
+}
+
+/* More than CONF_MAX_PROVIDERS entries, and the largest file that fits:
+ * 8 providers of 32 models each, where the longest label is still whole. */
+static void
+test_providers_limits(void **state)
+{
+	size_t cap = 64 * 1024, i, j, len = 0;
+	char *yaml = malloc(cap);
+
+	assert_non_null(yaml);
+	len += (size_t)snprintf(yaml + len, cap - len, "providers:\n");
+	for (i = 0; i < CONF_MAX_PROVIDERS + 1; i++)
+		len += (size_t)snprintf(yaml + len, cap - len,
+		    "  - { name: p%zu, kind: openai, base_url: 'http://h', "
+		    "models: [ { name: m, input: 1, output: 1 } ] }\n",
+		    i);
+	expect_only(yaml, "10:5: providers: at most 8 providers");
+
+	len = (size_t)snprintf(yaml, cap, "providers:\n");
+	for (i = 0; i < CONF_MAX_PROVIDERS; i++) {
+		len += (size_t)snprintf(yaml + len, cap - len,
+		    "  - name: p%zu\n    kind: anthropic\n    base_url: https://h\n    models:\n",
+		    i);
+		for (j = 0; j < CONF_MAX_MODELS; j++)
+			len += (size_t)snprintf(yaml + len, cap - len,
+			    "      - { name: m%zu, input: 1, output: 2, cache_read: 3, "
+			    "cache_write: 4 }\n",
+			    j);
+	}
+	assert_true(len < cap - 100);
+	assert_int_equal(parse_n(yaml, len), 0);
+	assert_int_equal(cfg.nproviders, CONF_MAX_PROVIDERS);
+	assert_int_equal(cfg.providers[7].nmodels, CONF_MAX_MODELS);
+	assert_string_equal(cfg.providers[7].name, "p7");
+	assert_string_equal(cfg.providers[7].models[31].name, "m31");
+	assert_int_equal(cfg.providers[7].models[31].cache_write, 4000000);
+	/* the last model of the last provider: line 8 * 36 + 1 */
+	memcpy(yaml + len - 4, "x }\n", 4);
+	expect_only(yaml, "289:71: providers[7].models[31].cache_write: " PRICE_ERR);
+	/* one model more */
+	len += (size_t)snprintf(yaml + len, cap - len,
+	    "      - { name: m32, input: 1, output: 2 }\n");
+	expect_error(yaml, "290:9: providers[7].models: at most 32 models");
+	free(yaml);
+}
+
+static void
+test_providers_name_kind(void **state)
+{
+	char yaml[512];
+
+	expect_only("providers:\n  - name: Anthropic\n    kind: openai\n    base_url: http://h\n"
+		    PROV_MODELS,
+	    "2:11: providers[0].name: must be a name matching [a-z0-9][a-z0-9_-]{0,31}");
+	expect_only("providers:\n  - name: _a\n    kind: openai\n    base_url: http://h\n"
+		    PROV_MODELS,
+	    "2:11: providers[0].name: must be a name matching [a-z0-9][a-z0-9_-]{0,31}");
+	expect_only("providers:\n  - name: a.b\n    kind: openai\n    base_url: http://h\n"
+		    PROV_MODELS,
+	    "2:11: providers[0].name: must be a name matching [a-z0-9][a-z0-9_-]{0,31}");
+	expect_only("providers:\n  - name:\n    kind: openai\n    base_url: http://h\n"
+		    PROV_MODELS,
+	    "2:10: providers[0].name: empty value");
+	/* 32 bytes fit, 33 do not */
+	snprintf(yaml, sizeof(yaml),
+	    "providers:\n  - name: %s\n    kind: openai\n    base_url: http://h\n" PROV_MODELS,
+	    "0123456789abcdef0123456789abcdef");
+	assert_int_equal(parse(yaml), 0);
+	assert_string_equal(cfg.providers[0].name, "0123456789abcdef0123456789abcdef");
+	snprintf(yaml, sizeof(yaml),
+	    "providers:\n  - name: %s\n    kind: openai\n    base_url: http://h\n" PROV_MODELS,
+	    "0123456789abcdef0123456789abcdefg");
+	expect_only(yaml, "2:11: providers[0].name: value too long (at most 32 bytes)");
+	/* unique among providers */
+	expect_only(PROV("") "  - { name: b, kind: openai, base_url: 'http://h', "
+			     "models: [ { name: m, input: 1, output: 1 } ] }\n"
+			     "  - { name: a, kind: openai, base_url: 'http://h', "
+			     "models: [ { name: m, input: 1, output: 1 } ] }\n",
+	    "8:13: providers[2].name: duplicate provider name (as providers[0])");
+
+	expect_only("providers:\n  - name: a\n    kind: claude\n    base_url: http://h\n"
+		    PROV_MODELS,
+	    "3:11: providers[0].kind: must be anthropic or openai");
+	expect_only("providers:\n  - name: a\n    kind: OpenAI\n    base_url: http://h\n"
+		    PROV_MODELS,
+	    "3:11: providers[0].kind: must be anthropic or openai");
+	expect_only("providers:\n  - name: a\n    kind: [ openai ]\n    base_url: http://h\n"
+		    PROV_MODELS,
+	    "3:11: providers[0].kind: expected a scalar, found a sequence");
+	expect_only("providers:\n  - name: a\n    kind: ~\n    base_url: http://h\n" PROV_MODELS,
+	    "3:11: providers[0].kind: empty value");
+	assert_int_equal(parse("providers:\n  - name: a\n    kind: \"anthropic\"\n"
+			       "    base_url: http://h\n" PROV_MODELS),
+	    0);
+	assert_int_equal(cfg.providers[0].kind, CONF_PROVIDER_ANTHROPIC);
+}
+
+/* base_url: the rules, each at the value, and never a word of the value. */
+static void
+test_providers_base_url(void **state)
+{
+	static const struct {
+		const char *url, *why;
+	} bad[] = {
+	    {"ftp://secret.example", "must start with http:// or https://"},
+	    {"HTTPS://secret.example", "must start with http:// or https://"},
+	    {"secret.example", "must start with http:// or https://"},
+	    {"'https://secret example'", "must be printable ASCII without spaces"},
+	    {"\"https://secret\\u00e9.example\"", "must be printable ASCII without spaces"},
+	    {"https://secret.example/v1?key=x", "must not hold a query or fragment ('?' or '#')"},
+	    {"'https://secret.example/#frag'", "must not hold a query or fragment ('?' or '#')"},
+	    {"https://user:secret@h.example/v1", "must not hold user information ('@' before the "
+						   "path)"},
+	    {"https://", "must have a host after the scheme"},
+	    {"http:///secret", "must have a host after the scheme"},
+	    {"http://:8000/secret", "must have a host after the scheme"},
+	    {"\"https://secret\\t.example\"", "control characters are not allowed"},
+	    {"[ https://secret.example ]", "expected a scalar, found a sequence"},
+	    {"''", "empty value"},
+	};
+	char yaml[2048], want[256];
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(yaml, sizeof(yaml),
+		    "providers:\n  - name: a\n    kind: openai\n    base_url: %s\n" PROV_MODELS,
+		    bad[i].url);
+		snprintf(want, sizeof(want), "4:15: providers[0].base_url: %s", bad[i].why);
+		expect_only(yaml, want);
+		if (strstr(err, "secret") != NULL)
+			fail_msg("url echoed for %s:\n%s", bad[i].url, err);
+	}
+	/* CONF_URL_MAX - 1 bytes fit, one more does not */
+	memset(yaml, 0, sizeof(yaml));
+	strcpy(yaml, "providers:\n  - name: a\n    kind: openai\n    base_url: http://h/");
+	memset(yaml + strlen(yaml), 'u', CONF_URL_MAX - 1 - strlen("http://h/"));
+	strcat(yaml, "\n" PROV_MODELS);
+	assert_int_equal(parse(yaml), 0);
+	assert_int_equal(strlen(cfg.providers[0].base_url), CONF_URL_MAX - 1);
+	memset(yaml, 0, sizeof(yaml));
+	strcpy(yaml, "providers:\n  - name: a\n    kind: openai\n    base_url: http://h/");
+	memset(yaml + strlen(yaml), 'u', CONF_URL_MAX - strlen("http://h/"));
+	strcat(yaml, "\n" PROV_MODELS);
+	expect_only(yaml, "4:15: providers[0].base_url: value too long (at most 1023 bytes)");
+	/* a host with a port, an IPv6 literal, a path */
+	assert_int_equal(parse("providers:\n  - name: a\n    kind: openai\n"
+			       "    base_url: 'http://[::1]:8080/openai/v1/'\n" PROV_MODELS),
+	    0);
+	assert_string_equal(cfg.providers[0].base_url, "http://[::1]:8080/openai/v1");
+}
+
+static void
+test_providers_values(void **state)
+{
+	/* key_file: an absolute path, like every path here */
+	expect_only(PROV("    key_file: anthropic.key\n"),
+	    "5:15: providers[0].key_file: must be an absolute path");
+	expect_only(PROV("    key_file:\n"), "5:14: providers[0].key_file: empty value");
+	expect_only(PROV("    key_file: \"/etc/k\\0ey\"\n"),
+	    "5:15: providers[0].key_file: control characters are not allowed");
+	/* timeout and retries: plain integers in range */
+	expect_only(PROV("    timeout: 0\n"),
+	    "5:14: providers[0].timeout: expected an integer from 1 to 3600");
+	expect_only(PROV("    timeout: 3601\n"),
+	    "5:14: providers[0].timeout: expected an integer from 1 to 3600");
+	expect_only(PROV("    timeout: 1K\n"),
+	    "5:14: providers[0].timeout: expected an integer from 1 to 3600");
+	expect_only(PROV("    timeout: \"30\"\n"),
+	    "5:14: providers[0].timeout: expected an integer, found a quoted string");
+	expect_only(PROV("    retries: 11\n"),
+	    "5:14: providers[0].retries: expected an integer from 0 to 10");
+	expect_only(PROV("    retries: -1\n"),
+	    "5:14: providers[0].retries: expected an integer from 0 to 10");
+	expect_only(PROV("    retries:\n"), "5:13: providers[0].retries: empty value");
+	/* stream: true or false, nothing else */
+	expect_only(PROV("    stream: yes\n"),
+	    "5:13: providers[0].stream: expected true or false");
+	expect_only(PROV("    stream: 1\n"), "5:13: providers[0].stream: expected true or false");
+	expect_only(PROV("    stream: True\n"),
+	    "5:13: providers[0].stream: expected true or false");
+	expect_only(PROV("    stream: \"true\"\n"),
+	    "5:13: providers[0].stream: expected true or false, found a quoted string");
+	expect_only(PROV("    stream: [ true ]\n"),
+	    "5:13: providers[0].stream: expected true or false, found a sequence");
+	expect_only(PROV("    stream:\n"), "5:12: providers[0].stream: empty value");
+}
+
+static void
+test_providers_models(void **state)
+{
+	char yaml[1024], name[CONF_MODEL_MAX + 1];
+
+	expect_only(PROV_HEAD "    models: m\n",
+	    "5:13: providers[0].models: expected a sequence of mappings, found a scalar");
+	expect_only(PROV_HEAD "    models:\n",
+	    "5:12: providers[0].models: expected a sequence of mappings, found nothing");
+	expect_only(PROV_HEAD "    models: []\n", "5:13: providers[0].models: empty list");
+	expect_only(PROV_HEAD "    models: [ m ]\n",
+	    "5:15: providers[0].models[0]: expected a mapping, found a scalar");
+	/* required keys */
+	expect_only(MODEL("input: 1, output: 2"),
+	    "6:9: providers[0].models[0]: missing required key 'name'");
+	expect_only(MODEL("name: m, output: 2"),
+	    "6:9: providers[0].models[0]: missing required key 'input'");
+	expect_only(MODEL("name: m, input: 1"),
+	    "6:9: providers[0].models[0]: missing required key 'output'");
+	expect_only(MODEL("name: m, input: 1, output: 2, price: 3"),
+	    "6:41: unknown key 'providers[0].models[0].price'");
+	expect_only(MODEL("name: m, input: 1, output: 2, input: 3"),
+	    "6:41: duplicate key 'providers[0].models[0].input'");
+	/* names */
+	expect_only(MODEL("name: -m, input: 1, output: 2"),
+	    "6:17: providers[0].models[0].name: must be a model name matching "
+	    "[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}");
+	expect_only(MODEL("name: 'm 1', input: 1, output: 2"),
+	    "6:17: providers[0].models[0].name: must be a model name matching "
+	    "[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}");
+	expect_only(MODEL("name: 'm+1', input: 1, output: 2"),
+	    "6:17: providers[0].models[0].name: must be a model name matching "
+	    "[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}");
+	expect_only(MODEL("name: [ m ], input: 1, output: 2"),
+	    "6:17: providers[0].models[0].name: expected a scalar, found a sequence");
+	expect_only(PROV_HEAD "    models:\n      - { name: m, input: 1, output: 2 }\n"
+			      "      - { name: n, input: 1, output: 2 }\n"
+			      "      - { name: m, input: 1, output: 2 }\n",
+	    "8:17: providers[0].models[2].name: duplicate model name (as models[0])");
+	/* the same model under two providers is fine */
+	assert_int_equal(parse(PROV("") "  - { name: b, kind: openai, base_url: 'http://h', "
+					"models: [ { name: m, input: 1, output: 1 } ] }\n"),
+	    0);
+	/* 128 bytes fit, 129 do not */
+	memset(name, 'M', CONF_MODEL_MAX - 1);
+	name[CONF_MODEL_MAX - 1] = '\0';
+	snprintf(yaml, sizeof(yaml), MODEL("input: 1, output: 2, name: %s"), name);
+	assert_int_equal(parse(yaml), 0);
+	assert_string_equal(cfg.providers[0].models[0].name, name);
+	strcat(name, "M");
+	snprintf(yaml, sizeof(yaml), MODEL("input: 1, output: 2, name: %s"), name);
+	expect_only(yaml, "6:38: providers[0].models[0].name: value too long (at most 128 bytes)");
+	/* prices: dollars per million tokens, as usd_parse reads them */
+	expect_only(MODEL("name: m, input: -1, output: 2"),
+	    "6:27: providers[0].models[0].input: " PRICE_ERR);
+	expect_only(MODEL("name: m, input: 1e3, output: 2"),
+	    "6:27: providers[0].models[0].input: " PRICE_ERR);
+	expect_only(MODEL("name: m, input: 1, output: '2'"),
+	    "6:38: providers[0].models[0].output: " PRICE_ERR);
+	expect_only(MODEL("name: m, input: 1, output: 100000.000001"),
+	    "6:38: providers[0].models[0].output: " PRICE_ERR);
+	expect_only(MODEL("name: m, input: 1, output: 2, cache_read: 1.0000001"),
+	    "6:53: providers[0].models[0].cache_read: " PRICE_ERR);
+	expect_only(MODEL("name: m, input: 1, output: 2, cache_write: 03"),
+	    "6:54: providers[0].models[0].cache_write: " PRICE_ERR);
+	expect_only(MODEL("name: m, input: 1, output: 2, cache_write: "),
+	    "6:55: providers[0].models[0].cache_write: " PRICE_ERR);
+	expect_only(MODEL("name: m, input: { usd: 1 }, output: 2"),
+	    "6:27: providers[0].models[0].input: " PRICE_ERR);
+}
+
+static void
+test_agent_errors(void **state)
+{
+	expect_only("agent: x\n", "1:8: agent: expected a mapping, found a scalar");
+	expect_only("agent:\n", "1:7: agent: expected a mapping, found nothing");
+	expect_only("agent: { temperature: 1 }\n", "1:10: unknown key 'agent.temperature'");
+	expect_only("agent: { max_tokens: 1, max_tokens: 2 }\n",
+	    "1:25: duplicate key 'agent.max_tokens'");
+	expect_only("agent: { max_tokens: 0 }\n",
+	    "1:22: agent.max_tokens: expected an integer from 1 to 1000000");
+	expect_only("agent: { max_tokens: 1000001 }\n",
+	    "1:22: agent.max_tokens: expected an integer from 1 to 1000000");
+	expect_only("agent: { max_tokens: 8K }\n",
+	    "1:22: agent.max_tokens: expected an integer from 1 to 1000000");
+	expect_only("agent: { tool_output_max: 1023 }\n",
+	    "1:27: agent.tool_output_max: expected an integer from 1024 to 1048576 "
+	    "(K, M and G suffixes allowed)");
+	expect_only("agent: { tool_output_max: 1025K }\n",
+	    "1:27: agent.tool_output_max: expected an integer from 1024 to 1048576 "
+	    "(K, M and G suffixes allowed)");
+	expect_only("agent: { tool_output_max: 1G }\n",
+	    "1:27: agent.tool_output_max: expected an integer from 1024 to 1048576 "
+	    "(K, M and G suffixes allowed)");
+	expect_only("agent: { tool_output_max: \"32K\" }\n",
+	    "1:27: agent.tool_output_max: expected an integer, found a quoted string");
+	expect_only(PROV("") "agent: { provider: A, model: m }\n",
+	    "7:20: agent.provider: must be a name matching [a-z0-9][a-z0-9_-]{0,31}");
+	expect_only(PROV("") "agent: { provider: a, model: 'm m' }\n",
+	    "7:30: agent.model: must be a model name matching [A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}");
+	expect_only(PROV("") "agent: { provider: , model: m }\n",
+	    "7:20: agent.provider: empty value");
+	expect_only(PROV("") "agent: { provider: a, model: [ m ] }\n",
+	    "7:30: agent.model: expected a scalar, found a sequence");
+}
+
+/* The agent names a configured provider and one of its models, or nothing. */
+static void
+test_agent_crosscheck(void **state)
+{
+	expect_only("agent: { provider: a, model: m }\n",
+	    "1:20: agent.provider: names no provider in providers");
+	expect_only(PROV("") "agent: { provider: b, model: m }\n",
+	    "7:20: agent.provider: names no provider in providers");
+	expect_only(PROV("") "agent:\n  max_tokens: 10\n  provider: a\n",
+	    "8:3: agent.model: required with agent.provider");
+	expect_only(PROV("") "agent: { provider: a, model: n }\n",
+	    "7:30: agent.model: not one of the models of providers[0]");
+	/* the model of another provider is not this one's */
+	expect_only(PROV("") "  - { name: b, kind: openai, base_url: 'http://h', "
+			     "models: [ { name: n, input: 1, output: 1 } ] }\n"
+			     "agent: { provider: a, model: n }\n",
+	    "8:30: agent.model: not one of the models of providers[0]");
+	expect_only(PROV("") "agent: { model: m }\n", "7:17: agent.model: needs agent.provider");
+	/* order does not matter: agent may come first */
+	assert_int_equal(parse("agent: { model: m, provider: a }\n" PROV("")), 0);
+	assert_string_equal(cfg.agent.model, "m");
+	/* an error in providers or agent is not followed by cross-check noise */
+	expect_only(MODEL("name: m, input: 1, output: x") "agent: { provider: a, model: m }\n",
+	    "6:38: providers[0].models[0].output: " PRICE_ERR);
+	expect_only(MODEL("name: -m, input: 1, output: 1") "agent: { provider: a, model: m }\n",
+	    "6:17: providers[0].models[0].name: must be a model name matching "
+	    "[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}");
+	expect_only(PROV("") "agent: { provider: a, model: m, max_tokens: 0 }\n",
+	    "7:45: agent.max_tokens: expected an integer from 1 to 1000000");
+	expect_only("agent: { provider: a, model: m, bogus: 1 }\n",
+	    "1:33: unknown key 'agent.bogus'");
+	/* but an error elsewhere does not hide it */
+	expect_error("agent: { provider: a, model: m }\nsandbox: { cpu: 0 }\n",
+	    "1:20: agent.provider: names no provider in providers");
+	assert_int_equal(count_lines(err), 2);
+}
+
+static void
+test_providers_yaml_features(void **state)
+{
+	expect_error("providers: &p [ ]\n", "1:12: anchors are not allowed");
+	expect_only("providers: [ *p ]\n", "1:14: aliases are not allowed");
+	expect_only(PROV_HEAD "    models: [ *m ]\n", "5:15: aliases are not allowed");
+	expect_only(PROV("    timeout: *t\n"), "5:14: aliases are not allowed");
+	expect_only(PROV("    stream: !!bool true\n"), "5:13: tags are not allowed");
+	expect_only("agent: { provider: !!str a }\n", "1:20: tags are not allowed");
+}
+
+/* A failed parse of providers or agent leaves the running ones as they were. */
+static void
+test_providers_unchanged_on_failure(void **state)
+{
+	static struct config before;
+
+	assert_int_equal(parse(providers_full), 0);
+	memcpy(&before, &cfg, sizeof(cfg));
+	assert_int_equal(parse(PROV("") "agent: { provider: a, model: m }\nbogus: 1\n"), -1);
+	assert_memory_equal(&before, &cfg, sizeof(cfg));
+	assert_int_equal(parse(PROV("") "agent: { provider: a, model: x }\n"), -1);
+	assert_memory_equal(&before, &cfg, sizeof(cfg));
+	assert_int_equal(parse(MODEL("name: m, input: 1, output: 2, cache_read: -1")), -1);
+	assert_memory_equal(&before, &cfg, sizeof(cfg));
+	assert_int_equal(parse("providers: [\n"), -1);
+	assert_memory_equal(&before, &cfg, sizeof(cfg));
+	/* and a good file replaces them whole: no provider left over */
+	assert_int_equal(parse(minimal), 0);
+	assert_int_equal(cfg.nproviders, 0);
+	assert_string_equal(cfg.agent.provider, "");
+}
+
 static void
 test_numbers(void **state)
 {
@@ -883,6 +1426,18 @@ main(void)
 	    cmocka_unit_test(test_numbers),
 	    cmocka_unit_test(test_sandbox_section),
 	    cmocka_unit_test(test_engine_section),
+	    cmocka_unit_test(test_providers_full),
+	    cmocka_unit_test(test_providers_defaults),
+	    cmocka_unit_test(test_providers_list_errors),
+	    cmocka_unit_test(test_providers_limits),
+	    cmocka_unit_test(test_providers_name_kind),
+	    cmocka_unit_test(test_providers_base_url),
+	    cmocka_unit_test(test_providers_values),
+	    cmocka_unit_test(test_providers_models),
+	    cmocka_unit_test(test_agent_errors),
+	    cmocka_unit_test(test_agent_crosscheck),
+	    cmocka_unit_test(test_providers_yaml_features),
+	    cmocka_unit_test(test_providers_unchanged_on_failure),
 	    cmocka_unit_test(test_unknown_and_duplicate_keys),
 	    cmocka_unit_test(test_wrong_types),
 	    cmocka_unit_test(test_empty_values),
