@@ -17,7 +17,7 @@ FUZZ_TIME ?= 30
 VERSION   := 0.1.0
 
 CC        ?= cc
-PKGS      := libpq libevent libsodium yaml-0.1 msgpack libseccomp libcap jansson
+PKGS      := libpq libevent libsodium yaml-0.1 msgpack libseccomp libcap jansson libcurl
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 

@@ -5,6 +5,7 @@
  */
 #include "ipc_msg.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const role_names[ROLE__COUNT] = {
@@ -54,7 +55,9 @@ ipc_dec_hello(const msgpack_object *body, struct ipc_hello *out)
 	    ipc_get_cstr(&c, out->chroot, sizeof(out->chroot)) == -1 ||
 	    ipc_get_cstr(&c, out->instance, sizeof(out->instance)) == -1 || ipc_end(&c) == -1)
 		return -1;
-	if (out->role >= ROLE__COUNT || out->chroot[0] != '/')
+	/* "" only for the proxy, which is not chrooted (DESIGN 1) */
+	if (out->role >= ROLE__COUNT || (out->chroot[0] != '/' &&
+	    !(out->chroot[0] == '\0' && out->role == ROLE_PROXY)))
 		return -1;
 	return 0;
 }
@@ -417,6 +420,213 @@ ipc_dec_runner_start(const msgpack_object *body, struct ipc_runner_start *out)
 	if (ipc_get_status(&c, out->previous) == -1 || ipc_get_u32(&c, &out->exec_max_ms) == -1 ||
 	    ipc_get_u64(&c, &out->step_budget) == -1 || ipc_end(&c) == -1 ||
 	    out->exec_max_ms == 0 || out->step_budget == 0 || out->step_budget > IPC_USD_MICROS_MAX)
+		return -1;
+	return 0;
+}
+
+/* ---- model calls ------------------------------------------------------- */
+
+int
+ipc_is_provider_name(const char *s, size_t len)
+{
+	size_t i;
+
+	if (len == 0 || len > IPC_PROVIDER_NAME_MAX || !((s[0] >= 'a' && s[0] <= 'z') ||
+	    (s[0] >= '0' && s[0] <= '9')))
+		return 0;
+	for (i = 1; i < len; i++)
+		if (s[i] == '\0' || strchr("abcdefghijklmnopqrstuvwxyz0123456789_-", s[i]) == NULL)
+			return 0;
+	return 1;
+}
+
+int
+ipc_is_model_name(const char *s, size_t len)
+{
+	static const char alnum[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+	size_t i;
+
+	if (len == 0 || len > IPC_MODEL_NAME_MAX || s[0] == '\0' || strchr(alnum, s[0]) == NULL)
+		return 0;
+	for (i = 1; i < len; i++)
+		if (s[i] == '\0' || (strchr(alnum, s[i]) == NULL && strchr("._:/@-", s[i]) == NULL))
+			return 0;
+	return 1;
+}
+
+/* A string that passes is_name (or is empty, when empty_ok) into out. */
+static int
+ipc_get_name(struct ipc_cur *c, char *out, size_t max, int (*is_name)(const char *, size_t),
+    int empty_ok)
+{
+	const char *s;
+	size_t len;
+
+	if (ipc_get_str(c, &s, &len, max) == -1 || (len == 0 && !empty_ok) ||
+	    (len > 0 && !is_name(s, len)))
+		return -1;
+	memcpy(out, s, len);
+	out[len] = '\0';
+	return 0;
+}
+
+/* Bytes that are all printable ASCII (no space, quote or backslash when
+ * strict: a credential that must survive a header and a JSON string). */
+static int
+ipc_printable(const uint8_t *p, size_t len, int strict)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (p[i] < (strict ? 0x21 : 0x20) || p[i] > 0x7e ||
+		    (strict && (p[i] == '"' || p[i] == '\\')))
+			return 0;
+	return 1;
+}
+
+static int
+ipc_get_model(struct ipc_cur *c, struct ipc_model *m)
+{
+	struct ipc_cur sub;
+	int i;
+
+	if (ipc_get_array(c, &sub, 5) == -1 || sub.n != 5 ||
+	    ipc_get_name(&sub, m->name, IPC_MODEL_NAME_MAX, ipc_is_model_name, 0) == -1)
+		return -1;
+	for (i = 0; i < 4; i++)
+		if (ipc_get_u64(&sub, &m->price[i]) == -1 || m->price[i] > IPC_PRICE_MAX)
+			return -1;
+	return ipc_end(&sub);
+}
+
+/* http://HOST... or https://HOST... */
+static int
+ipc_is_http_url(const char *s, size_t len)
+{
+	return (len > 7 && memcmp(s, "http://", 7) == 0) ||
+	    (len > 8 && memcmp(s, "https://", 8) == 0);
+}
+
+static int
+ipc_get_provider(struct ipc_cur *c, struct ipc_provider *p)
+{
+	struct ipc_cur sub, models;
+	const char *url;
+	size_t len;
+
+	if (ipc_get_array(c, &sub, 8) == -1 || sub.n != 8 ||
+	    ipc_get_name(&sub, p->name, IPC_PROVIDER_NAME_MAX, ipc_is_provider_name, 0) == -1 ||
+	    ipc_get_u32(&sub, &p->kind) == -1 || p->kind > 1 ||
+	    ipc_get_str(&sub, &url, &len, IPC_URL_MAX) == -1 ||
+	    !ipc_printable((const uint8_t *)url, len, 1) || !ipc_is_http_url(url, len) ||
+	    ipc_get_bin(&sub, &p->key, &p->keylen, IPC_SECRET_MAX) == -1 ||
+	    !ipc_printable(p->key, p->keylen, 1) || ipc_get_u32(&sub, &p->timeout_s) == -1 ||
+	    p->timeout_s < 1 || p->timeout_s > 3600 || ipc_get_u32(&sub, &p->retries) == -1 ||
+	    p->retries > 10 || ipc_get_bool(&sub, &p->stream) == -1 ||
+	    ipc_get_array(&sub, &models, IPC_MODELS_MAX) == -1 || models.n == 0 ||
+	    ipc_end(&sub) == -1)
+		return -1;
+	memcpy(p->base_url, url, len);
+	p->base_url[len] = '\0';
+	for (p->nmodels = 0; p->nmodels < models.n; p->nmodels++)
+		if (ipc_get_model(&models, &p->models[p->nmodels]) == -1)
+			return -1;
+	return ipc_end(&models);
+}
+
+int
+ipc_dec_proxy_conf(const msgpack_object *body, struct ipc_provider *out, size_t *n)
+{
+	struct ipc_cur c, list;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_array(&c, &list, IPC_PROVIDERS_MAX) == -1 || ipc_end(&c) == -1)
+		return -1;
+	for (*n = 0; *n < list.n; (*n)++)
+		if (ipc_get_provider(&list, &out[*n]) == -1)
+			return -1;
+	return ipc_end(&list);
+}
+
+int
+ipc_dec_proxy_channel(const msgpack_object *body, char run[IPC_UUID_LEN + 1])
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_uuid(&c, run) == -1 || ipc_end(&c) == -1)
+		return -1;
+	return 0;
+}
+
+int
+ipc_dec_runner_proxy(const msgpack_object *body, struct ipc_runner_proxy *out)
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_name(&c, out->provider, IPC_PROVIDER_NAME_MAX, ipc_is_provider_name, 1) == -1 ||
+	    ipc_get_name(&c, out->model, IPC_MODEL_NAME_MAX, ipc_is_model_name, 1) == -1 ||
+	    ipc_get_u32(&c, &out->max_tokens) == -1 || ipc_get_u32(&c, &out->tool_output_max) == -1 ||
+	    ipc_end(&c) == -1 || out->max_tokens == 0 || out->tool_output_max < 1024 ||
+	    out->tool_output_max > 1048576 || (out->provider[0] == '\0') != (out->model[0] == '\0'))
+		return -1;
+	return 0;
+}
+
+/* A step id: [a-z0-9_-]{1,64}, as templates name steps. */
+static int
+ipc_get_step_id(struct ipc_cur *c, char out[65])
+{
+	const char *s;
+	size_t len, i;
+
+	if (ipc_get_str(c, &s, &len, 64) == -1 || len == 0)
+		return -1;
+	for (i = 0; i < len; i++)
+		if (s[i] == '\0' || strchr("abcdefghijklmnopqrstuvwxyz0123456789_-", s[i]) == NULL)
+			return -1;
+	memcpy(out, s, len);
+	out[len] = '\0';
+	return 0;
+}
+
+int
+ipc_dec_model_call(const msgpack_object *body, struct ipc_model_call *out)
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_step_id(&c, out->step) == -1 || ipc_get_u32(&c, &out->attempt) == -1 ||
+	    out->attempt == 0 ||
+	    ipc_get_name(&c, out->provider, IPC_PROVIDER_NAME_MAX, ipc_is_provider_name, 0) == -1 ||
+	    ipc_get_name(&c, out->model, IPC_MODEL_NAME_MAX, ipc_is_model_name, 0) == -1 ||
+	    ipc_get_u32(&c, &out->max_tokens) == -1 || out->max_tokens == 0 ||
+	    ipc_get_u64(&c, &out->limit) == -1 || out->limit > IPC_USD_MICROS_MAX ||
+	    ipc_get_str(&c, &out->request, &out->reqlen, SIZE_MAX) == -1 || out->reqlen == 0 ||
+	    ipc_end(&c) == -1)
+		return -1;
+	return 0;
+}
+
+int
+ipc_dec_model_reply(const msgpack_object *body, struct ipc_model_reply *out)
+{
+	struct ipc_cur c, u;
+	int i;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_u32(&c, &out->code) == -1 || out->code >= IPC_MODEL__MAX ||
+	    ipc_get_str(&c, &out->error, &out->errlen, IPC_ERRMSG_MAX) == -1 ||
+	    ipc_get_u64(&c, &out->cost) == -1 || ipc_get_u64(&c, &out->worst) == -1 ||
+	    ipc_get_array(&c, &u, 4) == -1 || u.n != 4)
+		return -1;
+	for (i = 0; i < 4; i++)
+		if (ipc_get_u64(&u, &out->usage[i]) == -1)
+			return -1;
+	if (ipc_get_u32(&c, &out->stop) == -1 || out->stop > 3 ||
+	    ipc_get_str(&c, &out->content, &out->contentlen, SIZE_MAX) == -1 || ipc_end(&c) == -1 ||
+	    (out->code == IPC_MODEL_OK) != (out->contentlen > 0))
 		return -1;
 	return 0;
 }
@@ -1017,6 +1227,52 @@ val_IMSG_RUNNER_REPLY(const msgpack_object *body)
 	struct ipc_runner_reply r;
 
 	return ipc_dec_runner_reply(body, &r);
+}
+
+static int
+val_IMSG_PROXY_CONF(const msgpack_object *body)
+{
+	struct ipc_provider *p;
+	size_t n;
+	int rv;
+
+	if ((p = calloc(IPC_PROVIDERS_MAX, sizeof(*p))) == NULL)
+		return -1;
+	rv = ipc_dec_proxy_conf(body, p, &n);
+	free(p);
+	return rv;
+}
+
+static int
+val_IMSG_PROXY_CHANNEL(const msgpack_object *body)
+{
+	char run[IPC_UUID_LEN + 1];
+
+	return ipc_dec_proxy_channel(body, run);
+}
+
+static int
+val_IMSG_RUNNER_PROXY(const msgpack_object *body)
+{
+	struct ipc_runner_proxy r;
+
+	return ipc_dec_runner_proxy(body, &r);
+}
+
+static int
+val_IMSG_MODEL_CALL(const msgpack_object *body)
+{
+	struct ipc_model_call r;
+
+	return ipc_dec_model_call(body, &r);
+}
+
+static int
+val_IMSG_MODEL_REPLY(const msgpack_object *body)
+{
+	struct ipc_model_reply r;
+
+	return ipc_dec_model_reply(body, &r);
 }
 
 static int

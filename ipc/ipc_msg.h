@@ -54,7 +54,8 @@
  *  X(symbol, number, senders, receivers, flags)
  *
  *  HELLO       [proto u32, role u32, verbose u32, devmode bool, uid u32, gid u32,
- *               chroot str(<=PATH_MAX-1), instance str(<=IPC_INSTANCE_MAX)]
+ *               chroot str(<=PATH_MAX-1; absolute, or "" for the proxy, which is
+ *               not chrooted), instance str(<=IPC_INSTANCE_MAX)]
  *              first frame on every child channel; the child checks proto.
  *  READY       [proto u32, pid u32]   the child finished its setup.
  *  SHUTDOWN    []                     drain and exit.
@@ -180,6 +181,28 @@
  *               (1..3600 s), host str (IPC_HOST_ID_LEN lower-case hex: STATE/host-id,
  *               the host the engine claims for)]  the engine's settings,
  *               after READY and after every reload
+ *
+ * Model calls (DESIGN 1: the proxy holds the provider keys):
+ *  PROXY_CONF  [providers array(<=IPC_PROVIDERS_MAX) of [name str (a provider name),
+ *               kind u32 (0 anthropic, 1 openai), base_url str(1..IPC_URL_MAX, http:// or
+ *               https://), key bin(0..IPC_SECRET_MAX, printable), timeout_s u32 (1..3600),
+ *               retries u32 (0..10), stream bool, models array(1..IPC_MODELS_MAX) of
+ *               [name str (a model name), input u64, output u64, cache_read u64,
+ *               cache_write u64 (micro-dollars per million tokens, <= IPC_PRICE_MAX)]]]
+ *              supervisor -> proxy, after READY and after every reload
+ *  PROXY_CHANNEL [run str (UUID)]  + the proxy's end of a new runner's model
+ *              channel: every call on it is that run's
+ *  RUNNER_PROXY [provider str (a provider name, or "" for none), model str (a model
+ *              name, or ""), max_tokens u32 (>= 1), tool_output_max u32
+ *              (1024..1048576)]  + the runner's end of its model channel
+ *  MODEL_CALL  [step str(1..64), attempt u32 (>= 1), provider str, model str,
+ *              max_tokens u32 (>= 1), limit u64 (<= IPC_USD_MICROS_MAX: the most the
+ *              call may cost), request str (the neutral request, JSON)]  runner -> proxy
+ *  MODEL_REPLY [code u32 (IPC_MODEL_*), error str(<=IPC_ERRMSG_MAX), cost u64, worst u64,
+ *              usage array(4) of u64 (input, output, cache_read, cache_write tokens),
+ *              stop u32 (0 end, 1 tool_use, 2 max_tokens, 3 other), content str (the
+ *              response's content blocks, JSON; "" unless code is 0)]  proxy -> runner,
+ *              the same id.  worst: what the proxy held the call could cost.
  */
 #define IPC_MSG_LIST(X)                                                                     \
 	X(IMSG_HELLO, 1, SUP, CHILDREN_ALL, 0)                                              \
@@ -228,7 +251,12 @@
 	X(IMSG_ENGINE_CONF, 44, SUP, ROLE_BIT(ROLE_ENGINE), 0)                               \
 	X(IMSG_ARTIFACT_PUT, 45, ROLE_BIT(ROLE_RUNNER), SUP, 0)                              \
 	X(IMSG_PATCH_MAKE, 46, ROLE_BIT(ROLE_RUNNER), SUP, 0)                                \
-	X(IMSG_RUNNER_REPLY, 47, SUP, ROLE_BIT(ROLE_RUNNER), 0)
+	X(IMSG_RUNNER_REPLY, 47, SUP, ROLE_BIT(ROLE_RUNNER), 0)                             \
+	X(IMSG_PROXY_CONF, 48, SUP, ROLE_BIT(ROLE_PROXY), 0)                                 \
+	X(IMSG_PROXY_CHANNEL, 49, SUP, ROLE_BIT(ROLE_PROXY), IPC_F_FD)                       \
+	X(IMSG_RUNNER_PROXY, 50, SUP, ROLE_BIT(ROLE_RUNNER), IPC_F_FD)                       \
+	X(IMSG_MODEL_CALL, 51, ROLE_BIT(ROLE_RUNNER), ROLE_BIT(ROLE_PROXY), 0)               \
+	X(IMSG_MODEL_REPLY, 52, ROLE_BIT(ROLE_PROXY), ROLE_BIT(ROLE_RUNNER), 0)
 
 enum ipc_msg_type {
 #define IPC_X_ENUM(sym, num, snd, rcv, fl) sym = num,
@@ -391,6 +419,60 @@ int ipc_dec_artifact_open(const msgpack_object *body, char user[IPC_UUID_LEN + 1
                           char art[IPC_UUID_LEN + 1]);
 int ipc_dec_artifact_fd(const msgpack_object *body, uint64_t *size);
 int ipc_dec_artifact_err(const msgpack_object *body, uint32_t *status);
+#define IPC_PROVIDERS_MAX 8
+#define IPC_MODELS_MAX 32
+#define IPC_PROVIDER_NAME_MAX 32  /* [a-z0-9][a-z0-9_-]{0,31} */
+#define IPC_MODEL_NAME_MAX 128    /* [A-Za-z0-9][A-Za-z0-9._:/@-]{0,127} */
+#define IPC_URL_MAX 1023
+#define IPC_PRICE_MAX 100000000000000ull /* 100,000,000 USD per million tokens */
+enum { IPC_MODEL_OK = 0, IPC_MODEL_BUDGET = 1, IPC_MODEL_FAILED = 2, IPC_MODEL_REFUSED = 3,
+       IPC_MODEL__MAX = 4 };
+struct ipc_model {
+	char name[IPC_MODEL_NAME_MAX + 1];
+	uint64_t price[4]; /* input, output, cache_read, cache_write */
+};
+struct ipc_provider {
+	char name[IPC_PROVIDER_NAME_MAX + 1];
+	uint32_t kind, timeout_s, retries;
+	int stream;
+	char base_url[IPC_URL_MAX + 1];
+	const uint8_t *key; /* into the message */
+	size_t keylen;
+	struct ipc_model models[IPC_MODELS_MAX];
+	size_t nmodels;
+};
+/* out holds IPC_PROVIDERS_MAX entries; *n is set to how many were sent. */
+int ipc_dec_proxy_conf(const msgpack_object *body, struct ipc_provider *out, size_t *n);
+int ipc_dec_proxy_channel(const msgpack_object *body, char run[IPC_UUID_LEN + 1]);
+struct ipc_runner_proxy {
+	char provider[IPC_PROVIDER_NAME_MAX + 1];
+	char model[IPC_MODEL_NAME_MAX + 1];
+	uint32_t max_tokens, tool_output_max;
+};
+int ipc_dec_runner_proxy(const msgpack_object *body, struct ipc_runner_proxy *out);
+struct ipc_model_call {
+	char step[65];
+	uint32_t attempt;
+	char provider[IPC_PROVIDER_NAME_MAX + 1];
+	char model[IPC_MODEL_NAME_MAX + 1];
+	uint32_t max_tokens;
+	uint64_t limit;
+	const char *request; /* into the message, not NUL-terminated */
+	size_t reqlen;
+};
+int ipc_dec_model_call(const msgpack_object *body, struct ipc_model_call *out);
+struct ipc_model_reply {
+	uint32_t code, stop;
+	const char *error;
+	size_t errlen;
+	uint64_t cost, worst, usage[4];
+	const char *content; /* into the message, not NUL-terminated */
+	size_t contentlen;
+};
+int ipc_dec_model_reply(const msgpack_object *body, struct ipc_model_reply *out);
+/* Whether s[0..len) is a provider name, a model name. */
+int ipc_is_provider_name(const char *s, size_t len);
+int ipc_is_model_name(const char *s, size_t len);
 /* Whether s[0..len) is a canonical UUID (8-4-4-4-12 hex digits, lower case). */
 int ipc_is_uuid(const char *s, size_t len);
 

@@ -216,7 +216,10 @@ privsep_drop(const char *chroot_dir, uid_t uid, gid_t gid, int devmode)
 	if (uid == 0 || gid == 0)
 		fatalx("refusing to run as uid %u gid %u", (unsigned)uid, (unsigned)gid);
 	drop_sanitizer_notify();
-	drop_chroot(chroot_dir);
+	if (chroot_dir[0] != '\0')
+		drop_chroot(chroot_dir);
+	else if (chdir("/") == -1) /* not chrooted (the proxy): nowhere in particular */
+		fatal("chdir(\"/\")");
 	privsep_caps_drop_bounding();
 	drop_ids(uid, gid);
 	privsep_caps_clear();

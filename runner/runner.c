@@ -50,6 +50,7 @@ struct rstep {
 	int fails;           /* attempts failed or timed out */
 	int crashes;         /* attempts crashed */
 	int running;         /* attempt left running, 0 for none */
+	const char *session; /* agent: the session a new attempt takes over, or NULL */
 	const char *final;   /* "succeeded", "skipped", "failed", "timed_out", "cancelled" or NULL */
 };
 
@@ -78,14 +79,6 @@ struct outbuf {
 	size_t len, cap;
 };
 
-struct qop {
-	struct qop *next;
-	struct ipc_wbuf w;
-	uint64_t id;
-	child_db_cb cb;
-	void *arg;
-};
-
 static struct runner {
 	struct child c;
 	char run[IPC_UUID_LEN + 1];
@@ -108,6 +101,7 @@ static struct runner {
 	int attempt;
 	int64_t reserved;    /* its reservation (agent steps), micro-dollars */
 	int refused;         /* more spend was refused: the attempt fails */
+	int no_retry;        /* the attempt's failure ends the step (agent budget) */
 	int exec_running;
 	uint64_t exec_id;
 	struct outbuf out[3];
@@ -485,6 +479,11 @@ load_template(void)
 			continue;
 		if (att > s->last_attempt)
 			s->last_attempt = att;
+		/* a crash hands its session on; any other end closes it */
+		if (json_is_string(json_object_get(a, "session")))
+			s->session = jstr(a, "session", NULL);
+		if (strcmp(status, "running") != 0 && strcmp(status, "crashed") != 0)
+			s->session = NULL;
 		if (strcmp(status, "running") == 0)
 			s->running = att;
 		else if (strcmp(status, "crashed") == 0)
@@ -968,6 +967,8 @@ attempt_decide(void)
 	json_object_del(e->extra, "artifacts_json");
 	if (strcmp(e->status, "failed") == 0 || strcmp(e->status, "timed_out") == 0) {
 		s->fails++;
+		if (rn.no_retry)
+			s->fails = s->retry + 1;
 		if (s->fails <= s->retry) {
 			final = 0;
 			json_object_set_new(e->extra, "retrying", json_true());
@@ -1146,6 +1147,87 @@ checkpoint_resume(struct rstep *s)
 	    "the approval expired", json_pack("{s:s}", "approval", decision), 1);
 }
 
+/* ---- agent steps --------------------------------------------------------- */
+
+/* The names of the skills step s requires, as a JSON array (new). */
+static json_t *
+step_skills(const struct rstep *s)
+{
+	json_t *names = json_array(), *r;
+	size_t i;
+
+	json_array_foreach(json_object_get(json_object_get(s->j, "requires"), "skills"), i, r)
+		json_array_append_new(names, json_string(jstr(r, "name", "")));
+	return names;
+}
+
+static void
+agent_begin(struct rstep *s)
+{
+	struct agent_step a;
+	json_t *ws = json_object_get(rn.tmpl, "workspace");
+	char *prompt = expand(jstr(s->j, "prompt", ""));
+	json_t *skills = step_skills(s);
+
+	memset(&a, 0, sizeof(a));
+	a.step = s->id;
+	a.phase = s->phase;
+	a.attempt = rn.attempt;
+	a.prompt = prompt;
+	a.max_turns = jint(s->j, "max_turns", 50);
+	a.readonly = strcmp(jstr(ws, "access", "readWrite"), "readOnly") == 0;
+	a.produces = json_object_get(s->j, "produces");
+	a.skills = skills;
+	a.reserved = rn.reserved;
+	a.resume = s->session;
+	s->session = NULL;
+	agent_start(&a);
+	free(prompt);
+	json_decref(skills);
+}
+
+struct qop *
+runner_op(const char *op, uint32_t nargs)
+{
+	return q_begin(op, nargs);
+}
+
+void
+runner_op_send(struct qop *q, child_db_cb cb, void *arg)
+{
+	q_send(q, cb, arg);
+}
+
+void
+runner_sbx_send(struct ipc_wbuf *w)
+{
+	sbx_send(w);
+}
+
+void
+runner_lease_lost(void)
+{
+	lease_lost();
+}
+
+int
+runner_cancelled(void)
+{
+	return rn.cancel;
+}
+
+void
+runner_agent_over(const char *status, const char *error, json_t *extra, int no_retry)
+{
+	rn.no_retry = no_retry;
+	if (strcmp(status, "cancelled") == 0) {
+		json_decref(extra);
+		attempt_over("cancelled", -1, "cancelled", NULL);
+		return;
+	}
+	attempt_over(status, -1, error, extra);
+}
+
 /* ---- starting a step ----------------------------------------------------- */
 
 /* The outcome word of step_begin or step_reserve, in *v (len bytes); -1
@@ -1196,6 +1278,8 @@ step_begun(struct child *c, const struct ipc_db_result *r, void *arg)
 		checkpoint_start();
 	} else if (strcmp(s->kind, "patch") == 0) {
 		patch_start();
+	} else if (strcmp(s->kind, "agent") == 0) {
+		agent_begin(s);
 	} else {
 		char err[128];
 
@@ -1262,6 +1346,7 @@ attempt_next(void)
 	rn.attempt = s->last_attempt + 1;
 	rn.reserved = 0;
 	rn.refused = 0;
+	rn.no_retry = 0;
 	if (strcmp(s->kind, "agent") != 0) {
 		step_begin();
 		return;
@@ -1424,7 +1509,7 @@ sbx_msg(struct ipc_chan *ch, struct ipc_msg *m, void *arg)
 	struct ipc_sbx_output o;
 	struct ipc_sbx_exit x;
 
-	if (rn.exiting)
+	if (rn.exiting || agent_sbx_msg(m))
 		return;
 	switch (m->type) {
 	case IMSG_SBX_READY:
@@ -1511,11 +1596,15 @@ runner_dispatch(struct child *c, struct ipc_msg *m)
 		else
 			fatalx("a reply from the supervisor to nothing asked");
 		return;
+	case IMSG_RUNNER_PROXY:
+		agent_proxy(m);
+		return;
 	case IMSG_RUNNER_CANCEL:
 		if (rn.cancel)
 			return;
 		rn.cancel = 1;
 		log_info("run %s: cancel requested", rn.run);
+		agent_cancel();
 		if (rn.exec_running) {
 			ipc_wbuf_begin(&w, IMSG_SBX_KILL, rn.exec_id, 0);
 			sbx_send(&w);
@@ -1536,6 +1625,7 @@ runner_main(void)
 		fatalx("event_base_new");
 	if ((rn.flush_ev = evtimer_new(rn.c.base, flush_timer, NULL)) == NULL)
 		fatalx("evtimer_new");
+	agent_init(&rn.c);
 	child_lockdown(&rn.c);
 	child_run(&rn.c, runner_dispatch);
 	/* SHUTDOWN: the daemon drains; the step in progress is taken up

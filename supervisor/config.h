@@ -63,23 +63,23 @@ struct conf_model {
 
 /* providers[]: a model provider the proxy talks to (agrippad.conf.5). */
 struct conf_provider {
-	char name[CONF_PROVIDER_NAME_MAX];
-	int kind;                      /* enum conf_provider_kind */
-	char base_url[CONF_URL_MAX];   /* http:// or https://, no trailing '/' (stored without it) */
-	char key_file[PATH_MAX];       /* absolute path, or "" for none (a local server) */
-	uint64_t timeout;              /* seconds a call may take, 1..3600, default 300 */
-	uint64_t retries;              /* retries of a 429/5xx/transport error, 0..10, default 3 */
-	int stream;                    /* ask for a streamed response, default 1 */
+	char name[CONF_PROVIDER_NAME_MAX]; /* providers.name: unique */
+	int kind;                      /* providers.kind: enum conf_provider_kind */
+	char base_url[CONF_URL_MAX];   /* providers.base_url: http(s)://, no trailing '/' */
+	char key_file[PATH_MAX];       /* providers.key_file: absolute, or "" for none */
+	uint64_t timeout;              /* providers.timeout: seconds, 1..3600, default 300 */
+	uint64_t retries;              /* providers.retries: 0..10, default 3 */
+	int stream;                    /* providers.stream: a streamed response, default 1 */
 	struct conf_model models[CONF_MAX_MODELS];
-	size_t nmodels;                /* >= 1: the allow-list */
+	size_t nmodels;                /* providers.models: >= 1, the allow-list */
 };
 
 /* agent: what agent steps use. */
 struct conf_agent {
-	char provider[CONF_PROVIDER_NAME_MAX]; /* "" (default): no provider, agent steps fail */
-	char model[CONF_MODEL_MAX];
-	uint64_t max_tokens;       /* output tokens per model call, 1..1000000, default 8192 */
-	uint64_t tool_output_max;  /* bytes of one tool result the model sees, 1K..1M, default 32K */
+	char provider[CONF_PROVIDER_NAME_MAX]; /* agent.provider: "" (default): agent steps fail */
+	char model[CONF_MODEL_MAX];               /* agent.model: one of its models */
+	uint64_t max_tokens;       /* agent.max_tokens: per call, 1..1000000, default 8192 */
+	uint64_t tool_output_max;  /* agent.tool_output_max: 1K..1M, default 32K */
 };
 
 struct config {

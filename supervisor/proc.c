@@ -112,6 +112,8 @@ proc_on_msg(struct ipc_chan *ch, struct ipc_msg *m, void *arg)
 			proc_send_listen(p);
 		if (p->role == ROLE_ENGINE)
 			runs_engine_ready(p);
+		if (p->role == ROLE_PROXY)
+			provider_send_conf();
 		return;
 	case IMSG_DB_OP:
 		sup_db_op(p, m);
@@ -177,7 +179,9 @@ proc_hello(struct proc *p)
 	ipc_put_bool(&w, sup.devmode);
 	ipc_put_u64(&w, sup.uid);
 	ipc_put_u64(&w, sup.gid);
-	ipc_put_str(&w, sup.conf.chroot);
+	/* The proxy resolves provider names and reads CA certificates: it runs
+	 * unchrooted (DESIGN 1), as the service user, under its own filter. */
+	ipc_put_str(&w, p->role == ROLE_PROXY ? "" : sup.conf.chroot);
 	ipc_put_str(&w, p->instance);
 	if (proc_send(p, &w, -1) == -1)
 		proc_abort(p, "cannot send hello");

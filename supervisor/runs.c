@@ -548,8 +548,9 @@ patch_make(struct srun *r, struct ipc_msg *m)
 
 /*
  * Every secret value the run could know is replaced, byte for byte, by '*'
- * in what its runner writes to the database (events, errors), before the
- * operation is checked or run: today the repository token.  The runner
+ * in what its runner writes to the database (events, errors, its agent
+ * conversations), before the operation is checked or run: the repository
+ * token and every model provider's key.  The runner
  * never holds it; this covers a token that reached a command's output some
  * other way (a repository that contains it).  The frame's own bytes are
  * overwritten in place, so lengths (and the msgpack) stay valid.
@@ -562,7 +563,7 @@ redact(struct srun *r, struct ipc_msg *m)
 	char *p, *end, *hit;
 	size_t len;
 
-	if (r->secret == NULL || r->secretlen < 4 || ipc_dec_db_op(m->body, &op) == -1)
+	if (ipc_dec_db_op(m->body, &op) == -1)
 		return;
 	while (ipc_get_any(&op.args, &o) == 0) {
 		if (o->type == MSGPACK_OBJECT_STR) {
@@ -573,6 +574,9 @@ redact(struct srun *r, struct ipc_msg *m)
 			len = o->via.bin.size;
 		} else
 			continue;
+		provider_redact(p, len);
+		if (r->secret == NULL || r->secretlen < 4)
+			continue;
 		end = p + len;
 		while (p < end && (hit = memmem(p, (size_t)(end - p), r->secret, r->secretlen)) != NULL) {
 			memset(hit, '*', r->secretlen);
@@ -582,6 +586,29 @@ redact(struct srun *r, struct ipc_msg *m)
 }
 
 /* ---- the runner ---------------------------------------------------------- */
+
+/* The runner's model channel and what agent steps use (RUNNER_PROXY),
+ * right after RUNNER_START. */
+static void
+runner_send_proxy(struct srun *r)
+{
+	const struct conf_agent *a = &sup.conf.agent;
+	struct ipc_wbuf w;
+	int fd;
+
+	if (provider_channel(r->p.run, &fd) == -1) {
+		kill(r->p.pid, SIGKILL);
+		return;
+	}
+	ipc_wbuf_begin(&w, IMSG_RUNNER_PROXY, 0, 4);
+	ipc_put_str(&w, a->provider);
+	ipc_put_str(&w, a->model);
+	ipc_put_u64(&w, a->max_tokens);
+	ipc_put_u64(&w, a->tool_output_max);
+	if (proc_send(&r->p, &w, fd) == -1)
+		kill(r->p.pid, SIGKILL);
+	close(fd);
+}
 
 static void
 runner_on_msg(struct ipc_chan *ch, struct ipc_msg *m, void *arg)
@@ -614,6 +641,7 @@ runner_on_msg(struct ipc_chan *ch, struct ipc_msg *m, void *arg)
 			kill(r->p.pid, SIGKILL);
 		close(r->sbx_fd);
 		r->sbx_fd = -1;
+		runner_send_proxy(r);
 		return;
 	case IMSG_DB_OP:
 		redact(r, m);

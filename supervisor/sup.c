@@ -233,6 +233,11 @@ sup_reload(char *errbuf, size_t errsz)
 		snprintf(errbuf, errsz, "configuration not changed:\n%s", err);
 		goto out;
 	}
+	if (provider_reload(nc, err, sizeof(err)) == -1) {
+		log_warnx("reload: configuration not changed: provider key: %s", err);
+		snprintf(errbuf, errsz, "configuration not changed: provider key: %s", err);
+		goto out;
+	}
 	if (strcmp(nc->state_dir, sup.conf.state_dir) || strcmp(nc->user, sup.conf.user) ||
 	    strcmp(nc->db_user, sup.conf.db_user) || nc->db_embedded != sup.conf.db_embedded ||
 	    strcmp(nc->db_url, sup.conf.db_url) || strcmp(nc->master_key, sup.conf.master_key) ||
@@ -265,6 +270,10 @@ sup_reload(char *errbuf, size_t errsz)
 	sbx_rewarm();
 	sup.conf.engine = nc->engine;
 	runs_send_conf();
+	memcpy(sup.conf.providers, nc->providers, sizeof(nc->providers));
+	sup.conf.nproviders = nc->nproviders;
+	sup.conf.agent = nc->agent;
+	provider_send_conf();
 	log_info("configuration reloaded");
 	rv = 0;
 out:
@@ -479,6 +488,7 @@ supervisor_main(const char *conf_path, int foreground, int verbose, int check_on
 	sup_users();
 	sup.pidfile_fd = pidfile_lock(sup.conf.pidfile);
 	sup_load_key();
+	provider_init();
 	chroot_dir_ensure(sup.conf.chroot);
 	/* Runs, sandboxes and artifacts live under it whatever the database. */
 	if (mkdir(sup.conf.state_dir, 0755) == -1 && errno != EEXIST)

@@ -83,6 +83,20 @@ int sup_reload(char *errbuf, size_t errsz);
 void sup_stop(void);
 void sup_set_verbose(int verbose);
 
+/* provider.c */
+/* Read every provider's key file (fatalx naming the file on any problem). */
+void provider_init(void);
+/* The keys of a new configuration: 0 (they replace the old ones), or -1
+ * with the reason in err, nothing changed. */
+int provider_reload(const struct config *nc, char *err, size_t errsz);
+/* PROXY_CONF to the proxy, when it is ready. */
+void provider_send_conf(void);
+/* Replace every provider key in p[0..len) by '*', byte for byte. */
+void provider_redact(char *p, size_t len);
+/* A new runner's model channel: the proxy gets one end, tagged with run;
+ * *runner_fd is the other (the caller's to pass and close).  0 or -1. */
+int provider_channel(const char *run, int *runner_fd);
+
 /* proc.c */
 extern struct proc procs[];
 extern const size_t nprocs;

@@ -282,9 +282,9 @@ check "the rest of its events: resumed, reserved, the agent step failed, the las
 check "run.resumed from waiting_approval" pyj "$(payload "$R1" run.resumed)" "d['from'] == 'waiting_approval'"
 check "budget.reserved: 300000, scope run" \
 	pyj "$(payload "$R1" budget.reserved)" "d == {'step_id': 'think', 'attempt': 1, 'usd_micros': 300000, 'scope': 'run'}"
-check "the agent step failed: agent steps are not supported yet" \
+check "the agent step failed: no model provider is configured here" \
 	[ "$(psql_q "select status || ': ' || error from run_steps where run_id = '$R1' and step_id = 'think'")" = \
-	  "failed: agent steps are not supported yet" ]
+	  "failed: no model provider is configured for agent steps (agent.provider in agrippad.conf)" ]
 check "the first step did not run again: one attempt, one line in marks ($(out_of "$R1" count))" \
 	[ "$(out_of "$R1" count | tr -d ' ')" = 1 -a \
 	  "$(psql_q "select count(*) from run_steps where run_id = '$R1' and step_id = 'mark'")" = 1 ]

@@ -357,11 +357,15 @@ fi
 # ---- every event type the SQL writes is documented -----------------------
 #
 # The types passed as literals to append_run_event and finalize_run in
-# sql/; approval.approved and approval.rejected are built from the
-# decision, so they are named here.
+# sql/, and those a runner may append itself (the last definition of
+# runner_event_type_ok); approval.approved and approval.rejected are built
+# from the decision, so they are named here.
 
-types=$(grep -hE "(append_run_event|finalize_run)\(.*'[a-z_]+(\.[a-z_]+)+'" sql/migrations/*.sql sql/ops/*.sql |
-	grep -oE "'[a-z_]+(\.[a-z_]+)+'" | tr -d "'" | sort -u)
+own=$(cat sql/migrations/*.sql | awk '/FUNCTION runner_event_type_ok/ { buf = ""; on = 1 }
+	on { buf = buf $0 "\n" } on && /^\$\$;/ { on = 0; last = buf } END { printf "%s", last }' |
+	grep -oE "'[a-z_]+(\.[a-z_]+)+'")
+types=$( { grep -hE "(append_run_event|finalize_run)\(.*'[a-z_]+(\.[a-z_]+)+'" sql/migrations/*.sql sql/ops/*.sql |
+	grep -oE "'[a-z_]+(\.[a-z_]+)+'"; echo "$own"; } | tr -d "'" | sort -u)
 missing=""
 for t in $types approval.approved approval.rejected; do
 	grep -Fqx "### \`$t\`" docs/events.md || missing="$missing $t"

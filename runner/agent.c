@@ -1,0 +1,1061 @@
+/*
+ * agent: the tool-use loop of an agent step (see runner.h).
+ *
+ * One turn: the conversation so far goes to the proxy (MODEL_CALL) with the
+ * most the call may cost, what is left of the attempt's reservation; the
+ * proxy refuses a call whose worst case exceeds it, and the step then
+ * stops with budget.exceeded.  The answer is stored (agent_turn) with its
+ * events; its tool calls run one after another in the sandbox, and their
+ * results, truncated with a marker, are stored as the next user message.
+ * An answer without tool calls ends the step.
+ *
+ * The session is named STEP.ATTEMPT after the attempt that began it.  An
+ * attempt that takes over a crashed one loads its messages and goes on
+ * from the last: model answers already paid for are not asked again.  A
+ * tool round that was interrupted is run again, except bash, whose effects
+ * may be half done: the model is told it was interrupted instead.
+ */
+#include <errno.h>
+#include <event2/event.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "runner/runner.h"
+
+enum agent_state { AG_IDLE, AG_LOADING, AG_CALLING, AG_TOOLS, AG_STORING, AG_DONE };
+
+static struct agent {
+	struct child *c;
+	struct ipc_chan *proxy;
+	int proxy_gone;
+	struct ipc_runner_proxy conf;
+	int have_conf;
+	/* the step */
+	struct agent_step a;
+	char session[96];
+	char *prompt;           /* the step's prompt (owned) */
+	int resume;             /* take over the session of a crashed attempt */
+	json_t *messages;       /* the conversation (neutral format) */
+	json_t *system;         /* the system prompt (string) */
+	json_t *tools;
+	char *skills_text;
+	int turns;              /* model answers so far */
+	int64_t spent;          /* by this attempt, micro-dollars */
+	enum agent_state state;
+	uint64_t call_id;
+	/* the tool round */
+	json_t *calls;          /* the answer's tool_use blocks */
+	json_t *results;        /* tool_result blocks so far */
+	json_t *events;         /* tool events to store with the results */
+	size_t tool_cur;
+	int resuming;           /* the round was interrupted: no bash */
+	uint64_t sbx_id;
+	int exec_running;
+	char *out;              /* bash output */
+	size_t outlen, outtotal;
+} ag;
+
+static void agent_turn(void);
+static void tool_next(void);
+
+/* ---- helpers ------------------------------------------------------------- */
+
+static void
+agent_over(const char *status, const char *error, json_t *extra, int no_retry)
+{
+	ag.state = AG_DONE;
+	json_decref(ag.messages);
+	json_decref(ag.calls);
+	json_decref(ag.results);
+	json_decref(ag.events);
+	json_decref(ag.system);
+	json_decref(ag.tools);
+	free(ag.skills_text);
+	free(ag.out);
+	free(ag.prompt);
+	ag.prompt = NULL;
+	ag.messages = ag.calls = ag.results = ag.events = ag.system = ag.tools = NULL;
+	ag.skills_text = ag.out = NULL;
+	if (extra == NULL)
+		extra = json_object();
+	json_object_set_new(extra, "turns", json_integer(ag.turns));
+	json_object_set_new(extra, "spent_usd_micros", json_integer(ag.spent));
+	json_object_set_new(extra, "session", json_string(ag.session));
+	runner_agent_over(status, error, extra, no_retry);
+}
+
+/* A string of at most max bytes of p (cut at a UTF-8 boundary), and
+ * whether it was cut.  Invalid UTF-8 becomes U+FFFD (jansson refuses it). */
+static json_t *
+text_cut(const char *p, size_t len, size_t max, int *cut)
+{
+	json_t *s;
+	char *buf;
+	size_t i, o = 0;
+
+	*cut = len > max;
+	if (len > max) {
+		len = max;
+		while (len > 0 && ((unsigned char)p[len] & 0xc0) == 0x80)
+			len--;
+	}
+	if ((s = json_stringn(p, len)) != NULL)
+		return s;
+	if ((buf = malloc(len * 3 + 1)) == NULL)
+		fatal("malloc");
+	for (i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)p[i];
+
+		if (ch >= 0x80 || ch == 0) {
+			memcpy(buf + o, "\xef\xbf\xbd", 3);
+			o += 3;
+		} else
+			buf[o++] = (char)ch;
+	}
+	s = json_stringn(buf, o);
+	free(buf);
+	if (s == NULL)
+		fatalx("out of memory");
+	return s;
+}
+
+/* A tool result's text for the model: at most tool_output_max bytes, with
+ * a marker saying how much was left out. */
+static json_t *
+result_text(const char *p, size_t len, size_t total)
+{
+	size_t max = ag.conf.tool_output_max;
+	json_t *s;
+	int cut;
+	char *buf;
+
+	s = text_cut(p, len, max, &cut);
+	if (!cut && total <= len)
+		return s;
+	if (asprintf(&buf, "%s\n[truncated: the first %zu of %zu bytes are shown]",
+	        json_string_value(s), strlen(json_string_value(s)), total > len ? total : len) == -1)
+		fatalx("out of memory");
+	json_decref(s);
+	s = json_string(buf);
+	free(buf);
+	return s;
+}
+
+static json_t *
+ev(const char *type, json_t *payload)
+{
+	json_object_set_new(payload, "step_id", json_string(ag.a.step));
+	json_object_set_new(payload, "attempt", json_integer(ag.a.attempt));
+	json_object_set_new(payload, "turn", json_integer(ag.turns));
+	return json_pack("{s:s, s:o}", "type", type, "payload", payload);
+}
+
+/* ---- storing ------------------------------------------------------------- */
+
+typedef void (*stored_fn)(void);
+
+static void
+stored(struct child *c, const struct ipc_db_result *r, void *arg)
+{
+	size_t len;
+	const char *v;
+	stored_fn next = (stored_fn)(uintptr_t)arg;
+
+	if (r->code != DB_OK)
+		fatalx("storing an agent turn: %.*s", (int)r->errlen, r->error);
+	if ((v = child_db_cell(r, 0, &len)) == NULL || len != 1 || v[0] != 't') {
+		runner_lease_lost();
+		return;
+	}
+	next();
+}
+
+static void
+stored_nothing(void)
+{
+}
+
+/* Store message (NULL for none) as the next of the session, with events;
+ * both are consumed.  next runs once it is stored. */
+static void
+store(json_t *message, json_t *events, stored_fn next)
+{
+	struct qop *q = runner_op("runner_agent_turn", 6);
+	char *s;
+
+	ag.state = AG_STORING;
+	ipc_put_str(&q->w, ag.a.step);
+	ipc_put_u64(&q->w, (uint64_t)ag.a.attempt);
+	ipc_put_str(&q->w, ag.session);
+	ipc_put_u64(&q->w, json_array_size(ag.messages));
+	if (message != NULL) {
+		if ((s = json_dumps(message, JSON_COMPACT)) == NULL)
+			fatalx("out of memory");
+		ipc_put_str(&q->w, s);
+		free(s);
+		json_array_append_new(ag.messages, message);
+	} else
+		ipc_put_nil(&q->w);
+	if ((s = json_dumps(events, JSON_COMPACT)) == NULL)
+		fatalx("out of memory");
+	json_decref(events);
+	ipc_put_str(&q->w, s);
+	free(s);
+	runner_op_send(q, stored, (void *)(uintptr_t)next);
+}
+
+/* ---- the prompt ---------------------------------------------------------- */
+
+static const char agent_rules[] =
+    "You are an autonomous software engineering agent doing one step of a job that "
+    "Agrippa runs on a git repository.\n\n"
+    "Your workspace is the repository's working tree. Every path you give a tool is "
+    "relative to its root; absolute paths and paths that leave it (\"..\", symbolic "
+    "links out) are refused. The sandbox you work in has no network and holds no "
+    "secret: do not look for either.\n\n"
+    "Work with the tools, one step at a time, checking what you change. Do only what "
+    "the task asks. When the task is done, answer with a short summary of what you did "
+    "and call no tool: that ends the step.\n";
+
+static void
+prompt_access(FILE *f)
+{
+	if (ag.a.readonly)
+		fputs("\nThis step is read-only: the workspace cannot be changed and there is no "
+		      "shell. Only files under .agrippa/artifacts/ can be written.\n", f);
+	else
+		fputs("\nThe bash tool runs a /bin/sh command line at the workspace root; each "
+		      "command has a time limit, and its output is cut when it is long.\n", f);
+}
+
+static void
+prompt_artifacts(FILE *f)
+{
+	json_t *p;
+	size_t i;
+
+	if (json_array_size(ag.a.produces) == 0)
+		return;
+	fputs("\nThis step must leave these files, with exactly these names (create the "
+	      "directory if needed):\n", f);
+	json_array_foreach(ag.a.produces, i, p)
+		fprintf(f, "- .agrippa/artifacts/%s (%s, %s)\n",
+		    json_string_value(json_object_get(p, "file")),
+		    json_string_value(json_object_get(p, "kind")),
+		    json_is_true(json_object_get(p, "required")) ? "required" : "optional");
+}
+
+static void
+prompt_build(void)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (f == NULL)
+		fatal("open_memstream");
+	fputs(agent_rules, f);
+	prompt_access(f);
+	prompt_artifacts(f);
+	if (ag.skills_text != NULL && ag.skills_text[0] != '\0')
+		fprintf(f, "\nSkills (instructions this project gives you):\n%s", ag.skills_text);
+	if (fclose(f) != 0)
+		fatal("prompt");
+	if ((ag.system = json_string(buf)) == NULL)
+		ag.system = text_cut(buf, len, len, &(int){0});
+	free(buf);
+}
+
+/* ---- tools --------------------------------------------------------------- */
+
+static json_t *
+schema(const char *props, const char *required)
+{
+	json_t *p = json_loads(props, 0, NULL), *r = json_loads(required, 0, NULL);
+
+	if (p == NULL || r == NULL)
+		fatalx("a tool schema");
+	return json_pack("{s:s, s:o, s:o}", "type", "object", "properties", p, "required", r);
+}
+
+static void
+tool_add(const char *name, const char *desc, const char *props, const char *required)
+{
+	json_array_append_new(ag.tools, json_pack("{s:s, s:s, s:o}", "name", name, "description",
+	    desc, "input_schema", schema(props, required)));
+}
+
+static void
+tools_build(void)
+{
+	ag.tools = json_array();
+	tool_add("read_file", "Read a file of the workspace (text). Long files are cut; use "
+	    "offset and limit (bytes) to read further.",
+	    "{\"path\":{\"type\":\"string\"},\"offset\":{\"type\":\"integer\"},"
+	    "\"limit\":{\"type\":\"integer\"}}", "[\"path\"]");
+	tool_add("write_file", "Create or replace a file with the given content (parent "
+	    "directories are created).",
+	    "{\"path\":{\"type\":\"string\"},\"content\":{\"type\":\"string\"}}",
+	    "[\"path\",\"content\"]");
+	tool_add("edit_file", "Replace old_string by new_string in a file. old_string must occur "
+	    "exactly once, or exactly count times when count is given (all are replaced).",
+	    "{\"path\":{\"type\":\"string\"},\"old_string\":{\"type\":\"string\"},"
+	    "\"new_string\":{\"type\":\"string\"},\"count\":{\"type\":\"integer\"}}",
+	    "[\"path\",\"old_string\",\"new_string\"]");
+	tool_add("list_dir", "List a directory of the workspace (\".\" for its root).",
+	    "{\"path\":{\"type\":\"string\"}}", "[]");
+	tool_add("glob", "Find files whose path matches a glob pattern (** matches any depth).",
+	    "{\"pattern\":{\"type\":\"string\"},\"path\":{\"type\":\"string\"}}", "[\"pattern\"]");
+	tool_add("grep", "Search files for lines matching a POSIX extended regular expression.",
+	    "{\"pattern\":{\"type\":\"string\"},\"path\":{\"type\":\"string\"},"
+	    "\"include\":{\"type\":\"string\"},\"ignore_case\":{\"type\":\"boolean\"}}",
+	    "[\"pattern\"]");
+	if (!ag.a.readonly)
+		tool_add("bash", "Run a /bin/sh command line at the workspace root. Output "
+		    "(stdout and stderr) is cut when long.",
+		    "{\"command\":{\"type\":\"string\"},\"timeout_s\":{\"type\":\"integer\"}}",
+		    "[\"command\"]");
+}
+
+/* The tool round's current call is answered: content for the model. */
+static void
+tool_answer(json_t *content, int is_error)
+{
+	json_t *call = json_array_get(ag.calls, ag.tool_cur);
+	const char *text = json_string_value(content);
+	int cut;
+	json_t *shown = text_cut(text, strlen(text), AGENT_EVENT_RESULT_MAX, &cut);
+
+	json_array_append_new(ag.results, json_pack("{s:s, s:O, s:O, s:b}", "type", "tool_result",
+	    "tool_use_id", json_object_get(call, "id"), "content", content, "is_error", is_error));
+	json_array_append_new(ag.events, ev("agent.tool_result", json_pack("{s:O, s:O, s:b, s:o, "
+	    "s:b, s:I}", "id", json_object_get(call, "id"), "name", json_object_get(call, "name"),
+	    "is_error", is_error, "content", shown, "content_truncated", cut,
+	    "bytes", (json_int_t)strlen(text))));
+	json_decref(content);
+	ag.tool_cur++;
+	tool_next();
+}
+
+static void
+tool_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void
+tool_error(const char *fmt, ...)
+{
+	char buf[IPC_ERRMSG_MAX + 256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	tool_answer(text_cut(buf, strlen(buf), sizeof(buf), &(int){0}), 1);
+}
+
+/* A string argument of the call, or NULL (and a tool error) when missing. */
+static const char *
+targ(json_t *input, const char *key, const char *def)
+{
+	json_t *v = json_object_get(input, key);
+
+	if (json_is_string(v))
+		return json_string_value(v);
+	return def;
+}
+
+static uint64_t
+tnum(json_t *input, const char *key, uint64_t def)
+{
+	json_t *v = json_object_get(input, key);
+
+	return json_is_integer(v) && json_integer_value(v) >= 0 ?
+	    (uint64_t)json_integer_value(v) : def;
+}
+
+/* Path arguments are checked by the sandbox (RESOLVE_BENEATH); here only
+ * that they fit the protocol. */
+static int
+tpath_ok(const char *p)
+{
+	return p != NULL && strlen(p) <= IPC_SBX_PATH_MAX;
+}
+
+static void
+sbx_begin(struct ipc_wbuf *w, uint32_t type, uint32_t n)
+{
+	ag.sbx_id = AGENT_ID_BASE + ((ag.sbx_id + 1) & ((1ull << 44) - 1));
+	ipc_wbuf_begin(w, type, ag.sbx_id, n);
+}
+
+static int
+tool_file(const char *name, json_t *in)
+{
+	struct ipc_wbuf w;
+	const char *path = targ(in, "path", NULL), *s1, *s2;
+
+	if (strcmp(name, "read_file") == 0) {
+		if (!tpath_ok(path))
+			return -1;
+		sbx_begin(&w, IMSG_SBX_READ, 3);
+		ipc_put_str(&w, path);
+		ipc_put_u64(&w, tnum(in, "offset", 0));
+		ipc_put_u64(&w, tnum(in, "limit", ag.conf.tool_output_max + 1));
+	} else if (strcmp(name, "write_file") == 0) {
+		if (!tpath_ok(path) || (s1 = targ(in, "content", NULL)) == NULL)
+			return -1;
+		sbx_begin(&w, IMSG_SBX_WRITE, 3);
+		ipc_put_str(&w, path);
+		ipc_put_bin(&w, s1, strlen(s1));
+		ipc_put_bool(&w, 1);
+	} else if (strcmp(name, "edit_file") == 0) {
+		if (!tpath_ok(path) || (s1 = targ(in, "old_string", NULL)) == NULL ||
+		    (s2 = targ(in, "new_string", NULL)) == NULL || s1[0] == '\0')
+			return -1;
+		sbx_begin(&w, IMSG_SBX_EDIT, 4);
+		ipc_put_str(&w, path);
+		ipc_put_str(&w, s1);
+		ipc_put_str(&w, s2);
+		/* count: that many occurrences exactly (the sandbox checks) */
+		ipc_put_u64(&w, tnum(in, "count", 0) <= UINT32_MAX ? tnum(in, "count", 0) : 0);
+	} else
+		return -2;
+	runner_sbx_send(&w);
+	return 0;
+}
+
+static int
+tool_search(const char *name, json_t *in)
+{
+	struct ipc_wbuf w;
+	const char *path = targ(in, "path", "."), *pat = targ(in, "pattern", NULL);
+
+	if (strcmp(name, "list_dir") == 0) {
+		if (!tpath_ok(path))
+			return -1;
+		sbx_begin(&w, IMSG_SBX_LIST, 2);
+		ipc_put_str(&w, path);
+		ipc_put_u64(&w, AGENT_LIST_MAX);
+	} else if (strcmp(name, "glob") == 0) {
+		if (!tpath_ok(path) || pat == NULL || strlen(pat) > IPC_SBX_PATTERN_MAX)
+			return -1;
+		sbx_begin(&w, IMSG_SBX_GLOB, 3);
+		ipc_put_str(&w, pat);
+		ipc_put_str(&w, strcmp(path, ".") == 0 ? "" : path);
+		ipc_put_u64(&w, AGENT_LIST_MAX);
+	} else if (strcmp(name, "grep") == 0) {
+		const char *inc = targ(in, "include", "");
+
+		if (!tpath_ok(path) || pat == NULL || strlen(pat) > IPC_SBX_PATTERN_MAX ||
+		    strlen(inc) > IPC_SBX_NAME_MAX)
+			return -1;
+		sbx_begin(&w, IMSG_SBX_GREP, 5);
+		ipc_put_str(&w, pat);
+		ipc_put_str(&w, path);
+		ipc_put_str(&w, inc);
+		ipc_put_bool(&w, json_is_true(json_object_get(in, "ignore_case")));
+		ipc_put_u64(&w, AGENT_GREP_MAX);
+	} else
+		return -2;
+	runner_sbx_send(&w);
+	return 0;
+}
+
+static int
+tool_bash(json_t *in)
+{
+	struct ipc_wbuf w;
+	const char *cmd = targ(in, "command", NULL);
+	uint64_t t = tnum(in, "timeout_s", 0);
+
+	if (cmd == NULL || cmd[0] == '\0' || strlen(cmd) > IPC_SBX_ARG_MAX)
+		return -1;
+	free(ag.out);
+	ag.out = NULL;
+	ag.outlen = ag.outtotal = 0;
+	sbx_begin(&w, IMSG_SBX_EXEC, 4);
+	ipc_put_bool(&w, 1);
+	ipc_put_array(&w, 1);
+	ipc_put_str(&w, cmd);
+	ipc_put_str(&w, "");
+	ipc_put_u64(&w, t > 0 && t < UINT32_MAX / 1000 ? t * 1000 : 0);
+	ag.exec_running = 1;
+	runner_sbx_send(&w);
+	return 0;
+}
+
+/* Start the round's next tool call, or store the round when all ran. */
+static void
+tool_next(void)
+{
+	json_t *call, *in;
+	const char *name;
+	int rv;
+
+	if (ag.tool_cur >= json_array_size(ag.calls)) {
+		json_t *msg = json_pack("{s:s, s:O}", "role", "user", "content", ag.results);
+		json_t *events = ag.events;
+
+		json_decref(ag.calls);
+		json_decref(ag.results);
+		ag.calls = ag.results = ag.events = NULL;
+		ag.resuming = 0;
+		store(msg, events, agent_turn);
+		return;
+	}
+	call = json_array_get(ag.calls, ag.tool_cur);
+	name = json_string_value(json_object_get(call, "name"));
+	in = json_object_get(call, "input");
+	ag.state = AG_TOOLS;
+	if (!json_is_object(in)) {
+		tool_error("the arguments of %s must be a JSON object", name);
+		return;
+	}
+	if (strcmp(name, "bash") == 0 && ag.a.readonly) {
+		tool_error("bash is not available in a read-only step");
+		return;
+	}
+	if (strcmp(name, "bash") == 0 && ag.resuming) {
+		tool_error("this command was interrupted when the runner stopped; whether it ran, "
+		    "and what it changed, is unknown: check before running it again");
+		return;
+	}
+	if (strcmp(name, "bash") == 0)
+		rv = tool_bash(in);
+	else if ((rv = tool_file(name, in)) == -2)
+		rv = tool_search(name, in);
+	if (rv == -1)
+		tool_error("%s: a required argument is missing, empty, of the wrong type or too long",
+		    name);
+	else if (rv == -2)
+		tool_error("there is no tool named %s", name);
+}
+
+/* ---- tool results -------------------------------------------------------- */
+
+static void
+answer_read(const msgpack_object *d)
+{
+	struct ipc_cur c;
+	const uint8_t *p;
+	size_t len;
+	uint64_t size;
+
+	ipc_cur_init(&c, d);
+	if (d->type != MSGPACK_OBJECT_ARRAY || ipc_get_bin(&c, &p, &len, SIZE_MAX) == -1 ||
+	    ipc_get_u64(&c, &size) == -1) {
+		tool_error("the sandbox's answer was not understood");
+		return;
+	}
+	if (memchr(p, '\0', len) != NULL) {
+		tool_error("the file is binary (%llu bytes)", (unsigned long long)size);
+		return;
+	}
+	tool_answer(result_text((const char *)p, len, (size_t)size), 0);
+}
+
+/* Entries of a list, glob or grep answer ([truncated, [[a, b, c]...]]) as
+ * lines. */
+static void
+answer_entries(const char *name, const msgpack_object *d)
+{
+	struct ipc_cur c, list, e;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	int trunc, grep = strcmp(name, "grep") == 0;
+	const char *a, *b;
+	size_t alen, blen;
+	uint64_t n;
+
+	if (f == NULL)
+		fatal("open_memstream");
+	ipc_cur_init(&c, d);
+	if (d->type == MSGPACK_OBJECT_ARRAY && ipc_get_bool(&c, &trunc) == 0 &&
+	    ipc_get_array(&c, &list, UINT32_MAX) == 0) {
+		while (ipc_get_array(&list, &e, 3) == 0) {
+			if (ipc_get_str(&e, &a, &alen, SIZE_MAX) == -1)
+				break;
+			if (grep && ipc_get_u64(&e, &n) == 0 &&
+			    ipc_get_str(&e, &b, &blen, SIZE_MAX) == 0)
+				fprintf(f, "%.*s:%llu: %.*s\n", (int)alen, a, (unsigned long long)n,
+				    (int)blen, b);
+			else if (!grep && ipc_get_str(&e, &b, &blen, SIZE_MAX) == 0 &&
+			    ipc_get_u64(&e, &n) == 0)
+				fprintf(f, "%.*s%s\t%llu\n", (int)alen, a,
+				    blen == 3 && memcmp(b, "dir", 3) == 0 ? "/" : "",
+				    (unsigned long long)n);
+		}
+		if (len == 0 && ftell(f) == 0)
+			fputs(grep ? "(no match)\n" : "(nothing)\n", f);
+		if (trunc)
+			fputs("[truncated: more entries exist; narrow the search]\n", f);
+	}
+	if (fclose(f) != 0)
+		fatal("entries");
+	tool_answer(result_text(buf, len, len), 0);
+	free(buf);
+}
+
+static void
+answer_result(struct ipc_msg *m)
+{
+	struct ipc_sbx_result r;
+	json_t *call = json_array_get(ag.calls, ag.tool_cur);
+	const char *name = json_string_value(json_object_get(call, "name"));
+	char buf[256];
+
+	if (ipc_dec_sbx_result(m->body, &r) == -1)
+		fatalx("the sandbox sent a bad result");
+	if (r.code != 0) {
+		tool_error("%.*s (%s)", (int)r.errlen, r.error, strerror((int)r.code));
+		return;
+	}
+	if (strcmp(name, "read_file") == 0)
+		answer_read(r.data);
+	else if (strcmp(name, "write_file") == 0) {
+		snprintf(buf, sizeof(buf), "wrote %s",
+		    targ(json_object_get(call, "input"), "path", ""));
+		tool_answer(text_cut(buf, strlen(buf), sizeof(buf), &(int){0}), 0);
+	} else if (strcmp(name, "edit_file") == 0) {
+		snprintf(buf, sizeof(buf), "edited %s",
+		    targ(json_object_get(call, "input"), "path", ""));
+		tool_answer(text_cut(buf, strlen(buf), sizeof(buf), &(int){0}), 0);
+	} else
+		answer_entries(name, r.data);
+}
+
+static void
+answer_output(struct ipc_msg *m)
+{
+	struct ipc_sbx_output o;
+	size_t keep, max = ag.conf.tool_output_max;
+
+	if (ipc_dec_sbx_output(m->body, &o) == -1 || o.stream == 0)
+		return;
+	ag.outtotal += o.len;
+	keep = ag.outlen < max ? max - ag.outlen : 0;
+	if (keep > o.len)
+		keep = o.len;
+	if (keep == 0)
+		return;
+	if ((ag.out = realloc(ag.out, ag.outlen + keep + 1)) == NULL)
+		fatal("realloc");
+	memcpy(ag.out + ag.outlen, o.data, keep);
+	ag.outlen += keep;
+}
+
+static void
+answer_exit(struct ipc_msg *m)
+{
+	struct ipc_sbx_exit x;
+	char head[IPC_ERRMSG_MAX + 128], *buf;
+	json_t *body;
+
+	ag.exec_running = 0;
+	if (ipc_dec_sbx_exit(m->body, &x) == -1)
+		fatalx("the sandbox sent a bad exit");
+	if (x.code != 0) {
+		tool_error("the command could not run: %.*s", (int)x.errlen, x.error);
+		return;
+	}
+	if (x.timed_out)
+		snprintf(head, sizeof(head), "timed out after %llu ms",
+		    (unsigned long long)x.duration_ms);
+	else if (x.status < 0)
+		snprintf(head, sizeof(head), "killed by signal %u", x.signal);
+	else
+		snprintf(head, sizeof(head), "exit status %lld", (long long)x.status);
+	body = result_text(ag.out != NULL ? ag.out : "", ag.outlen,
+	    x.truncated && x.output_bytes > ag.outtotal ? x.output_bytes : ag.outtotal);
+	if (asprintf(&buf, "%s\n%s", head, json_string_value(body)) == -1)
+		fatalx("out of memory");
+	json_decref(body);
+	tool_answer(text_cut(buf, strlen(buf), strlen(buf), &(int){0}), x.timed_out || x.status < 0);
+	free(buf);
+}
+
+int
+agent_sbx_msg(struct ipc_msg *m)
+{
+	if (m->id < AGENT_ID_BASE || m->id >= AGENT_ID_BASE + (1ull << 44))
+		return 0;
+	if (ag.state != AG_TOOLS || m->id != ag.sbx_id)
+		return 1; /* an answer to a call that is no longer waited for */
+	switch (m->type) {
+	case IMSG_SBX_RESULT:
+		answer_result(m);
+		break;
+	case IMSG_SBX_OUTPUT:
+		if (ag.exec_running)
+			answer_output(m);
+		break;
+	case IMSG_SBX_EXIT:
+		if (ag.exec_running)
+			answer_exit(m);
+		break;
+	default:
+		fatalx("unexpected %s from the sandbox", ipc_msg_name(m->type));
+	}
+	return 1;
+}
+
+/* ---- model answers ------------------------------------------------------- */
+
+/* The answer's events: its text, each tool call, its usage. */
+static json_t *
+answer_events(json_t *content, const struct ipc_model_reply *r)
+{
+	json_t *events = json_array(), *b;
+	size_t i;
+	char *text = NULL;
+	size_t tlen = 0;
+	FILE *f = open_memstream(&text, &tlen);
+	int cut;
+
+	if (f == NULL)
+		fatal("open_memstream");
+	json_array_foreach(content, i, b)
+		if (strcmp(json_string_value(json_object_get(b, "type")), "text") == 0)
+			fputs(json_string_value(json_object_get(b, "text")), f);
+	if (fclose(f) != 0)
+		fatal("answer");
+	if (tlen > 0) {
+		json_t *shown = text_cut(text, tlen, AGENT_EVENT_TEXT_MAX, &cut);
+
+		json_array_append_new(events, ev("agent.message", json_pack("{s:o, s:b}", "text",
+		    shown, "truncated", cut)));
+	}
+	free(text);
+	json_array_foreach(content, i, b)
+		if (strcmp(json_string_value(json_object_get(b, "type")), "tool_use") == 0)
+			json_array_append_new(events, ev("agent.tool_call", json_pack("{s:O, s:O, s:O}",
+			    "id", json_object_get(b, "id"), "name", json_object_get(b, "name"),
+			    "input", json_object_get(b, "input"))));
+	json_array_append_new(events, ev("agent.usage", json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, "
+	    "s:I, s:I, s:I}", "provider", ag.conf.provider, "model", ag.conf.model,
+	    "input_tokens", (json_int_t)r->usage[0], "output_tokens", (json_int_t)r->usage[1],
+	    "cache_read_tokens", (json_int_t)r->usage[2], "cache_write_tokens",
+	    (json_int_t)r->usage[3], "cost_usd_micros", (json_int_t)r->cost,
+	    "spent_usd_micros", (json_int_t)ag.spent, "reserved_usd_micros",
+	    (json_int_t)ag.a.reserved)));
+	return events;
+}
+
+/* The tool_use blocks of the last message when it is the model's. */
+static json_t *
+pending_calls(void)
+{
+	json_t *last = json_array_get(ag.messages, json_array_size(ag.messages) - 1), *b;
+	json_t *calls = json_array();
+	size_t i;
+
+	if (last != NULL && strcmp(json_string_value(json_object_get(last, "role")), "assistant") == 0)
+		json_array_foreach(json_object_get(last, "content"), i, b)
+			if (json_is_string(json_object_get(b, "type")) &&
+			    strcmp(json_string_value(json_object_get(b, "type")), "tool_use") == 0)
+				json_array_append(calls, b);
+	return calls;
+}
+
+/* After the model's answer is stored: its tool calls, or the end. */
+static void
+answer_stored(void)
+{
+	if (runner_cancelled()) {
+		agent_over("cancelled", "cancelled", NULL, 1);
+		return;
+	}
+	ag.calls = pending_calls();
+	if (json_array_size(ag.calls) == 0) {
+		log_info("step %s attempt %d: the agent finished after %d turn%s", ag.a.step,
+		    ag.a.attempt, ag.turns, ag.turns == 1 ? "" : "s");
+		agent_over("succeeded", NULL, NULL, 0);
+		return;
+	}
+	ag.results = json_array();
+	ag.events = json_array();
+	ag.tool_cur = 0;
+	tool_next();
+}
+
+static void
+budget_stop(const struct ipc_model_reply *r)
+{
+	char err[512];
+	json_t *events = json_array();
+
+	snprintf(err, sizeof(err), "its budget would be exceeded by the next model call: it could "
+	    "cost %llu micro-dollars and %lld of %lld are left", (unsigned long long)r->worst,
+	    (long long)(ag.a.reserved - ag.spent), (long long)ag.a.reserved);
+	json_array_append_new(events, ev("budget.exceeded", json_pack("{s:s, s:I, s:I, s:I, s:s}",
+	    "scope", "step", "reserved_usd_micros", (json_int_t)ag.a.reserved,
+	    "spent_usd_micros", (json_int_t)ag.spent, "next_call_usd_micros", (json_int_t)r->worst,
+	    "message", err)));
+	log_info("step %s attempt %d: %s", ag.a.step, ag.a.attempt, err);
+	ag.state = AG_STORING;
+	/* stored with no message: the conversation stays as it was */
+	{
+		struct qop *q = runner_op("runner_agent_turn", 6);
+		char *s = json_dumps(events, JSON_COMPACT);
+
+		if (s == NULL)
+			fatalx("out of memory");
+		json_decref(events);
+		ipc_put_str(&q->w, ag.a.step);
+		ipc_put_u64(&q->w, (uint64_t)ag.a.attempt);
+		ipc_put_str(&q->w, ag.session);
+		ipc_put_u64(&q->w, json_array_size(ag.messages));
+		ipc_put_nil(&q->w);
+		ipc_put_str(&q->w, s);
+		free(s);
+		runner_op_send(q, stored, (void *)(uintptr_t)stored_nothing);
+	}
+	agent_over("failed", err, json_pack("{s:b}", "budget_exceeded", 1), 1);
+}
+
+static void
+model_reply(struct ipc_msg *m)
+{
+	struct ipc_model_reply r;
+	json_t *content, *msg;
+	char err[IPC_ERRMSG_MAX + 64];
+
+	if (ag.state != AG_CALLING || m->id != ag.call_id)
+		fatalx("a model answer to nothing asked");
+	if (ipc_dec_model_reply(m->body, &r) == -1)
+		fatalx("a bad model answer");
+	if (r.code == IPC_MODEL_BUDGET) {
+		budget_stop(&r);
+		return;
+	}
+	if (r.code != IPC_MODEL_OK) {
+		snprintf(err, sizeof(err), "the model call failed: %.*s", (int)r.errlen, r.error);
+		agent_over("failed", err, NULL, r.code == IPC_MODEL_REFUSED);
+		return;
+	}
+	if ((content = json_loadb(r.content, r.contentlen, 0, NULL)) == NULL ||
+	    !json_is_array(content))
+		fatalx("the proxy sent an answer that is not a JSON array");
+	ag.turns++;
+	ag.spent += (int64_t)r.cost;
+	msg = json_pack("{s:s, s:o}", "role", "assistant", "content", content);
+	store(msg, answer_events(content, &r), answer_stored);
+}
+
+static void
+proxy_msg(struct ipc_chan *ch, struct ipc_msg *m, void *arg)
+{
+	if (m->type != IMSG_MODEL_REPLY)
+		fatalx("unexpected %s from the proxy", ipc_msg_name(m->type));
+	model_reply(m);
+}
+
+static void
+proxy_err(struct ipc_chan *ch, const char *reason, void *arg)
+{
+	/* Without the proxy an agent step cannot go on: this runner ends,
+	 * its lease lapses, and the next one resumes the conversation. */
+	if (ag.state == AG_CALLING)
+		fatalx("the model channel: %s", reason);
+	log_debug("model channel: %s", reason);
+	ag.proxy_gone = 1;
+}
+
+/* ---- turns --------------------------------------------------------------- */
+
+static void
+agent_turn(void)
+{
+	struct ipc_wbuf w;
+	json_t *req;
+	char *s;
+	int64_t left = ag.a.reserved - ag.spent;
+
+	if (runner_cancelled()) {
+		agent_over("cancelled", "cancelled", NULL, 1);
+		return;
+	}
+	if (ag.turns >= ag.a.max_turns) {
+		char err[128];
+
+		snprintf(err, sizeof(err), "the agent reached its max_turns (%d) without finishing",
+		    ag.a.max_turns);
+		agent_over("failed", err, NULL, 0);
+		return;
+	}
+	if (ag.proxy_gone)
+		fatalx("the model channel is gone");
+	req = json_pack("{s:O, s:O, s:O}", "system", ag.system, "messages", ag.messages, "tools",
+	    ag.tools);
+	if (req == NULL || (s = json_dumps(req, JSON_COMPACT)) == NULL)
+		fatalx("out of memory");
+	json_decref(req);
+	ag.call_id++;
+	ipc_wbuf_begin(&w, IMSG_MODEL_CALL, ag.call_id, 7);
+	ipc_put_str(&w, ag.a.step);
+	ipc_put_u64(&w, (uint64_t)ag.a.attempt);
+	ipc_put_str(&w, ag.conf.provider);
+	ipc_put_str(&w, ag.conf.model);
+	ipc_put_u64(&w, ag.conf.max_tokens);
+	ipc_put_u64(&w, left > 0 ? (uint64_t)left : 0);
+	ipc_put_str(&w, s);
+	free(s);
+	if (ipc_wbuf_finish(&w, ag.c->max_frame) == -1) {
+		ipc_wbuf_free(&w);
+		agent_over("failed", "the conversation has grown larger than ipc_max_frame", NULL, 1);
+		return;
+	}
+	if (ipc_chan_send(ag.proxy, &w, -1) == -1)
+		fatalx("cannot reach the proxy");
+	ipc_wbuf_free(&w);
+	ag.state = AG_CALLING;
+}
+
+/* Go on from where the conversation stands. */
+static void
+agent_continue(void)
+{
+	json_t *last = json_array_get(ag.messages, json_array_size(ag.messages) - 1);
+
+	if (last != NULL && strcmp(json_string_value(json_object_get(last, "role")), "assistant") == 0) {
+		ag.resuming = 1;
+		answer_stored();
+		return;
+	}
+	agent_turn();
+}
+
+static void
+session_loaded(struct child *c, const struct ipc_db_result *r, void *arg)
+{
+	struct ipc_cur rows = r->rows, row;
+	const char *s;
+	size_t len;
+	json_t *msg;
+	uint32_t i;
+
+	if (r->code != DB_OK)
+		fatalx("loading the agent's session: %.*s", (int)r->errlen, r->error);
+	for (i = 0; i < r->nrows; i++) {
+		if (ipc_get_array(&rows, &row, 2) == -1 || ipc_get_any(&row, &(const msgpack_object *){0}) == -1 ||
+		    ipc_get_str(&row, &s, &len, SIZE_MAX) == -1 ||
+		    (msg = json_loadb(s, len, 0, NULL)) == NULL)
+			fatalx("the agent's session has a bad message");
+		json_array_append_new(ag.messages, msg);
+		if (strcmp(json_string_value(json_object_get(msg, "role")), "assistant") == 0)
+			ag.turns++;
+	}
+	if (r->nrows == 0) {
+		/* nothing stored: begin as a fresh session would */
+		store(json_pack("{s:s, s:[{s:s, s:s}]}", "role", "user", "content", "type", "text",
+		    "text", ag.a.prompt), json_array(), agent_turn);
+		return;
+	}
+	log_info("step %s attempt %d: resuming session %s at message %u (%d turns)", ag.a.step,
+	    ag.a.attempt, ag.session, r->nrows, ag.turns);
+	agent_continue();
+}
+
+static void
+skills_loaded(struct child *c, const struct ipc_db_result *r, void *arg)
+{
+	struct ipc_cur rows = r->rows, row;
+	const char *n, *v, *b;
+	size_t nl, vl, bl;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	uint32_t i;
+
+	if (r->code != DB_OK)
+		fatalx("loading the step's skills: %.*s", (int)r->errlen, r->error);
+	if ((f = open_memstream(&buf, &len)) == NULL)
+		fatal("open_memstream");
+	for (i = 0; i < r->nrows; i++)
+		if (ipc_get_array(&rows, &row, 3) == 0 && ipc_get_str(&row, &n, &nl, SIZE_MAX) == 0 &&
+		    ipc_get_str(&row, &v, &vl, SIZE_MAX) == 0 &&
+		    ipc_get_str(&row, &b, &bl, SIZE_MAX) == 0)
+			fprintf(f, "\n## %.*s (version %.*s)\n\n%.*s\n", (int)nl, n, (int)vl, v,
+			    (int)bl, b);
+	if (fclose(f) != 0)
+		fatal("skills");
+	ag.skills_text = buf;
+	prompt_build();
+	if (ag.resume) {
+		struct qop *q = runner_op("runner_agent_session", 1);
+
+		ipc_put_str(&q->w, ag.session);
+		runner_op_send(q, session_loaded, NULL);
+		return;
+	}
+	store(json_pack("{s:s, s:[{s:s, s:s}]}", "role", "user", "content", "type", "text", "text",
+	    ag.a.prompt), json_array(), agent_turn);
+}
+
+void
+agent_start(const struct agent_step *a)
+{
+	struct qop *q;
+	char *s;
+
+	if (!ag.have_conf || ag.conf.provider[0] == '\0') {
+		runner_agent_over("failed", "no model provider is configured for agent steps "
+		    "(agent.provider in agrippad.conf)", NULL, 1);
+		return;
+	}
+	ag.a = *a;
+	if ((ag.prompt = strdup(a->prompt)) == NULL)
+		fatal("strdup");
+	ag.a.prompt = ag.prompt;
+	ag.a.skills = NULL;
+	ag.a.resume = NULL;
+	ag.turns = 0;
+	ag.spent = 0;
+	ag.resuming = 0;
+	ag.resume = a->resume != NULL;
+	if (a->resume != NULL)
+		snprintf(ag.session, sizeof(ag.session), "%s", a->resume);
+	else
+		snprintf(ag.session, sizeof(ag.session), "%s.%d", a->step, a->attempt);
+	ag.messages = json_array();
+	tools_build();
+	ag.state = AG_LOADING;
+	q = runner_op("runner_skills", 1);
+	if ((s = a->skills != NULL ? json_dumps(a->skills, JSON_COMPACT) : strdup("[]")) == NULL)
+		fatalx("out of memory");
+	ipc_put_str(&q->w, s);
+	free(s);
+	runner_op_send(q, skills_loaded, NULL);
+}
+
+void
+agent_cancel(void)
+{
+	struct ipc_wbuf w;
+
+	if (ag.state == AG_TOOLS && ag.exec_running) {
+		ipc_wbuf_begin(&w, IMSG_SBX_KILL, ag.sbx_id, 0);
+		runner_sbx_send(&w);
+	}
+}
+
+void
+agent_proxy(struct ipc_msg *m)
+{
+	if (ag.have_conf || m->fd < 0 || ipc_dec_runner_proxy(m->body, &ag.conf) == -1)
+		fatalx("a bad model channel");
+	ag.proxy = ipc_chan_new(ag.c->base, m->fd, ROLE_RUNNER, ROLE_PROXY, ag.c->max_frame,
+	    proxy_msg, proxy_err, NULL);
+	if (ag.proxy == NULL)
+		fatalx("cannot set up the model channel");
+	m->fd = -1;
+	ag.have_conf = 1;
+}
+
+void
+agent_init(struct child *c)
+{
+	ag.c = c;
+}

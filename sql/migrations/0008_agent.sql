@@ -1,0 +1,115 @@
+-- Agent steps (issue: the model proxy and the tool-use loop).
+--
+-- An agent step's conversation is kept here, one row per message, written
+-- after every model response and every round of tool results, so that a
+-- runner killed mid-step resumes the same conversation (DESIGN 3.4: the
+-- executor session) instead of starting over and paying again for the
+-- turns it already had.  The session's id is the attempt's
+-- run_steps.executor_session; a crashed attempt's successor adopts it.
+
+CREATE TABLE agent_messages (
+	run_id     uuid NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+	session    text NOT NULL CHECK (session ~ '^[a-z0-9_-]{1,64}\.[0-9]{1,9}$'),
+	seq        integer NOT NULL CHECK (seq >= 0),
+	message    jsonb NOT NULL CHECK (jsonb_typeof(message) = 'object'
+	                                 AND message->>'role' IN ('user', 'assistant')),
+	created_at timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (run_id, session, seq)
+);
+
+-- What a runner may append on its own, now with the agent loop's events
+-- and the in-step budget stop.
+CREATE OR REPLACE FUNCTION runner_event_type_ok(p_type text) RETURNS boolean
+LANGUAGE sql IMMUTABLE AS $$
+	SELECT p_type IN ('step.output', 'artifact.rejected', 'agent.message', 'agent.tool_call',
+	                  'agent.tool_result', 'agent.usage', 'budget.exceeded')
+$$;
+
+-- agent_turn(run, owner, step, attempt, session, seq, message, events) ->
+-- true, or false when the lease is lost (nothing written).  One step of
+-- the conversation, in one transaction: the message is stored as number
+-- seq of the session, the running attempt is marked as using the session,
+-- and the events (a JSON array of {type, payload}, runner event types
+-- only) are appended in order.  A seq already stored is an error: the
+-- runner never writes a message twice.
+CREATE FUNCTION agent_turn(p_run uuid, p_owner text, p_step text, p_attempt integer,
+                           p_session text, p_seq integer, p_message jsonb, p_events jsonb)
+RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+	e jsonb;
+BEGIN
+	IF jsonb_typeof(p_events) <> 'array' THEN
+		RAISE EXCEPTION 'agent_turn: events must be an array'
+		    USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF (run_lock(p_run, p_owner)).id IS NULL THEN
+		RETURN false;
+	END IF;
+	UPDATE run_steps SET executor_session = p_session
+	WHERE run_id = p_run AND step_id = p_step AND attempt = p_attempt AND status = 'running'
+	  AND executor_session IS DISTINCT FROM p_session;
+	IF p_message IS NOT NULL THEN
+		INSERT INTO agent_messages (run_id, session, seq, message)
+		VALUES (p_run, p_session, p_seq, p_message);
+	END IF;
+	FOR e IN SELECT value FROM jsonb_array_elements(p_events) LOOP
+		IF NOT runner_event_type_ok(e->>'type') OR jsonb_typeof(e->'payload') <> 'object' THEN
+			RAISE EXCEPTION 'agent_turn: % is not a runner event', e->>'type'
+			    USING ERRCODE = 'invalid_parameter_value';
+		END IF;
+		PERFORM append_run_event(p_run, e->>'type', e->'payload');
+	END LOOP;
+	RETURN true;
+END
+$$;
+
+-- agent_session(run, owner, session) -> the session's messages in order
+-- (seq, message), when the lease holds; none otherwise.
+CREATE FUNCTION agent_session(p_run uuid, p_owner text, p_session text)
+RETURNS TABLE (seq integer, message jsonb) LANGUAGE plpgsql AS $$
+BEGIN
+	IF (run_lock(p_run, p_owner)).id IS NULL THEN
+		RETURN;
+	END IF;
+	RETURN QUERY SELECT m.seq, m.message FROM agent_messages m
+	    WHERE m.run_id = p_run AND m.session = p_session ORDER BY m.seq;
+END
+$$;
+
+-- proxy_usage(run, step, attempt, provider, model, input, output,
+-- cache_read, cache_write, cost) -> the usage row's id.  The proxy records
+-- every model call it made for a run's channel, whatever became of the
+-- run's lease: the call was paid for.  A run that already finished refuses
+-- it (token_usage_run_open), so its totals stay what finalize_run summed.
+CREATE FUNCTION proxy_usage(p_run uuid, p_step text, p_attempt integer, p_provider text,
+                            p_model text, p_input bigint, p_output bigint, p_cache_read bigint,
+                            p_cache_write bigint, p_cost bigint)
+RETURNS uuid LANGUAGE sql AS $$
+	INSERT INTO token_usage (run_id, step_id, attempt, provider, model, input_tokens,
+	                         output_tokens, cache_read_tokens, cache_write_tokens,
+	                         cost_usd_micros)
+	VALUES (p_run, p_step, p_attempt, p_provider, p_model, p_input, p_output, p_cache_read,
+	        p_cache_write, p_cost)
+	RETURNING id
+$$;
+
+-- runner_skills(run, owner, names) -> (name, version, body) of the skills
+-- named (a JSON array of names) that the run's pinned manifest holds, in the order named; none
+-- when the lease is lost.  A skill is resolved only through the manifest
+-- (DESIGN 3.7), never from the registry by name.
+CREATE FUNCTION runner_skills(p_run uuid, p_owner text, p_names jsonb)
+RETURNS TABLE (name text, version integer, body text) LANGUAGE plpgsql AS $$
+DECLARE
+	r runs;
+BEGIN
+	r := run_lock(p_run, p_owner);
+	IF r.id IS NULL THEN
+		RETURN;
+	END IF;
+	RETURN QUERY SELECT s.name, s.version, s.body
+	    FROM jsonb_array_elements_text(p_names) WITH ORDINALITY AS n(name, ord)
+	    JOIN jsonb_array_elements(r.manifest->'skills') m ON m->>'name' = n.name
+	    JOIN skills s ON s.id = (m->>'id')::uuid
+	    ORDER BY n.ord;
+END
+$$;
