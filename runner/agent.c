@@ -50,6 +50,7 @@ static struct agent {
 	json_t *calls;          /* the answer's tool_use blocks */
 	json_t *results;        /* tool_result blocks so far */
 	json_t *events;         /* tool events to store with the results */
+	json_t *badargs;        /* ids of this answer's calls whose arguments were no object */
 	size_t tool_cur;
 	int resuming;           /* the round was interrupted: no bash */
 	uint64_t sbx_id;
@@ -73,6 +74,8 @@ agent_over(const char *status, const char *error, json_t *extra, int no_retry)
 	json_decref(ag.events);
 	json_decref(ag.system);
 	json_decref(ag.tools);
+	json_decref(ag.badargs);
+	ag.badargs = NULL;
 	free(ag.skills_text);
 	free(ag.out);
 	free(ag.prompt);
@@ -151,6 +154,19 @@ ev(const char *type, json_t *payload)
 	json_object_set_new(payload, "attempt", json_integer(ag.a.attempt));
 	json_object_set_new(payload, "turn", json_integer(ag.turns));
 	return json_pack("{s:s, s:o}", "type", type, "payload", payload);
+}
+
+/* Whether a (an array, or NULL) holds v. */
+static int
+ids_has(json_t *a, json_t *v)
+{
+	json_t *e;
+	size_t i;
+
+	json_array_foreach(a, i, e)
+		if (json_equal(e, v))
+			return 1;
+	return 0;
 }
 
 /* ---- storing ------------------------------------------------------------- */
@@ -508,7 +524,7 @@ tool_next(void)
 	name = json_string_value(json_object_get(call, "name"));
 	in = json_object_get(call, "input");
 	ag.state = AG_TOOLS;
-	if (!json_is_object(in)) {
+	if (!json_is_object(in) || ids_has(ag.badargs, json_object_get(call, "id"))) {
 		tool_error("the arguments of %s must be a JSON object", name);
 		return;
 	}
@@ -703,6 +719,26 @@ agent_sbx_msg(struct ipc_msg *m)
 
 /* ---- model answers ------------------------------------------------------- */
 
+
+/* A call whose arguments were not a JSON object (the proxy gives null) is
+ * kept with {} so that the conversation can be sent again, and answered
+ * with a tool error. */
+static void
+fix_args(json_t *content)
+{
+	json_t *b;
+	size_t i;
+
+	json_decref(ag.badargs);
+	ag.badargs = json_array();
+	json_array_foreach(content, i, b)
+		if (json_is_string(json_object_get(b, "id")) && json_object_get(b, "input") != NULL &&
+		    !json_is_object(json_object_get(b, "input"))) {
+			json_array_append(ag.badargs, json_object_get(b, "id"));
+			json_object_set_new(b, "input", json_object());
+		}
+}
+
 /* The answer's events: its text, each tool call, its usage. */
 static json_t *
 answer_events(json_t *content, const struct ipc_model_reply *r)
@@ -840,6 +876,7 @@ model_reply(struct ipc_msg *m)
 		fatalx("the proxy sent an answer that is not a JSON array");
 	ag.turns++;
 	ag.spent += (int64_t)r.cost;
+	fix_args(content);
 	msg = json_pack("{s:s, s:o}", "role", "assistant", "content", content);
 	store(msg, answer_events(content, &r), answer_stored);
 }

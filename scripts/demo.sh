@@ -2,6 +2,12 @@
 # make demo: install what is missing, build, start agrippad in the foreground
 # on the embedded database in a local state directory, show it working, and
 # stop cleanly on Ctrl-C (or after $DEMO_SECONDS seconds when set).
+#
+# Agent steps talk to a model provider.  Without a key the demo starts the
+# scripted fake provider of the tests (tests/fakes/fake_model.py, playing
+# scripts/demo-model.json); with DEMO_ANTHROPIC_KEY_FILE=FILE (a file holding
+# an Anthropic API key) it uses the real Messages API and DEMO_MODEL
+# (default claude-sonnet-4-5).
 set -eu
 ROOT=$(pwd)
 if [ "$(id -u)" -eq 0 ]; then
@@ -23,6 +29,30 @@ mkdir -p "$DEMO/empty"
 chmod 0755 "$DEMO" "$DEMO/empty"
 PORT=${DEMO_PORT:-8480}
 CONF="$DEMO/agrippad.yaml"
+mkdir -p "$DEMO/keys"
+chmod 0700 "$DEMO/keys"
+FAKE_PID=""
+if [ -n "${DEMO_ANTHROPIC_KEY_FILE:-}" ]; then
+	# the key file must be the daemon's own and private: a copy made so
+	cp "$DEMO_ANTHROPIC_KEY_FILE" "$DEMO/keys/anthropic.key"
+	chmod 0600 "$DEMO/keys/anthropic.key"
+	MODEL=${DEMO_MODEL:-claude-sonnet-4-5}
+	PROVIDER="  - { name: anthropic, kind: anthropic, base_url: \"https://api.anthropic.com\",
+      key_file: $DEMO/keys/anthropic.key,
+      models: [ { name: $MODEL, input: 3, output: 15, cache_read: 0.3, cache_write: 3.75 } ] }"
+	echo "demo: agent steps use the Anthropic API, model $MODEL"
+else
+	rm -f "$DEMO/fake.port"
+	python3 tests/fakes/fake_model.py --port-file "$DEMO/fake.port" --log "$DEMO/fake-model.log" \
+		--script scripts/demo-model.json &
+	FAKE_PID=$!
+	i=0
+	until [ -s "$DEMO/fake.port" ] || [ $i -gt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	MODEL=claude-sonnet-4-5
+	PROVIDER="  - { name: anthropic, kind: anthropic, base_url: \"http://127.0.0.1:$(cat "$DEMO/fake.port")\",
+      models: [ { name: $MODEL, input: 3, output: 15, cache_read: 0.3, cache_write: 3.75 } ] }"
+	echo "demo: no DEMO_ANTHROPIC_KEY_FILE: agent steps talk to a scripted fake provider on loopback"
+fi
 cat >"$CONF" <<EOC
 # Written by scripts/demo.sh
 state_dir: $DEMO/state
@@ -33,6 +63,9 @@ database: embedded
 master_key: $DEMO/keys/master.key
 pidfile: $DEMO/agrippad.pid
 chroot: $DEMO/empty
+providers:
+$PROVIDER
+agent: { provider: anthropic, model: $MODEL }
 EOC
 ./build/agrippad -n -f "$CONF"
 ./build/agrippad -d -f "$CONF" &
@@ -43,6 +76,7 @@ stop() {
 	echo "demo: stopping agrippad"
 	kill -TERM "$PID" 2>/dev/null || true
 	wait "$PID" || true
+	[ -z "$FAKE_PID" ] || kill -TERM "$FAKE_PID" 2>/dev/null || true
 	echo "demo: stopped cleanly"
 	exit 0
 }
@@ -121,6 +155,59 @@ if [ -n "$RUN" ]; then
 	echo "demo: \$ curl $API/v1/runs/$RUN/artifacts"
 	curl -s -H "$AUTH" "$API/v1/runs/$RUN/artifacts" | head -c 400
 	echo
+fi
+
+echo
+echo "demo: an agent at work: templates/fix-failing-test.yaml on a small repository whose"
+echo "demo: test fails.  The agent reads the test log, diagnoses, fixes the code in the"
+echo "demo: run's sandbox and checks its fix; the patch waits for an approval"
+CALC="$DEMO/calc"
+if [ ! -d "$CALC/.git" ]; then
+	mkdir -p "$CALC"
+	printf 'test:\n\tsh test.sh\n' >"$CALC/Makefile"
+	printf '#!/bin/sh\n# add A B: print the sum of two integers\necho $(( $1 - $2 ))\n' >"$CALC/add.sh"
+	printf '#!/bin/sh\n[ "$(sh add.sh 2 3)" = 5 ] || { echo "FAIL: add.sh 2 3 gives $(sh add.sh 2 3), not 5"; exit 1; }\necho ok\n' >"$CALC/test.sh"
+	git -C "$CALC" init -q && git -C "$CALC" add -A &&
+		git -C "$CALC" -c user.name=demo -c user.email=demo@example.org commit -q -m "add.sh"
+	chmod -R a+rX "$CALC"
+fi
+printf '# c-style\nKeep a fix as small as the bug; keep the file'"'"'s style.\n' >"$DEMO/c-style.md"
+$CTLS skill list 2>/dev/null | grep -q '^c-style ' || $CTLS skill add c-style "$DEMO/c-style.md" >/dev/null
+$CTLS grant add demo skill c-style >/dev/null 2>&1 || true
+$CTLS repo add demo calc "$CALC" </dev/null >/dev/null 2>&1 || true
+$CTLS template list 2>/dev/null | grep -q '^fix-failing-test ' || $CTLS template load templates/fix-failing-test.yaml
+BODY='{"template":"fix-failing-test","params":{"repo":"calc","open_pr":false}}'
+echo "demo: \$ curl -H 'Authorization: Bearer agr_...' -d '$BODY' $API/v1/projects/$PROJ/runs"
+RUN_JSON=$(curl -s -H "$AUTH" -H 'Content-Type: application/json' -d "$BODY" "$API/v1/projects/$PROJ/runs")
+RUN=$(echo "$RUN_JSON" | sed -n 's/^{"id":"\([0-9a-f-]*\)".*/\1/p')
+if [ -n "$RUN" ] && wait_status waiting_approval succeeded failed; then
+	echo "demo: what the agent said and did:"
+	curl -s -H "$AUTH" "$API/v1/runs/$RUN/events?limit=500" | python3 -c '
+import json, sys
+for e in json.load(sys.stdin)["events"]:
+    p = e["payload"]
+    if e["type"] == "agent.message":
+        print("  %-9s says: %s" % (p["step_id"], p["text"][:100]))
+    elif e["type"] == "agent.tool_call":
+        print("  %-9s calls %s %s" % (p["step_id"], p["name"], json.dumps(p["input"])[:90]))
+    elif e["type"] == "step.finished":
+        print("  %-9s %s" % (p["step_id"], p.get("status", "")))
+' || true
+	APPROVAL=$(curl -s -H "$AUTH" "$API/v1/runs/$RUN/approvals" |
+		sed -n 's/.*"id":"\([0-9a-f-]*\)".*"status":"pending".*/\1/p')
+	if [ -n "$APPROVAL" ]; then
+		echo "demo: the patch is approved over the API"
+		curl -s -o /dev/null -H "$AUTH" -H 'Content-Type: application/json' \
+			-d '{"decision":"approved"}' "$API/v1/approvals/$APPROVAL/decide"
+		wait_status succeeded failed cancelled || true
+	fi
+	echo "demo: the run is $(run_status); it spent $(curl -s -H "$AUTH" "$API/v1/runs/$RUN" |
+		sed -n 's/.*"spent_usd_micros":\([0-9]*\).*/\1/p') micro-dollars; its patch:"
+	PATCH_ID=$(curl -s -H "$AUTH" "$API/v1/runs/$RUN/artifacts" |
+		sed -n 's/.*"id":"\([0-9a-f-]*\)","key":"patch".*/\1/p')
+	[ -z "$PATCH_ID" ] || curl -s -H "$AUTH" "$API/v1/artifacts/$PATCH_ID" | sed 's/^/  /'
+else
+	echo "demo: the run did not get to its approval: $(run_status)"
 fi
 $CTLS token revoke "$(printf '%s' "$TOKEN" | cut -c1-12)" >/dev/null 2>&1 || true
 echo

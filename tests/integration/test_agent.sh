@@ -306,14 +306,16 @@ check "a 400 is not retried: one call, the provider's message in the error ($(st
 # --- 7. OpenAI Chat Completions, streamed and not --------------------------------------
 for stream in true false; do
 	reload oai $stream
-	script '[{"reply": {"tool_calls": [{"name": "list_dir", "input": {"path": "."}}], "usage": {"input": 100, "output": 10, "cache_read": 50}}},
+	script '[{"reply": {"tool_calls": [{"name": "list_dir", "input": {"path": "."}}, {"name": "read_file", "input": "oops"}], "usage": {"input": 100, "output": 10, "cache_read": 50}}},
 	 {"reply": {"text": "listed"}}]'
 	submit plain
 	R=$RUN
 	wait_for 30 ended "$R"
 	check "openai (stream: $stream): the step succeeds ($(run_status "$R"): $(step_err "$R"))" is_status "$R" succeeded
 	check "openai (stream: $stream): Bearer key, /v1/chat/completions, a tool result with the listing" \
-		flog "all(e['path'] == '/v1/chat/completions' and e['headers'].get('authorization') == 'Bearer $OKEY' for e in L) and len(L) == 2 and L[1]['body']['messages'][-1]['role'] == 'tool' and 'README.md' in L[1]['body']['messages'][-1]['content']"
+		flog "all(e['path'] == '/v1/chat/completions' and e['headers'].get('authorization') == 'Bearer $OKEY' for e in L) and len(L) == 2 and L[1]['body']['messages'][-2]['role'] == 'tool' and 'README.md' in L[1]['body']['messages'][-2]['content']"
+	check "openai (stream: $stream): arguments that are no JSON object get a tool error, and the conversation goes on" \
+		flog "L[1]['body']['messages'][-1]['role'] == 'tool' and 'must be a JSON object' in L[1]['body']['messages'][-1]['content']"
 	check "openai (stream: $stream): usage 100 in (50 cached), cost 100*2 + 10*8 + 50*1" \
 		[ "$(psql_q "select input_tokens || ':' || cache_read_tokens || ':' || cost_usd_micros from token_usage where run_id = '$R' order by created_at limit 1")" = "100:50:330" ]
 done
