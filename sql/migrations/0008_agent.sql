@@ -12,7 +12,8 @@ CREATE TABLE agent_messages (
 	session    text NOT NULL CHECK (session ~ '^[a-z0-9_-]{1,64}\.[0-9]{1,9}$'),
 	seq        integer NOT NULL CHECK (seq >= 0),
 	message    jsonb NOT NULL CHECK (jsonb_typeof(message) = 'object'
-	                                 AND message->>'role' IN ('user', 'assistant')),
+	                                 AND coalesce(message->>'role' IN ('user', 'assistant'),
+	                                              false)),
 	created_at timestamptz NOT NULL DEFAULT now(),
 	PRIMARY KEY (run_id, session, seq)
 );
@@ -38,8 +39,12 @@ RETURNS boolean LANGUAGE plpgsql AS $$
 DECLARE
 	e jsonb;
 BEGIN
-	IF jsonb_typeof(p_events) <> 'array' THEN
+	IF coalesce(jsonb_typeof(p_events), '') <> 'array' THEN
 		RAISE EXCEPTION 'agent_turn: events must be an array'
+		    USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF p_session !~ '^[a-z0-9_-]{1,64}\.[0-9]{1,9}$' THEN
+		RAISE EXCEPTION 'agent_turn: % is not a session id', p_session
 		    USING ERRCODE = 'invalid_parameter_value';
 	END IF;
 	IF (run_lock(p_run, p_owner)).id IS NULL THEN
@@ -53,7 +58,8 @@ BEGIN
 		VALUES (p_run, p_session, p_seq, p_message);
 	END IF;
 	FOR e IN SELECT value FROM jsonb_array_elements(p_events) LOOP
-		IF NOT runner_event_type_ok(e->>'type') OR jsonb_typeof(e->'payload') <> 'object' THEN
+		IF NOT coalesce(runner_event_type_ok(e->>'type')
+		                AND jsonb_typeof(e->'payload') = 'object', false) THEN
 			RAISE EXCEPTION 'agent_turn: % is not a runner event', e->>'type'
 			    USING ERRCODE = 'invalid_parameter_value';
 		END IF;

@@ -61,7 +61,7 @@ providers:
       - { name: fake-model, input: 3, output: 15, cache_read: 0.3, cache_write: 3.75 }
   - name: oai
     kind: openai
-    base_url: "http://127.0.0.1:$FPORT/v1"
+    base_url: "http://localhost:$FPORT/v1"
     key_file: $T/keys/openai.key
     timeout: ${3:-5}
     retries: ${4:-2}
@@ -100,8 +100,13 @@ tmpl plain readWrite '{ id: think, kind: agent, prompt: "Do it." }'
 tmpl turns2 readWrite '{ id: think, kind: agent, prompt: "Loop.", max_turns: 2 }'
 tmpl ro readOnly '{ id: think, kind: agent, prompt: "Look." }'
 tmpl poor readWrite '{ id: think, kind: agent, prompt: "Spend." }' 'budget: { usd: 0.001 }'
+tmpl skilled readWrite '{ id: think, kind: agent, prompt: "Style.", requires: { skills: [ tidy ] } }'
+printf '# tidy\nVERSION-ONE-RULES: keep it tidy.\n' >"$T/tidy1.md"
+printf '# tidy\nVERSION-TWO-RULES: newer.\n' >"$T/tidy2.md"
+chmod 0644 "$T/tidy1.md" "$T/tidy2.md"
 ctl user add alice && ctl project add p1 && ctl member add p1 alice admin &&
-	ctl repo add p1 clean "$T/repos/clean" </dev/null
+	ctl repo add p1 clean "$T/repos/clean" </dev/null && ctl skill add tidy "$T/tidy1.md" &&
+	ctl grant add p1 skill tidy
 SETUP=$?
 TA=$(new_token alice)
 P1=$(psql_q "select id from projects where name = 'p1'")
@@ -339,9 +344,77 @@ check "a read-only step succeeds; no bash offered ($(run_status "$R12"): $(step_
 check "... bash and a write outside the artifacts refused" pyj "$(payloads "$R12" agent.tool_result)" \
 	"d[0]['is_error'] and d[1]['is_error']"
 
+# --- 9. skills, truncation, cancel -------------------------------------------------------
+# The skill pinned at submit is the one the agent gets, even when a newer
+# version is registered before the step runs.
+script '[{"delay": 1, "reply": {"tool_calls": [{"name": "bash", "input": {"command": "head -c 5000 /dev/zero | tr \\\\0 a > big.txt"}}]}},
+ {"reply": {"tool_calls": [{"name": "read_file", "input": {"path": "big.txt"}}]}},
+ {"reply": {"text": "read"}}]'
+submit skilled
+R13=$RUN
+ctl skill add tidy "$T/tidy2.md"
+wait_for 30 ended "$R13"
+check "a step with a skill succeeds ($(run_status "$R13"): $(step_err "$R13"))" is_status "$R13" succeeded
+check "the system prompt holds the skill pinned at submit (version 1), not the newer one" \
+	flog "'VERSION-ONE-RULES' in L[0]['body']['system'] and 'VERSION-TWO-RULES' not in L[0]['body']['system'] and '## tidy (version 1)' in L[0]['body']['system']"
+check "a long file is cut at tool_output_max (2K) with a marker saying how much was shown" \
+	flog "L[2]['body']['messages'][4]['content'][0]['content'].endswith('[truncated: the first 2048 of 5000 bytes are shown]') and L[2]['body']['messages'][4]['content'][0]['content'].startswith('a' * 2048 + chr(10))"
+check "agent.tool_result shows at most 4 KiB, says it was cut and how long the result was" pyj "$(payloads "$R13" agent.tool_result)" \
+	"len(d[1]['content']) <= 4096 and d[1]['bytes'] > 2048"
+script '[{"reply": {"tool_calls": [{"name": "bash", "input": {"command": "sleep 60"}}]}}, {"reply": {"text": "never"}}]'
+submit plain
+R14=$RUN
+wait_for 20 flog "len(L) == 1"
+sleep 1
+curl -s -o /dev/null --max-time 10 -X POST -H "Authorization: Bearer $TA" "http://127.0.0.1:$PORT/v1/runs/$R14/cancel"
+wait_for 20 ended "$R14"
+check "a cancel while the agent's command runs ends the run cancelled at once ($(run_status "$R14"))" is_status "$R14" cancelled
+check "... and the model is not asked again" flog "len(L) == 1"
+
 for r in $RUNS; do
 	check "event seqs of run $r are 1..N" [ "$(psql_q "select count(*) = max(seq) from run_events where run_id = '$r'")" = t ]
 done
+
+# --- 10. key files the supervisor refuses -------------------------------------------------
+# a reload with a bad key file changes nothing; a start with one fails, naming it
+chmod 0644 "$T/keys/provider.key"
+kill -HUP "$SUP_PID"
+sleep 1
+check "a reload with a key file readable by others is refused, naming the file" \
+	grep -q "reload: configuration not changed: provider key: $T/keys/provider.key: mode 0644" "$LOG"
+script '[{"reply": {"text": "still served"}}]'
+submit plain
+R15=$RUN
+wait_for 30 ended "$R15"
+check "... and the running configuration still serves agent steps ($(run_status "$R15"))" is_status "$R15" succeeded
 stop_daemon
 check "the daemon stops cleanly" [ "$DAEMON_STATUS" = 0 ]
+# refused KEYFILE-SETUP EXPECTED: the daemon does not start, saying EXPECTED
+refused() {
+	out=$("$AGRIPPAD" -d -f "$CONF" 2>&1)
+	st=$?
+	if [ "$st" != 0 ] && printf '%s' "$out" | grep -q -- "$1"; then ok "$2"; else
+		notok "$2 (status $st: $(printf '%s' "$out" | tail -n 2))"; fi
+}
+refused "provider key: $T/keys/provider.key: mode 0644" "start: a key file readable by others is refused"
+chmod 0600 "$T/keys/provider.key"
+mv "$T/keys/provider.key" "$T/keys/real.key"
+ln -s "$T/keys/real.key" "$T/keys/provider.key"
+refused "provider key: $T/keys/provider.key: is a symbolic link" "start: a key file that is a symbolic link is refused"
+rm "$T/keys/provider.key"
+printf 'two words\n' >"$T/keys/provider.key"
+chmod 0600 "$T/keys/provider.key"
+refused "provider key: $T/keys/provider.key: a key is 1 to 4096 printable" "start: a key with a space is refused"
+printf '' >"$T/keys/provider.key"
+refused "provider key: $T/keys/provider.key: 0 bytes" "start: an empty key file is refused"
+rm "$T/keys/provider.key"
+refused "provider key: $T/keys/provider.key: No such file" "start: a missing key file is refused"
+# none_left: no process of our binary started with this test's configuration
+none_left() {
+	for p in $(our_processes); do
+		tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q -- "$CONF" && return 1
+	done
+	return 0
+}
+check "no daemon was left running by the refused starts" none_left
 finish agent
