@@ -637,8 +637,12 @@ def main():
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(f"{srv.server_address[1]}\n")
     os.rename(tmp, args.port_file)
+    # A test killed before its clean-up must not leave the fake behind:
+    # it goes when the process that started it does.
+    parent = os.getppid()
     while not stop.wait(1):
-        pass
+        if os.getppid() != parent:
+            break
     srv.shutdown()
     srv.server_close()
     return 0
