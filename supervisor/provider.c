@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sodium.h>
@@ -137,6 +138,42 @@ pkeys_load(const struct config *c, struct pkey *out, char *err, size_t errsz)
 	return 0;
 }
 
+/* A key sent over plain http to another host crosses the network in
+ * clear: allowed (a provider on a private network may want it), said. */
+static int
+url_loopback(const char *url)
+{
+	char host[256];
+	struct in_addr a;
+	size_t n;
+
+	url += strcspn(url, ":") + 3; /* after "http://" */
+	n = url[0] == '[' ? strcspn(url, "]") + 1 : strcspn(url, ":/");
+	if (n >= sizeof(host))
+		return 0;
+	memcpy(host, url, n);
+	host[n] = '\0';
+	if (strcmp(host, "localhost") == 0 || strcmp(host, "[::1]") == 0)
+		return 1;
+	return inet_pton(AF_INET, host, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
+}
+
+static void
+pkeys_warn(const struct config *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->nproviders; i++) {
+		const struct conf_provider *p = &c->providers[i];
+
+		if (p->key_file[0] == '\0' || strncmp(p->base_url, "http://", 7) != 0)
+			continue;
+		if (!url_loopback(p->base_url))
+			log_warnx("provider %s: base_url is plain http to another host: its key "
+			    "crosses the network in clear", p->name);
+	}
+}
+
 void
 provider_init(void)
 {
@@ -144,6 +181,7 @@ provider_init(void)
 
 	if (pkeys_load(&sup.conf, keys, err, sizeof(err)) == -1)
 		fatalx("provider key: %s", err);
+	pkeys_warn(&sup.conf);
 }
 
 int
@@ -155,6 +193,7 @@ provider_reload(const struct config *nc, char *err, size_t errsz)
 		return -1;
 	pkeys_free(keys);
 	memcpy(keys, fresh, sizeof(keys));
+	pkeys_warn(nc);
 	return 0;
 }
 

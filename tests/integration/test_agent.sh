@@ -52,7 +52,7 @@ engine: { concurrency: 4, lease: 5, sweep: 1 }
 providers:
   - name: fake
     kind: anthropic
-    base_url: "http://127.0.0.1:$FPORT/"
+    base_url: "http://${FAKEHOST:-127.0.0.1}:$FPORT/"
     key_file: $T/keys/provider.key
     timeout: ${3:-5}
     retries: ${4:-2}
@@ -376,6 +376,11 @@ for r in $RUNS; do
 done
 
 # --- 10. key files the supervisor refuses -------------------------------------------------
+check "no warning about keys in clear for providers on loopback" sh -c "! grep -q 'crosses the network in clear' '$LOG'"
+FAKEHOST=192.0.2.1 reload fake
+check "a key sent over plain http to another host is warned about" \
+	grep -q 'provider fake: base_url is plain http to another host: its key crosses the network in clear' "$LOG"
+reload fake
 # a reload with a bad key file changes nothing; a start with one fails, naming it
 chmod 0644 "$T/keys/provider.key"
 kill -HUP "$SUP_PID"
