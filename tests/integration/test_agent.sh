@@ -100,6 +100,7 @@ tmpl plain readWrite '{ id: think, kind: agent, prompt: "Do it." }'
 tmpl turns2 readWrite '{ id: think, kind: agent, prompt: "Loop.", max_turns: 2 }'
 tmpl ro readOnly '{ id: think, kind: agent, prompt: "Look." }'
 tmpl poor readWrite '{ id: think, kind: agent, prompt: "Spend." }' 'budget: { usd: 0.001 }'
+tmpl modest readWrite '{ id: think, kind: agent, prompt: "Spend some." }' 'budget: { usd: 0.05 }'
 tmpl skilled readWrite '{ id: think, kind: agent, prompt: "Style.", requires: { skills: [ tidy ] } }'
 printf '# tidy\nVERSION-ONE-RULES: keep it tidy.\n' >"$T/tidy1.md"
 printf '# tidy\nVERSION-TWO-RULES: newer.\n' >"$T/tidy2.md"
@@ -247,6 +248,20 @@ check "the provider saw no call" flog "len(L) == 0"
 check "budget.exceeded, scope step, with the reservation and the worst case" pyj "$(payloads "$R4" budget.exceeded)" \
 	"len(d) == 1 and d[0]['scope'] == 'step' and d[0]['reserved_usd_micros'] == 1000 and d[0]['next_call_usd_micros'] > 1000 and d[0]['spent_usd_micros'] == 0"
 check "no usage recorded, not retried" [ "$(psql_q "select count(*) from token_usage where run_id = '$R4'"):$(psql_q "select count(*) from run_steps where run_id = '$R4'")" = 0:1 ]
+
+# the first call fits, and spends so much that the second one could not
+script '[{"reply": {"tool_calls": [{"name": "list_dir", "input": {}}], "usage": {"input": 5000, "output": 1500}}},
+ {"reply": {"text": "never"}}]'
+submit modest
+R4B=$RUN
+wait_for 30 ended "$R4B"
+check "a budget spent by the first call stops the step before the second ($(step_err "$R4B"))" \
+	eval 'failed_with "$R4B" "budget would be exceeded by the next model call" && flog "len(L) == 1"'
+check "budget.exceeded at turn 1: spent 37500 of 50000, the next call's worst case over the 12500 left" \
+	pyj "$(payloads "$R4B" budget.exceeded)" \
+	"d[0]['turn'] == 1 and d[0]['spent_usd_micros'] == 37500 and d[0]['reserved_usd_micros'] == 50000 and d[0]['next_call_usd_micros'] > 12500"
+check "the call made is recorded at its cost" \
+	[ "$(psql_q "select sum(cost_usd_micros) from token_usage where run_id = '$R4B'")" = 37500 ]
 
 # --- 5. a runner killed between two turns ----------------------------------------------
 script '[
