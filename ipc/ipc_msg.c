@@ -534,6 +534,23 @@ ipc_get_provider(struct ipc_cur *c, struct ipc_provider *p)
 	return ipc_end(&models);
 }
 
+/* Whether provider n repeats an earlier one's name, or names a model twice:
+ * a lookup would silently take the first. */
+static int
+ipc_provider_dup(const struct ipc_provider *p, size_t n)
+{
+	size_t i, j;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(p[i].name, p[n].name) == 0)
+			return 1;
+	for (i = 0; i < p[n].nmodels; i++)
+		for (j = 0; j < i; j++)
+			if (strcmp(p[n].models[i].name, p[n].models[j].name) == 0)
+				return 1;
+	return 0;
+}
+
 int
 ipc_dec_proxy_conf(const msgpack_object *body, struct ipc_provider *out, size_t *n)
 {
@@ -543,7 +560,7 @@ ipc_dec_proxy_conf(const msgpack_object *body, struct ipc_provider *out, size_t 
 	if (ipc_get_array(&c, &list, IPC_PROVIDERS_MAX) == -1 || ipc_end(&c) == -1)
 		return -1;
 	for (*n = 0; *n < list.n; (*n)++)
-		if (ipc_get_provider(&list, &out[*n]) == -1)
+		if (ipc_get_provider(&list, &out[*n]) == -1 || ipc_provider_dup(out, *n))
 			return -1;
 	return ipc_end(&list);
 }
@@ -618,7 +635,9 @@ ipc_dec_model_reply(const msgpack_object *body, struct ipc_model_reply *out)
 	ipc_cur_init(&c, body);
 	if (ipc_get_u32(&c, &out->code) == -1 || out->code >= IPC_MODEL__MAX ||
 	    ipc_get_str(&c, &out->error, &out->errlen, IPC_ERRMSG_MAX) == -1 ||
-	    ipc_get_u64(&c, &out->cost) == -1 || ipc_get_u64(&c, &out->worst) == -1 ||
+	    (out->code == IPC_MODEL_OK && out->errlen > 0) ||
+	    ipc_get_u64(&c, &out->cost) == -1 || out->cost > IPC_USD_MICROS_MAX ||
+	    ipc_get_u64(&c, &out->worst) == -1 || out->worst > IPC_USD_MICROS_MAX ||
 	    ipc_get_array(&c, &u, 4) == -1 || u.n != 4)
 		return -1;
 	for (i = 0; i < 4; i++)

@@ -189,6 +189,7 @@
  *               retries u32 (0..10), stream bool, models array(1..IPC_MODELS_MAX) of
  *               [name str (a model name), input u64, output u64, cache_read u64,
  *               cache_write u64 (micro-dollars per million tokens, <= IPC_PRICE_MAX)]]]
+ *              (no two providers of one name, no model twice in a provider)
  *              supervisor -> proxy, after READY and after every reload
  *  PROXY_CHANNEL [run str (UUID)]  + the proxy's end of a new runner's model
  *              channel: every call on it is that run's
@@ -198,7 +199,8 @@
  *  MODEL_CALL  [step str(1..64), attempt u32 (>= 1), provider str, model str,
  *              max_tokens u32 (>= 1), limit u64 (<= IPC_USD_MICROS_MAX: the most the
  *              call may cost), request str (the neutral request, JSON)]  runner -> proxy
- *  MODEL_REPLY [code u32 (IPC_MODEL_*), error str(<=IPC_ERRMSG_MAX), cost u64, worst u64,
+ *  MODEL_REPLY [code u32 (IPC_MODEL_*), error str(<=IPC_ERRMSG_MAX; "" when code is 0),
+ *              cost u64 (<= IPC_USD_MICROS_MAX), worst u64 (<= IPC_USD_MICROS_MAX),
  *              usage array(4) of u64 (input, output, cache_read, cache_write tokens),
  *              stop u32 (0 end, 1 tool_use, 2 max_tokens, 3 other), content str (the
  *              response's content blocks, JSON; "" unless code is 0)]  proxy -> runner,

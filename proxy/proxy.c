@@ -36,6 +36,10 @@
 #include "proxy/proxy.h"
 #include "proxy/wire.h"
 
+#ifndef MIN
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#endif
+
 struct provider {
 	int refs;
 	struct ipc_provider c;   /* key pointers are not valid: see auth */
@@ -216,8 +220,9 @@ call_reply(struct call *k, uint32_t code, const char *error, const char *content
 	ipc_wbuf_begin(&w, IMSG_MODEL_REPLY, k->id, 7);
 	ipc_put_u64(&w, code);
 	ipc_put_strn(&w, error, strnlen(error, IPC_ERRMSG_MAX));
+	/* an absurd worst case (a huge request at a huge price) saturates */
 	ipc_put_u64(&w, code == IPC_MODEL_OK ? k->cost : 0);
-	ipc_put_u64(&w, k->worst);
+	ipc_put_u64(&w, MIN(k->worst, IPC_USD_MICROS_MAX));
 	ipc_put_array(&w, 4);
 	ipc_put_u64(&w, code == IPC_MODEL_OK ? u->input : 0);
 	ipc_put_u64(&w, code == IPC_MODEL_OK ? u->output : 0);
@@ -278,7 +283,8 @@ call_succeeded(struct call *k)
 	struct ipc_wbuf w;
 	uint64_t id;
 
-	k->cost = wire_cost(&price, u);
+	/* a provider's counts are outside input: an absurd bill saturates */
+	k->cost = MIN(wire_cost(&price, u), IPC_USD_MICROS_MAX);
 	log_debug("run %s: step %s attempt %u: %s/%s in %llu out %llu cost %llu", k->rc->run,
 	    k->step, k->attempt, k->pv->c.name, k->model->name, (unsigned long long)u->input,
 	    (unsigned long long)u->output, (unsigned long long)k->cost);

@@ -166,6 +166,40 @@ fuzz_decoders(const struct ipc_msg *m)
 	if ((ok[IMSG_RUNNER_REPLY] = ipc_dec_runner_reply(m->body, &rrep) == 0) &&
 	    rrep.len > rrep.size)
 		__builtin_trap();
+	{
+		static struct ipc_provider pcs[IPC_PROVIDERS_MAX];
+		struct ipc_runner_proxy rpx;
+		struct ipc_model_call mcall;
+		struct ipc_model_reply mrep;
+		size_t i, np;
+
+		if ((ok[IMSG_PROXY_CONF] = ipc_dec_proxy_conf(m->body, pcs, &np) == 0)) {
+			if (np > IPC_PROVIDERS_MAX)
+				__builtin_trap();
+			for (i = 0; i < np; i++)
+				if (!ipc_is_provider_name(pcs[i].name, strlen(pcs[i].name)) ||
+				    pcs[i].nmodels == 0 || pcs[i].nmodels > IPC_MODELS_MAX ||
+				    pcs[i].kind > 1 || strncmp(pcs[i].base_url, "http", 4) != 0 ||
+				    !ipc_is_model_name(pcs[i].models[0].name,
+					strlen(pcs[i].models[0].name)))
+					__builtin_trap();
+		}
+		if ((ok[IMSG_PROXY_CHANNEL] = ipc_dec_proxy_channel(m->body, run) == 0) &&
+		    !ipc_is_uuid(run, strlen(run)))
+			__builtin_trap();
+		if ((ok[IMSG_RUNNER_PROXY] = ipc_dec_runner_proxy(m->body, &rpx) == 0) &&
+		    ((rpx.provider[0] == '\0') != (rpx.model[0] == '\0') || rpx.max_tokens == 0))
+			__builtin_trap();
+		if ((ok[IMSG_MODEL_CALL] = ipc_dec_model_call(m->body, &mcall) == 0) &&
+		    (mcall.step[0] == '\0' || mcall.reqlen == 0 || mcall.attempt == 0 ||
+			mcall.limit > IPC_USD_MICROS_MAX ||
+			!ipc_is_provider_name(mcall.provider, strlen(mcall.provider))))
+			__builtin_trap();
+		if ((ok[IMSG_MODEL_REPLY] = ipc_dec_model_reply(m->body, &mrep) == 0) &&
+		    (mrep.code >= IPC_MODEL__MAX || mrep.stop > 3 ||
+			(mrep.code == IPC_MODEL_OK) != (mrep.contentlen > 0)))
+			__builtin_trap();
+	}
 	if (mi != NULL && m->type != IMSG_SHUTDOWN && m->type != IMSG_SBX_KILL &&
 	    ok[m->type] != (mi->validate(m->body) == 0))
 		__builtin_trap();

@@ -69,41 +69,159 @@ strfill(size_t n, char c)
 }
 
 /*
- * Append values following fmt: n nil, b bool(int), u uint(unsigned), U uint64_t,
+ * Append the value of one letter of a fmt, taking its arguments from *ap
+ * (w NULL: only take them): n nil, b bool(int), u uint(unsigned), U uint64_t,
  * i int, I int64_t, s str(const char *), S (const char *, size_t),
  * B bin(const void *, size_t), a array(unsigned), m map(unsigned), f double.
+ * An array or map letter writes the header only: its values follow in fmt.
  */
+static void
+put_one(struct ipc_wbuf *w, char c, va_list *ap)
+{
+	const char *s;
+	uint64_t u;
+	int64_t i;
+	size_t n;
+	double d;
+
+	switch (c) {
+	case 'n':
+		if (w != NULL)
+			ipc_put_nil(w);
+		break;
+	case 'b':
+		i = va_arg(*ap, int);
+		if (w != NULL)
+			ipc_put_bool(w, i != 0);
+		break;
+	case 'i':
+		i = va_arg(*ap, int);
+		if (w != NULL)
+			ipc_put_i64(w, i);
+		break;
+	case 'u':
+	case 'a':
+	case 'm':
+		u = va_arg(*ap, unsigned);
+		if (w != NULL && c == 'u')
+			ipc_put_u64(w, u);
+		else if (w != NULL && c == 'a')
+			ipc_put_array(w, (uint32_t)u);
+		else if (w != NULL)
+			ipc_put_map(w, (uint32_t)u);
+		break;
+	case 'U':
+		u = va_arg(*ap, uint64_t);
+		if (w != NULL)
+			ipc_put_u64(w, u);
+		break;
+	case 'I':
+		i = va_arg(*ap, int64_t);
+		if (w != NULL)
+			ipc_put_i64(w, i);
+		break;
+	case 's':
+		s = va_arg(*ap, const char *);
+		if (w != NULL)
+			ipc_put_str(w, s);
+		break;
+	case 'S':
+	case 'B':
+		s = va_arg(*ap, const void *);
+		n = va_arg(*ap, size_t);
+		if (w != NULL && c == 'S')
+			ipc_put_strn(w, s, n);
+		else if (w != NULL)
+			ipc_put_bin(w, s, n);
+		break;
+	case 'f':
+		d = va_arg(*ap, double);
+		if (w != NULL)
+			msgpack_pack_double(&w->pk, d);
+		break;
+	default: fail_msg("bad fmt char %c", c);
+	}
+}
+
+/* Take the arguments of the value at fmt[*i], with every value inside it
+ * when it is an array or a map, and move *i past it. */
+static void
+skip_value(const char *fmt, size_t *i, va_list *ap)
+{
+	char c = fmt[(*i)++];
+	unsigned n;
+
+	if (c != 'a' && c != 'm') {
+		put_one(NULL, c, ap);
+		return;
+	}
+	n = va_arg(*ap, unsigned);
+	for (n *= c == 'm' ? 2 : 1; n > 0; n--)
+		skip_value(fmt, i, ap);
+}
+
+/* The msgpack types a value can be sent as (what put_wt writes). */
+enum wt { WT_NIL, WT_BOOL, WT_UINT, WT_NINT, WT_STR, WT_BIN, WT_ARRAY, WT_MAP, WT_FLOAT, WT__N };
+
+static void
+put_wt(struct ipc_wbuf *w, int wt)
+{
+	switch (wt) {
+	case WT_NIL: ipc_put_nil(w); break;
+	case WT_BOOL: ipc_put_bool(w, 1); break;
+	case WT_UINT: ipc_put_u64(w, 1); break;
+	case WT_NINT: ipc_put_i64(w, -1); break;
+	case WT_STR: ipc_put_str(w, "1"); break;
+	case WT_BIN: ipc_put_bin(w, "1", 1); break;
+	case WT_ARRAY: ipc_put_array(w, 0); break;
+	case WT_MAP: ipc_put_map(w, 0); break;
+	default: msgpack_pack_double(&w->pk, 1.0); break;
+	}
+}
+
+/* Whether wt is the type fmt letter c puts. */
+static int
+wt_same(int wt, char c)
+{
+	switch (c) {
+	case 'n': return wt == WT_NIL;
+	case 'b': return wt == WT_BOOL;
+	case 'u': case 'U': return wt == WT_UINT;
+	case 'i': case 'I': return wt == WT_NINT || wt == WT_UINT;
+	case 's': case 'S': return wt == WT_STR;
+	case 'B': return wt == WT_BIN;
+	case 'a': return wt == WT_ARRAY;
+	case 'm': return wt == WT_MAP;
+	default: return wt == WT_FLOAT;
+	}
+}
+
+/*
+ * Append values following fmt (letters as for put_one), except that the
+ * value at fmt[swap] (with everything inside it) is replaced by one value
+ * of type wt; swap SIZE_MAX replaces nothing.
+ */
+static void
+vput_swap(struct ipc_wbuf *w, const char *fmt, va_list ap, size_t swap, int wt)
+{
+	va_list aq;
+	size_t i = 0;
+
+	va_copy(aq, ap);
+	while (fmt[i] != '\0') {
+		if (i == swap) {
+			skip_value(fmt, &i, &aq);
+			put_wt(w, wt);
+		} else
+			put_one(w, fmt[i++], &aq);
+	}
+	va_end(aq);
+}
+
 static void
 vput(struct ipc_wbuf *w, const char *fmt, va_list ap)
 {
-	const char *s;
-	size_t n;
-
-	for (; *fmt != '\0'; fmt++) {
-		switch (*fmt) {
-		case 'n': ipc_put_nil(w); break;
-		case 'b': ipc_put_bool(w, va_arg(ap, int)); break;
-		case 'u': ipc_put_u64(w, va_arg(ap, unsigned)); break;
-		case 'U': ipc_put_u64(w, va_arg(ap, uint64_t)); break;
-		case 'i': ipc_put_i64(w, va_arg(ap, int)); break;
-		case 'I': ipc_put_i64(w, va_arg(ap, int64_t)); break;
-		case 's': ipc_put_str(w, va_arg(ap, const char *)); break;
-		case 'S':
-			s = va_arg(ap, const char *);
-			n = va_arg(ap, size_t);
-			ipc_put_strn(w, s, n);
-			break;
-		case 'B':
-			s = va_arg(ap, const void *);
-			n = va_arg(ap, size_t);
-			ipc_put_bin(w, s, n);
-			break;
-		case 'a': ipc_put_array(w, va_arg(ap, unsigned)); break;
-		case 'm': ipc_put_map(w, va_arg(ap, unsigned)); break;
-		case 'f': msgpack_pack_double(&w->pk, va_arg(ap, double)); break;
-		default: fail_msg("bad fmt char %c", *fmt);
-		}
-	}
+	vput_swap(w, fmt, ap, SIZE_MAX, 0);
 }
 
 /* A finished frame in w (the caller frees w). */
@@ -1142,6 +1260,787 @@ t_v_engine(void **state)
 	assert_string_equal(ec.host, HID);
 #undef HID
 	assert_int_equal(ec.concurrency, 8);
+	ipc_msg_free(&m);
+}
+
+/* ---- model calls: the proxy and the runner's model channel -------------- */
+
+/* Result of type's validator on the body built from fmt, with the value at
+ * fmt[swap] sent as type wt instead (SIZE_MAX: as given). */
+static int
+vvalid_swap(uint32_t type, uint32_t nfields, size_t swap, int wt, const char *fmt, va_list ap)
+{
+	struct ipc_wbuf w;
+	struct ipc_msg m;
+	int rc;
+
+	ipc_wbuf_begin(&w, type, 1, nfields);
+	vput_swap(&w, fmt, ap, swap, wt);
+	wdecode(&w, &m);
+	rc = ipc_msg_lookup(type)->validate(m.body);
+	ipc_msg_free(&m);
+	return rc;
+}
+
+/* The body fmt describes is valid; sent with any one of its values (an
+ * array or map with all it holds) of another msgpack type, it is not. */
+static void
+types_refused(uint32_t type, uint32_t nfields, const char *fmt, ...)
+{
+	va_list ap;
+	size_t k;
+	int wt;
+
+	va_start(ap, fmt);
+	if (vvalid_swap(type, nfields, SIZE_MAX, 0, fmt, ap) != 0)
+		fail_msg("%s: the baseline \"%s\" is refused", ipc_msg_name(type), fmt);
+	for (k = 0; fmt[k] != '\0'; k++) {
+		for (wt = 0; wt < WT__N; wt++) {
+			if (wt_same(wt, fmt[k]) || vvalid_swap(type, nfields, k, wt, fmt, ap) == -1)
+				continue;
+			fail_msg("%s: \"%s\" with value %zu ('%c') sent as type %d accepted",
+			    ipc_msg_name(type), fmt, k, fmt[k], wt);
+		}
+	}
+	va_end(ap);
+}
+
+/* ipc_msg_check of m from -> to, with or without a descriptor: 0, or -1 with
+ * the reason containing want. */
+static void
+check_is(const struct ipc_msg *m, enum ipc_role from, enum ipc_role to, int fd, const char *want)
+{
+	int rc = ipc_msg_check(m, from, to, fd, &last_err);
+
+	if (want == NULL && rc != 0)
+		fail_msg("%s %s -> %s (fd %d): %s", ipc_msg_name(m->type), ipc_role_name(from),
+		    ipc_role_name(to), fd, last_err);
+	if (want != NULL) {
+		if (rc != -1)
+			fail_msg("%s %s -> %s (fd %d) accepted", ipc_msg_name(m->type),
+			    ipc_role_name(from), ipc_role_name(to), fd);
+		assert_reason(last_err, want);
+	}
+}
+
+/* One PROXY_CONF provider as a test varies it (pv_ok() is valid).  A length
+ * of 0 means strlen.  Model i > 0 is named "<model>-<i>", provider i > 0 of
+ * a body "<name>-<i>", so that names never repeat. */
+struct pv {
+	const char *name;
+	uint32_t kind;
+	const char *url;
+	size_t urllen;
+	const char *key;
+	size_t keylen;
+	uint32_t timeout, retries;
+	int stream;
+	uint32_t nmodels;
+	const char *model;
+	uint64_t price[4];
+};
+
+static struct pv
+pv_ok(void)
+{
+	struct pv p = { "anthropic", 0, "https://api.anthropic.com", 0, "sk-ant-x", 0, 60, 2, 1, 1,
+		"claude-sonnet-4-5", { 3000000, 15000000, 300000, 3750000 } };
+
+	return p;
+}
+
+static void
+pv_put(struct ipc_wbuf *w, const struct pv *p, unsigned idx)
+{
+	char name[2 * IPC_MODEL_NAME_MAX + 16];
+	uint32_t i;
+	int j;
+
+	ipc_put_array(w, 8);
+	snprintf(name, sizeof(name), idx == 0 ? "%s" : "%s-%u", p->name, idx);
+	ipc_put_str(w, name);
+	ipc_put_u64(w, p->kind);
+	ipc_put_strn(w, p->url, p->urllen != 0 ? p->urllen : strlen(p->url));
+	ipc_put_bin(w, p->key, p->keylen != 0 ? p->keylen : strlen(p->key));
+	ipc_put_u64(w, p->timeout);
+	ipc_put_u64(w, p->retries);
+	ipc_put_bool(w, p->stream);
+	ipc_put_array(w, p->nmodels);
+	for (i = 0; i < p->nmodels; i++) {
+		ipc_put_array(w, 5);
+		snprintf(name, sizeof(name), i == 0 ? "%s" : "%s-%u", p->model, i);
+		ipc_put_str(w, name);
+		for (j = 0; j < 4; j++)
+			ipc_put_u64(w, p->price[j]);
+	}
+}
+
+/* A PROXY_CONF of nprov providers like p into m (the caller frees m). */
+static void
+pv_build(struct ipc_msg *m, const struct pv *p, unsigned nprov)
+{
+	struct ipc_wbuf w;
+	unsigned i;
+
+	ipc_wbuf_begin(&w, IMSG_PROXY_CONF, 1, 1);
+	ipc_put_array(&w, nprov);
+	for (i = 0; i < nprov; i++)
+		pv_put(&w, p, i);
+	wdecode(&w, m);
+}
+
+/* The validator's verdict on a PROXY_CONF of nprov providers like p; the
+ * typed decoder must agree, and report how many it decoded. */
+static int
+pv_valid(const struct pv *p, unsigned nprov)
+{
+	static struct ipc_provider out[IPC_PROVIDERS_MAX];
+	struct ipc_msg m;
+	size_t n = SIZE_MAX;
+	int rc;
+
+	pv_build(&m, p, nprov);
+	rc = ipc_msg_lookup(IMSG_PROXY_CONF)->validate(m.body);
+	if (nprov <= IPC_PROVIDERS_MAX) {
+		assert_int_equal(ipc_dec_proxy_conf(m.body, out, &n), rc);
+		if (rc == 0)
+			assert_int_equal(n, nprov);
+	}
+	ipc_msg_free(&m);
+	return rc;
+}
+
+#define PRICE(a, b, c, d) (uint64_t)(a), (uint64_t)(b), (uint64_t)(c), (uint64_t)(d)
+/* one provider with one model, as vput letters */
+#define PV_FMT "asusBuubaasUUUU"
+#define PV_ARGS                                                                             \
+	8u, "anthropic", 0u, "https://api.anthropic.com", "sk-ant-x", (size_t)8, 60u, 2u, 1, 1u, \
+	    5u, "claude-sonnet-4-5", PRICE(1, 2, 3, 4)
+
+/* PROXY_CONF: the providers decoded field by field; none at all is a
+ * configuration too (the proxy then refuses every call). */
+static void
+t_v_proxy_conf(void **state)
+{
+	static struct ipc_provider pv[IPC_PROVIDERS_MAX];
+	struct ipc_msg m;
+	size_t n = 99;
+
+	build(&m, IMSG_PROXY_CONF, 1, "a" "asusBuuba" "asUUUU" "asUUUU" "asusBuuba" "asUUUU", 2u,
+	    8u, "anthropic", 0u, "https://api.anthropic.com", "sk-ant-1", (size_t)8, 60u, 2u, 1,
+	    2u, 5u, "claude-sonnet-4-5", PRICE(3000000, 15000000, 300000, 3750000),
+	    5u, "claude-haiku-4-5", PRICE(1000000, 5000000, 0, 0),
+	    8u, "local_llm-2", 1u, "http://127.0.0.1:8000/v1", "", (size_t)0, 3600u, 10u, 0,
+	    1u, 5u, "org/Llama-3.1:8b@q4", PRICE(0, 0, 0, IPC_PRICE_MAX));
+	check_is(&m, ROLE_SUPERVISOR, ROLE_PROXY, 0, NULL);
+	assert_int_equal(ipc_dec_proxy_conf(m.body, pv, &n), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(pv[0].name, "anthropic");
+	assert_int_equal(pv[0].kind, 0);
+	assert_string_equal(pv[0].base_url, "https://api.anthropic.com");
+	assert_int_equal(pv[0].keylen, 8);
+	assert_memory_equal(pv[0].key, "sk-ant-1", 8);
+	assert_int_equal(pv[0].timeout_s, 60);
+	assert_int_equal(pv[0].retries, 2);
+	assert_int_equal(pv[0].stream, 1);
+	assert_int_equal(pv[0].nmodels, 2);
+	assert_string_equal(pv[0].models[0].name, "claude-sonnet-4-5");
+	assert_true(pv[0].models[0].price[0] == 3000000 && pv[0].models[0].price[1] == 15000000 &&
+	    pv[0].models[0].price[2] == 300000 && pv[0].models[0].price[3] == 3750000);
+	assert_string_equal(pv[0].models[1].name, "claude-haiku-4-5");
+	assert_true(pv[0].models[1].price[0] == 1000000 && pv[0].models[1].price[1] == 5000000);
+	assert_string_equal(pv[1].name, "local_llm-2");
+	assert_int_equal(pv[1].kind, 1);
+	assert_string_equal(pv[1].base_url, "http://127.0.0.1:8000/v1");
+	assert_int_equal(pv[1].keylen, 0);
+	assert_int_equal(pv[1].timeout_s, 3600);
+	assert_int_equal(pv[1].retries, 10);
+	assert_int_equal(pv[1].stream, 0);
+	assert_int_equal(pv[1].nmodels, 1);
+	assert_string_equal(pv[1].models[0].name, "org/Llama-3.1:8b@q4");
+	assert_true(pv[1].models[0].price[0] == 0 && pv[1].models[0].price[3] == IPC_PRICE_MAX);
+	ipc_msg_free(&m);
+	/* no two providers of one name, no model twice in one provider */
+	assert_int_equal(valid(IMSG_PROXY_CONF, 1, "a" "asusBuuba" "asUUUU" "asusBuuba" "asUUUU", 2u,
+	    8u, "same", 0u, "https://a.example", "", (size_t)0, 60u, 2u, 1, 1u, 5u, "m",
+	    PRICE(1, 1, 1, 1), 8u, "same", 1u, "https://b.example", "", (size_t)0, 60u, 2u, 1, 1u,
+	    5u, "n", PRICE(1, 1, 1, 1)), -1);
+	assert_int_equal(valid(IMSG_PROXY_CONF, 1, "a" "asusBuuba" "asUUUU" "asUUUU", 1u, 8u, "one",
+	    0u, "https://a.example", "", (size_t)0, 60u, 2u, 1, 2u, 5u, "m", PRICE(1, 1, 1, 1), 5u,
+	    "m", PRICE(2, 2, 2, 2)), -1);
+	assert_int_equal(valid(IMSG_PROXY_CONF, 1, "a" "asusBuuba" "asUUUU" "asUUUU", 1u, 8u, "one",
+	    0u, "https://a.example", "", (size_t)0, 60u, 2u, 1, 2u, 5u, "m", PRICE(1, 1, 1, 1), 5u,
+	    "M", PRICE(2, 2, 2, 2)), 0);
+	/* no providers */
+	build(&m, IMSG_PROXY_CONF, 1, "a", 0u);
+	check_is(&m, ROLE_SUPERVISOR, ROLE_PROXY, 0, NULL);
+	assert_int_equal(ipc_dec_proxy_conf(m.body, pv, &n), 0);
+	assert_int_equal(n, 0);
+	ipc_msg_free(&m);
+	/* only the supervisor sends it, only to the proxy, without a descriptor */
+	build(&m, IMSG_PROXY_CONF, 1, "a" PV_FMT, 1u, PV_ARGS);
+	check_is(&m, ROLE_SUPERVISOR, ROLE_PROXY, 0, NULL);
+	check_is(&m, ROLE_SUPERVISOR, ROLE_PROXY, 1, "unexpected descriptor");
+	check_is(&m, ROLE_RUNNER, ROLE_PROXY, 0, "sender");
+	check_is(&m, ROLE_ENGINE, ROLE_PROXY, 0, "sender");
+	check_is(&m, ROLE_SUPERVISOR, ROLE_RUNNER, 0, "receiver");
+	check_is(&m, ROLE_SUPERVISOR, ROLE_ENGINE, 0, "receiver");
+	ipc_msg_free(&m);
+}
+
+/* PROXY_CONF's shape: every value's type, the number of values at every level. */
+static void
+t_v_proxy_conf_types(void **state)
+{
+	types_refused(IMSG_PROXY_CONF, 1, "a" PV_FMT, 1u, PV_ARGS);
+	/* a body of 0 or 2 values; trailing data in a provider or a model */
+	assert_int_equal(valid(IMSG_PROXY_CONF, 0, ""), -1);
+	assert_int_equal(valid(IMSG_PROXY_CONF, 2, "a" PV_FMT "a", 1u, PV_ARGS, 0u), -1);
+	assert_int_equal(valid(IMSG_PROXY_CONF, 1, "a" "asusBuubaasUUUUn",
+	    1u, 9u, "anthropic", 0u, "https://h", "k", (size_t)1, 60u, 2u, 1, 1u, 5u, "m",
+	    PRICE(1, 2, 3, 4)), -1);
+	assert_int_equal(valid(IMSG_PROXY_CONF, 1, "a" "asusBuubaasUUUUn",
+	    1u, 8u, "anthropic", 0u, "https://h", "k", (size_t)1, 60u, 2u, 1, 1u, 6u, "m",
+	    PRICE(1, 2, 3, 4)), -1);
+	/* a provider without its models, a model without its last price */
+	assert_int_equal(valid(IMSG_PROXY_CONF, 1, "a" "asusBuub",
+	    1u, 7u, "anthropic", 0u, "https://h", "k", (size_t)1, 60u, 2u, 1), -1);
+	assert_int_equal(valid(IMSG_PROXY_CONF, 1, "a" "asusBuubaasUUU",
+	    1u, 8u, "anthropic", 0u, "https://h", "k", (size_t)1, 60u, 2u, 1, 1u, 4u, "m",
+	    (uint64_t)1, (uint64_t)2, (uint64_t)3), -1);
+	/* a number above 32 bits is not cut to one that fits */
+	assert_int_equal(valid(IMSG_PROXY_CONF, 1, "a" "asUsBuubaasUUUU",
+	    1u, 8u, "anthropic", ((uint64_t)1 << 32), "https://h", "k", (size_t)1, 60u, 2u, 1, 1u,
+	    5u, "m", PRICE(1, 2, 3, 4)), -1);
+	assert_int_equal(valid(IMSG_PROXY_CONF, 1, "a" "asusBUuba" "asUUUU",
+	    1u, 8u, "anthropic", 0u, "https://h", "k", (size_t)1, ((uint64_t)1 << 32) + 60, 2u, 1,
+	    1u, 5u, "m", PRICE(1, 2, 3, 4)), -1);
+	assert_int_equal(valid(IMSG_PROXY_CONF, 1, "a" "asusBuUba" "asUUUU",
+	    1u, 8u, "anthropic", 0u, "https://h", "k", (size_t)1, 60u, ((uint64_t)1 << 32) + 2, 1,
+	    1u, 5u, "m", PRICE(1, 2, 3, 4)), -1);
+}
+
+/* Provider names [a-z0-9][a-z0-9_-]{0,31}, model names
+ * [A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}, byte by byte. */
+static void
+t_v_proxy_names(void **state)
+{
+	static const char pfirst[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+	static const char prest[] = "abcdefghijklmnopqrstuvwxyz0123456789_-";
+	static const char mfirst[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+	static const char mrest[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:/@-";
+	char *pmax = strfill(IPC_PROVIDER_NAME_MAX + 1, 'p');
+	char *mmax = strfill(IPC_MODEL_NAME_MAX + 1, 'M');
+	struct pv p = pv_ok();
+	char s[3];
+	int b;
+
+	for (b = 0; b < 256; b++) {
+		s[0] = (char)b;
+		s[1] = 'a';
+		assert_int_equal(ipc_is_provider_name(s, 1), b != 0 && strchr(pfirst, b) != NULL);
+		assert_int_equal(ipc_is_model_name(s, 1), b != 0 && strchr(mfirst, b) != NULL);
+		assert_int_equal(ipc_is_provider_name(s, 2), b != 0 && strchr(pfirst, b) != NULL);
+		s[0] = 'a';
+		s[1] = (char)b;
+		assert_int_equal(ipc_is_provider_name(s, 2), b != 0 && strchr(prest, b) != NULL);
+		assert_int_equal(ipc_is_model_name(s, 2), b != 0 && strchr(mrest, b) != NULL);
+	}
+	assert_int_equal(ipc_is_provider_name("", 0), 0);
+	assert_int_equal(ipc_is_model_name("", 0), 0);
+	assert_int_equal(ipc_is_provider_name("a\0b", 3), 0);
+	assert_int_equal(ipc_is_model_name("a\0b", 3), 0);
+	assert_int_equal(ipc_is_provider_name(pmax, IPC_PROVIDER_NAME_MAX), 1);
+	assert_int_equal(ipc_is_provider_name(pmax, IPC_PROVIDER_NAME_MAX + 1), 0);
+	assert_int_equal(ipc_is_model_name(mmax, IPC_MODEL_NAME_MAX), 1);
+	assert_int_equal(ipc_is_model_name(mmax, IPC_MODEL_NAME_MAX + 1), 0);
+	/* in a PROXY_CONF */
+	p.name = pmax;
+	assert_int_equal(pv_valid(&p, 1), -1);
+	pmax[IPC_PROVIDER_NAME_MAX] = '\0';
+	assert_int_equal(pv_valid(&p, 1), 0);
+	p.name = "";
+	assert_int_equal(pv_valid(&p, 1), -1);
+	p.name = "Anthropic";
+	assert_int_equal(pv_valid(&p, 1), -1);
+	p.name = "-a";
+	assert_int_equal(pv_valid(&p, 1), -1);
+	p.name = "a.b";
+	assert_int_equal(pv_valid(&p, 1), -1);
+	p.name = "0_a-";
+	assert_int_equal(pv_valid(&p, 1), 0);
+	p = pv_ok();
+	p.model = mmax;
+	assert_int_equal(pv_valid(&p, 1), -1);
+	mmax[IPC_MODEL_NAME_MAX] = '\0';
+	assert_int_equal(pv_valid(&p, 1), 0);
+	p.model = "";
+	assert_int_equal(pv_valid(&p, 1), -1);
+	p.model = "_m";
+	assert_int_equal(pv_valid(&p, 1), -1);
+	p.model = "a b";
+	assert_int_equal(pv_valid(&p, 1), -1);
+	p.model = "a,b";
+	assert_int_equal(pv_valid(&p, 1), -1);
+	p.model = "9:a/b@c.d-e_f";
+	assert_int_equal(pv_valid(&p, 1), 0);
+	/* a NUL inside a name, where the name travels as a str */
+	assert_int_equal(valid(IMSG_RUNNER_PROXY, 4, "Ssuu", "ab\0c", (size_t)4, "m", 1u, 1024u),
+	    -1);
+	assert_int_equal(valid(IMSG_RUNNER_PROXY, 4, "sSuu", "ab", "m\0", (size_t)2, 1u, 1024u),
+	    -1);
+	free(pmax);
+	free(mmax);
+}
+
+/* PROXY_CONF's bounds, one field at a time. */
+static void
+t_v_proxy_conf_bounds(void **state)
+{
+	static char url[IPC_URL_MAX + 2];
+	char *key = strfill(IPC_SECRET_MAX + 1, 'k');
+	struct pv p = pv_ok();
+	char one[16];
+	int b, j, ok;
+
+	assert_int_equal(pv_valid(&p, 1), 0);
+	/* kind 0..1 */
+	p.kind = 1;
+	assert_int_equal(pv_valid(&p, 1), 0);
+	p.kind = 2;
+	assert_int_equal(pv_valid(&p, 1), -1);
+	p.kind = UINT32_MAX;
+	assert_int_equal(pv_valid(&p, 1), -1);
+	p = pv_ok();
+	/* base_url: http:// or https:// and something more, <= IPC_URL_MAX */
+	p.url = "http://h";
+	assert_int_equal(pv_valid(&p, 1), 0);
+	p.url = "https://h";
+	assert_int_equal(pv_valid(&p, 1), 0);
+	p.url = "http://";
+	assert_int_equal(pv_valid(&p, 1), -1);
+	p.url = "https://";
+	assert_int_equal(pv_valid(&p, 1), -1);
+	p.url = "";
+	assert_int_equal(pv_valid(&p, 1), -1);
+	p.url = "https:/h";
+	assert_int_equal(pv_valid(&p, 1), -1);
+	p.url = "ftp://h";
+	assert_int_equal(pv_valid(&p, 1), -1);
+	p.url = "HTTPS://h";
+	assert_int_equal(pv_valid(&p, 1), -1);
+	p.url = "file:///etc/passwd";
+	assert_int_equal(pv_valid(&p, 1), -1);
+	p.url = " https://h";
+	assert_int_equal(pv_valid(&p, 1), -1);
+	memcpy(url, "https://", 8);
+	memset(url + 8, 'a', sizeof(url) - 9);
+	p.url = url; /* IPC_URL_MAX + 1 bytes */
+	assert_int_equal(pv_valid(&p, 1), -1);
+	url[IPC_URL_MAX] = '\0';
+	assert_int_equal(pv_valid(&p, 1), 0);
+	/* every byte after the scheme: printable ASCII but space, '"', '\\' */
+	for (b = 0; b < 256; b++) {
+		ok = b > 0x20 && b < 0x7f && b != '"' && b != '\\';
+		memcpy(one, "http://h?", 9);
+		one[9] = (char)b;
+		p.url = one;
+		p.urllen = 10;
+		if (pv_valid(&p, 1) != (ok ? 0 : -1))
+			fail_msg("base_url with byte 0x%02x: %s", b, ok ? "refused" : "accepted");
+	}
+	p = pv_ok();
+	/* key: 0..IPC_SECRET_MAX bytes of printable ASCII but space, '"', '\\' */
+	p.key = "";
+	assert_int_equal(pv_valid(&p, 1), 0);
+	p.key = key; /* IPC_SECRET_MAX + 1 */
+	assert_int_equal(pv_valid(&p, 1), -1);
+	key[IPC_SECRET_MAX] = '\0';
+	assert_int_equal(pv_valid(&p, 1), 0);
+	for (b = 0; b < 256; b++) {
+		ok = b > 0x20 && b < 0x7f && b != '"' && b != '\\';
+		one[0] = 's';
+		one[1] = (char)b;
+		one[2] = 'k';
+		p.key = one;
+		p.keylen = 3;
+		if (pv_valid(&p, 1) != (ok ? 0 : -1))
+			fail_msg("key with byte 0x%02x: %s", b, ok ? "refused" : "accepted");
+	}
+	p = pv_ok();
+	/* timeout 1..3600, retries 0..10 */
+	p.timeout = 0;
+	assert_int_equal(pv_valid(&p, 1), -1);
+	p.timeout = 1;
+	assert_int_equal(pv_valid(&p, 1), 0);
+	p.timeout = 3600;
+	assert_int_equal(pv_valid(&p, 1), 0);
+	p.timeout = 3601;
+	assert_int_equal(pv_valid(&p, 1), -1);
+	p = pv_ok();
+	p.retries = 0;
+	assert_int_equal(pv_valid(&p, 1), 0);
+	p.retries = 10;
+	assert_int_equal(pv_valid(&p, 1), 0);
+	p.retries = 11;
+	assert_int_equal(pv_valid(&p, 1), -1);
+	p = pv_ok();
+	/* 1..IPC_MODELS_MAX models, each price <= IPC_PRICE_MAX */
+	p.nmodels = 0;
+	assert_int_equal(pv_valid(&p, 1), -1);
+	p.nmodels = IPC_MODELS_MAX;
+	assert_int_equal(pv_valid(&p, 1), 0);
+	p.nmodels = IPC_MODELS_MAX + 1;
+	assert_int_equal(pv_valid(&p, 1), -1);
+	p = pv_ok();
+	for (j = 0; j < 4; j++) {
+		p.price[j] = IPC_PRICE_MAX;
+		assert_int_equal(pv_valid(&p, 1), 0);
+		p.price[j] = IPC_PRICE_MAX + 1;
+		assert_int_equal(pv_valid(&p, 1), -1);
+		p.price[j] = UINT64_MAX;
+		assert_int_equal(pv_valid(&p, 1), -1);
+		p.price[j] = 0;
+		assert_int_equal(pv_valid(&p, 1), 0);
+	}
+	/* at most IPC_PROVIDERS_MAX providers, each full */
+	p = pv_ok();
+	p.name = "p";
+	p.model = "m";
+	p.nmodels = IPC_MODELS_MAX;
+	assert_int_equal(pv_valid(&p, IPC_PROVIDERS_MAX), 0);
+	assert_int_equal(pv_valid(&p, IPC_PROVIDERS_MAX + 1), -1);
+	/* one bad provider spoils the lot */
+	{
+		struct ipc_wbuf w;
+		struct ipc_msg m;
+		struct pv bad = pv_ok();
+
+		bad.name = "second";
+		bad.retries = 11;
+		ipc_wbuf_begin(&w, IMSG_PROXY_CONF, 1, 1);
+		ipc_put_array(&w, 2);
+		pv_put(&w, &p, 0);
+		pv_put(&w, &bad, 0);
+		wdecode(&w, &m);
+		check_is(&m, ROLE_SUPERVISOR, ROLE_PROXY, 0, "body failed validation");
+		ipc_msg_free(&m);
+	}
+	free(key);
+}
+
+/* PROXY_CHANNEL: a run, and the proxy's end of the run's model channel. */
+static void
+t_v_proxy_channel(void **state)
+{
+	static const char run[] = "0b6a4a8e-1c2d-4e5f-8a9b-0c1d2e3f4a5b";
+	char r[IPC_UUID_LEN + 1];
+	struct ipc_msg m;
+
+	types_refused(IMSG_PROXY_CHANNEL, 1, "s", run);
+	build(&m, IMSG_PROXY_CHANNEL, 1, "s", run);
+	check_is(&m, ROLE_SUPERVISOR, ROLE_PROXY, 1, NULL);
+	assert_int_equal(ipc_dec_proxy_channel(m.body, r), 0);
+	assert_string_equal(r, run);
+	check_is(&m, ROLE_SUPERVISOR, ROLE_PROXY, 0, "descriptor missing");
+	check_is(&m, ROLE_RUNNER, ROLE_PROXY, 1, "sender");
+	check_is(&m, ROLE_PROXY, ROLE_SUPERVISOR, 1, "sender");
+	check_is(&m, ROLE_SUPERVISOR, ROLE_RUNNER, 1, "receiver");
+	ipc_msg_free(&m);
+	assert_int_equal(valid(IMSG_PROXY_CHANNEL, 1, "s", ""), -1); /* no run for everyone */
+	assert_int_equal(valid(IMSG_PROXY_CHANNEL, 1, "s", "0B6A4A8E-1C2D-4E5F-8A9B-0C1D2E3F4A5B"),
+	    -1);
+	assert_int_equal(valid(IMSG_PROXY_CHANNEL, 1, "s", "0b6a4a8e-1c2d-4e5f-8a9b-0c1d2e3f4a5"),
+	    -1);
+	assert_int_equal(valid(IMSG_PROXY_CHANNEL, 1, "s", "0b6a4a8e-1c2d-4e5f-8a9b-0c1d2e3f4a5bb"),
+	    -1);
+	assert_int_equal(valid(IMSG_PROXY_CHANNEL, 1, "s", "0b6a4a8e11c2d-4e5f-8a9b-0c1d2e3f4a5b"),
+	    -1);
+	assert_int_equal(valid(IMSG_PROXY_CHANNEL, 0, ""), -1);
+	assert_int_equal(valid(IMSG_PROXY_CHANNEL, 2, "ss", run, run), -1);
+}
+
+/* RUNNER_PROXY: the runner's model settings and its end of the channel. */
+static void
+t_v_runner_proxy(void **state)
+{
+	char *pname = strfill(IPC_PROVIDER_NAME_MAX + 1, 'p');
+	char *mname = strfill(IPC_MODEL_NAME_MAX + 1, 'm');
+	struct ipc_runner_proxy rp;
+	struct ipc_msg m;
+
+	types_refused(IMSG_RUNNER_PROXY, 4, "ssuu", "anthropic", "claude-sonnet-4-5", 4096u,
+	    65536u);
+	build(&m, IMSG_RUNNER_PROXY, 4, "ssuu", "openai-2", "gpt-4o", 8192u, 1048576u);
+	check_is(&m, ROLE_SUPERVISOR, ROLE_RUNNER, 1, NULL);
+	assert_int_equal(ipc_dec_runner_proxy(m.body, &rp), 0);
+	assert_string_equal(rp.provider, "openai-2");
+	assert_string_equal(rp.model, "gpt-4o");
+	assert_int_equal(rp.max_tokens, 8192);
+	assert_int_equal(rp.tool_output_max, 1048576);
+	check_is(&m, ROLE_SUPERVISOR, ROLE_RUNNER, 0, "descriptor missing");
+	check_is(&m, ROLE_ENGINE, ROLE_RUNNER, 1, "sender");
+	check_is(&m, ROLE_PROXY, ROLE_RUNNER, 1, "sender");
+	check_is(&m, ROLE_SUPERVISOR, ROLE_PROXY, 1, "receiver");
+	ipc_msg_free(&m);
+	/* no default model: both empty, never one alone */
+	build(&m, IMSG_RUNNER_PROXY, 4, "ssuu", "", "", 1u, 1024u);
+	check_is(&m, ROLE_SUPERVISOR, ROLE_RUNNER, 1, NULL);
+	assert_int_equal(ipc_dec_runner_proxy(m.body, &rp), 0);
+	assert_string_equal(rp.provider, "");
+	assert_string_equal(rp.model, "");
+	ipc_msg_free(&m);
+	assert_int_equal(valid(IMSG_RUNNER_PROXY, 4, "ssuu", "anthropic", "", 1u, 1024u), -1);
+	assert_int_equal(valid(IMSG_RUNNER_PROXY, 4, "ssuu", "", "gpt-4o", 1u, 1024u), -1);
+	/* names */
+	assert_int_equal(valid(IMSG_RUNNER_PROXY, 4, "ssuu", pname, "m", 1u, 1024u), -1);
+	pname[IPC_PROVIDER_NAME_MAX] = '\0';
+	assert_int_equal(valid(IMSG_RUNNER_PROXY, 4, "ssuu", pname, "m", 1u, 1024u), 0);
+	assert_int_equal(valid(IMSG_RUNNER_PROXY, 4, "ssuu", "p", mname, 1u, 1024u), -1);
+	mname[IPC_MODEL_NAME_MAX] = '\0';
+	assert_int_equal(valid(IMSG_RUNNER_PROXY, 4, "ssuu", "p", mname, 1u, 1024u), 0);
+	assert_int_equal(valid(IMSG_RUNNER_PROXY, 4, "ssuu", "Anthropic", "m", 1u, 1024u), -1);
+	assert_int_equal(valid(IMSG_RUNNER_PROXY, 4, "ssuu", "p", "-m", 1u, 1024u), -1);
+	/* max_tokens >= 1; tool_output_max 1024..1048576 */
+	assert_int_equal(valid(IMSG_RUNNER_PROXY, 4, "ssuu", "p", "m", 0u, 1024u), -1);
+	assert_int_equal(valid(IMSG_RUNNER_PROXY, 4, "ssuu", "p", "m", UINT32_MAX, 1024u), 0);
+	assert_int_equal(valid(IMSG_RUNNER_PROXY, 4, "ssuu", "p", "m", 1u, 1023u), -1);
+	assert_int_equal(valid(IMSG_RUNNER_PROXY, 4, "ssuu", "p", "m", 1u, 1048577u), -1);
+	assert_int_equal(valid(IMSG_RUNNER_PROXY, 4, "ssuu", "", "", 0u, 1024u), -1);
+	assert_int_equal(valid(IMSG_RUNNER_PROXY, 4, "ssuU", "p", "m", 1u,
+	    ((uint64_t)1 << 32) + 1024), -1);
+	/* too few, trailing */
+	assert_int_equal(valid(IMSG_RUNNER_PROXY, 3, "ssu", "p", "m", 1u), -1);
+	assert_int_equal(valid(IMSG_RUNNER_PROXY, 5, "ssuun", "p", "m", 1u, 1024u), -1);
+	free(pname);
+	free(mname);
+}
+
+#define MC_FMT "suss" "uUs"
+/* MODEL_CALL: one call of a run's step, runner -> proxy. */
+static void
+t_v_model_call(void **state)
+{
+	static const char req[] = "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}";
+	char *step = strfill(65, 's');
+	struct ipc_model_call mc;
+	struct ipc_msg m;
+	char one[2];
+	int b, ok;
+
+	types_refused(IMSG_MODEL_CALL, 7, MC_FMT, "plan", 1u, "anthropic", "claude-sonnet-4-5",
+	    1024u, (uint64_t)2500000, req);
+	build(&m, IMSG_MODEL_CALL, 7, MC_FMT, "fix-tests_2", 3u, "openai", "gpt-4o", 4096u,
+	    (uint64_t)IPC_USD_MICROS_MAX, req);
+	check_is(&m, ROLE_RUNNER, ROLE_PROXY, 0, NULL);
+	assert_int_equal(ipc_dec_model_call(m.body, &mc), 0);
+	assert_string_equal(mc.step, "fix-tests_2");
+	assert_int_equal(mc.attempt, 3);
+	assert_string_equal(mc.provider, "openai");
+	assert_string_equal(mc.model, "gpt-4o");
+	assert_int_equal(mc.max_tokens, 4096);
+	assert_true(mc.limit == IPC_USD_MICROS_MAX);
+	assert_int_equal(mc.reqlen, sizeof(req) - 1);
+	assert_memory_equal(mc.request, req, sizeof(req) - 1);
+	check_is(&m, ROLE_RUNNER, ROLE_PROXY, 1, "unexpected descriptor");
+	check_is(&m, ROLE_PROXY, ROLE_RUNNER, 0, "sender");
+	check_is(&m, ROLE_SUPERVISOR, ROLE_PROXY, 0, "sender");
+	check_is(&m, ROLE_ENGINE, ROLE_PROXY, 0, "sender");
+	check_is(&m, ROLE_RUNNER, ROLE_SUPERVISOR, 0, "receiver");
+	check_is(&m, ROLE_RUNNER, ROLE_SANDBOX, 0, "receiver");
+	ipc_msg_free(&m);
+	/* step id [a-z0-9_-]{1,64}, byte by byte */
+	assert_int_equal(valid(IMSG_MODEL_CALL, 7, MC_FMT, step, 1u, "p", "m", 1u, (uint64_t)0,
+	    "{}"), -1);
+	step[64] = '\0';
+	assert_int_equal(valid(IMSG_MODEL_CALL, 7, MC_FMT, step, 1u, "p", "m", 1u, (uint64_t)0,
+	    "{}"), 0);
+	assert_int_equal(valid(IMSG_MODEL_CALL, 7, MC_FMT, "", 1u, "p", "m", 1u, (uint64_t)0,
+	    "{}"), -1);
+	assert_int_equal(valid(IMSG_MODEL_CALL, 7, "Sussuus", "a\0", (size_t)2, 1u, "p", "m", 1u,
+	    0u, "{}"), -1);
+	for (b = 0; b < 256; b++) {
+		ok = b != 0 && strchr("abcdefghijklmnopqrstuvwxyz0123456789_-", b) != NULL;
+		one[0] = (char)b;
+		one[1] = '\0';
+		if (valid(IMSG_MODEL_CALL, 7, "Sussuus", one, (size_t)1, 1u, "p", "m", 1u, 0u,
+		    "{}") != (ok ? 0 : -1))
+			fail_msg("step id 0x%02x: %s", b, ok ? "refused" : "accepted");
+	}
+	/* attempt >= 1 */
+	assert_int_equal(valid(IMSG_MODEL_CALL, 7, MC_FMT, "s", 0u, "p", "m", 1u, (uint64_t)0,
+	    "{}"), -1);
+	assert_int_equal(valid(IMSG_MODEL_CALL, 7, MC_FMT, "s", UINT32_MAX, "p", "m", 1u,
+	    (uint64_t)0, "{}"), 0);
+	assert_int_equal(valid(IMSG_MODEL_CALL, 7, "sUssuUs", "s", (uint64_t)1 << 32, "p", "m",
+	    1u, (uint64_t)0, "{}"), -1);
+	/* a provider and a model, always */
+	assert_int_equal(valid(IMSG_MODEL_CALL, 7, MC_FMT, "s", 1u, "", "m", 1u, (uint64_t)0,
+	    "{}"), -1);
+	assert_int_equal(valid(IMSG_MODEL_CALL, 7, MC_FMT, "s", 1u, "p", "", 1u, (uint64_t)0,
+	    "{}"), -1);
+	assert_int_equal(valid(IMSG_MODEL_CALL, 7, MC_FMT, "s", 1u, "P", "m", 1u, (uint64_t)0,
+	    "{}"), -1);
+	assert_int_equal(valid(IMSG_MODEL_CALL, 7, MC_FMT, "s", 1u, "p", "m m", 1u, (uint64_t)0,
+	    "{}"), -1);
+	/* max_tokens >= 1 */
+	assert_int_equal(valid(IMSG_MODEL_CALL, 7, MC_FMT, "s", 1u, "p", "m", 0u, (uint64_t)0,
+	    "{}"), -1);
+	/* limit <= IPC_USD_MICROS_MAX */
+	assert_int_equal(valid(IMSG_MODEL_CALL, 7, MC_FMT, "s", 1u, "p", "m", 1u,
+	    (uint64_t)IPC_USD_MICROS_MAX + 1, "{}"), -1);
+	assert_int_equal(valid(IMSG_MODEL_CALL, 7, MC_FMT, "s", 1u, "p", "m", 1u, UINT64_MAX,
+	    "{}"), -1);
+	/* a request, never empty */
+	assert_int_equal(valid(IMSG_MODEL_CALL, 7, MC_FMT, "s", 1u, "p", "m", 1u, (uint64_t)0, ""),
+	    -1);
+	/* too few, trailing */
+	assert_int_equal(valid(IMSG_MODEL_CALL, 6, "sussuU", "s", 1u, "p", "m", 1u, (uint64_t)0),
+	    -1);
+	assert_int_equal(valid(IMSG_MODEL_CALL, 8, MC_FMT "n", "s", 1u, "p", "m", 1u, (uint64_t)0,
+	    "{}"), -1);
+	free(step);
+}
+
+#define MR_FMT "usUU" "aUUUU" "us"
+#define MR_USAGE(a, b, c, d) 4u, (uint64_t)(a), (uint64_t)(b), (uint64_t)(c), (uint64_t)(d)
+/* MODEL_REPLY: the proxy's answer to a MODEL_CALL (same id). */
+static void
+t_v_model_reply(void **state)
+{
+	static const char content[] = "[{\"type\":\"text\",\"text\":\"hello\"}]";
+	char *err = strfill(IPC_ERRMSG_MAX + 1, 'e');
+	struct ipc_model_reply r;
+	struct ipc_msg m;
+	unsigned code, stop;
+
+	types_refused(IMSG_MODEL_REPLY, 7, MR_FMT, 0u, "", (uint64_t)1200, (uint64_t)90000,
+	    MR_USAGE(100, 20, 3, 4), 0u, content);
+	build(&m, IMSG_MODEL_REPLY, 7, MR_FMT, 0u, "", (uint64_t)1234, (uint64_t)56789,
+	    MR_USAGE(1000, 200, UINT64_MAX, 0), 1u, content);
+	check_is(&m, ROLE_PROXY, ROLE_RUNNER, 0, NULL);
+	assert_int_equal(ipc_dec_model_reply(m.body, &r), 0);
+	assert_int_equal(r.code, IPC_MODEL_OK);
+	assert_int_equal(r.errlen, 0);
+	assert_true(r.cost == 1234 && r.worst == 56789);
+	assert_true(r.usage[0] == 1000 && r.usage[1] == 200 && r.usage[2] == UINT64_MAX &&
+	    r.usage[3] == 0);
+	assert_int_equal(r.stop, 1);
+	assert_int_equal(r.contentlen, sizeof(content) - 1);
+	assert_memory_equal(r.content, content, sizeof(content) - 1);
+	check_is(&m, ROLE_PROXY, ROLE_RUNNER, 1, "unexpected descriptor");
+	check_is(&m, ROLE_RUNNER, ROLE_PROXY, 0, "sender");
+	check_is(&m, ROLE_SUPERVISOR, ROLE_RUNNER, 0, "sender");
+	check_is(&m, ROLE_PROXY, ROLE_SUPERVISOR, 0, "receiver");
+	check_is(&m, ROLE_PROXY, ROLE_ENGINE, 0, "receiver");
+	ipc_msg_free(&m);
+	/* a failure: an error, no content */
+	build(&m, IMSG_MODEL_REPLY, 7, MR_FMT, (unsigned)IPC_MODEL_FAILED, "HTTP 529 overloaded",
+	    (uint64_t)0, (uint64_t)90000, MR_USAGE(0, 0, 0, 0), 3u, "");
+	check_is(&m, ROLE_PROXY, ROLE_RUNNER, 0, NULL);
+	assert_int_equal(ipc_dec_model_reply(m.body, &r), 0);
+	assert_int_equal(r.code, IPC_MODEL_FAILED);
+	assert_int_equal(r.errlen, strlen("HTTP 529 overloaded"));
+	assert_memory_equal(r.error, "HTTP 529 overloaded", r.errlen);
+	assert_int_equal(r.contentlen, 0);
+	ipc_msg_free(&m);
+	/* code < IPC_MODEL__MAX; content iff the code is IPC_MODEL_OK */
+	for (code = 0; code <= IPC_MODEL__MAX; code++) {
+		assert_int_equal(valid(IMSG_MODEL_REPLY, 7, MR_FMT, code, "", (uint64_t)0,
+		    (uint64_t)0, MR_USAGE(0, 0, 0, 0), 0u, "[]"),
+		    code == IPC_MODEL_OK ? 0 : -1);
+		assert_int_equal(valid(IMSG_MODEL_REPLY, 7, MR_FMT, code, "x", (uint64_t)0,
+		    (uint64_t)0, MR_USAGE(0, 0, 0, 0), 0u, ""),
+		    code == IPC_MODEL_OK || code == IPC_MODEL__MAX ? -1 : 0);
+	}
+	assert_int_equal(valid(IMSG_MODEL_REPLY, 7, MR_FMT, UINT32_MAX, "", (uint64_t)0,
+	    (uint64_t)0, MR_USAGE(0, 0, 0, 0), 0u, ""), -1);
+	/* stop 0..3 */
+	for (stop = 0; stop <= 4; stop++)
+		assert_int_equal(valid(IMSG_MODEL_REPLY, 7, MR_FMT, 0u, "", (uint64_t)0,
+		    (uint64_t)0, MR_USAGE(0, 0, 0, 0), stop, "[]"), stop <= 3 ? 0 : -1);
+	/* usage: exactly 4 counts */
+	assert_int_equal(valid(IMSG_MODEL_REPLY, 7, "usUUaUUUus", 0u, "", (uint64_t)0, (uint64_t)0,
+	    3u, (uint64_t)0, (uint64_t)0, (uint64_t)0, 0u, "[]"), -1);
+	assert_int_equal(valid(IMSG_MODEL_REPLY, 7, "usUUaUUUUUus", 0u, "", (uint64_t)0,
+	    (uint64_t)0, 5u, (uint64_t)0, (uint64_t)0, (uint64_t)0, (uint64_t)0, (uint64_t)0, 0u,
+	    "[]"), -1);
+	assert_int_equal(valid(IMSG_MODEL_REPLY, 7, "usUUaus", 0u, "", (uint64_t)0, (uint64_t)0,
+	    0u, 0u, "[]"), -1);
+	assert_int_equal(valid(IMSG_MODEL_REPLY, 7, "usUUaUUUIus", 0u, "", (uint64_t)0,
+	    (uint64_t)0, 4u, (uint64_t)0, (uint64_t)0, (uint64_t)0, (int64_t)-1, 0u, "[]"), -1);
+	/* error <= IPC_ERRMSG_MAX */
+	assert_int_equal(valid(IMSG_MODEL_REPLY, 7, MR_FMT, 2u, err, (uint64_t)0, (uint64_t)0,
+	    MR_USAGE(0, 0, 0, 0), 0u, ""), -1);
+	err[IPC_ERRMSG_MAX] = '\0';
+	assert_int_equal(valid(IMSG_MODEL_REPLY, 7, MR_FMT, 2u, err, (uint64_t)0, (uint64_t)0,
+	    MR_USAGE(0, 0, 0, 0), 0u, ""), 0);
+	/* too few, trailing */
+	assert_int_equal(valid(IMSG_MODEL_REPLY, 6, "usUUaUUUUu", 0u, "", (uint64_t)0,
+	    (uint64_t)0, MR_USAGE(0, 0, 0, 0), 0u), -1);
+	assert_int_equal(valid(IMSG_MODEL_REPLY, 8, MR_FMT "n", 0u, "", (uint64_t)0, (uint64_t)0,
+	    MR_USAGE(0, 0, 0, 0), 0u, "[]"), -1);
+	free(err);
+}
+
+/* MODEL_REPLY: cost and worst are money, bounded like every amount on the
+ * wire; an OK reply carries no error. */
+static void
+t_v_model_reply_cost_bound(void **state)
+{
+	assert_int_equal(valid(IMSG_MODEL_REPLY, 7, MR_FMT, 0u, "", (uint64_t)IPC_USD_MICROS_MAX,
+	    (uint64_t)IPC_USD_MICROS_MAX, MR_USAGE(0, 0, 0, 0), 0u, "[]"), 0);
+	assert_int_equal(valid(IMSG_MODEL_REPLY, 7, MR_FMT, 0u, "", UINT64_MAX, (uint64_t)0,
+	    MR_USAGE(0, 0, 0, 0), 0u, "[]"), -1);
+	assert_int_equal(valid(IMSG_MODEL_REPLY, 7, MR_FMT, 0u, "",
+	    (uint64_t)IPC_USD_MICROS_MAX + 1, (uint64_t)0, MR_USAGE(0, 0, 0, 0), 0u, "[]"), -1);
+	assert_int_equal(valid(IMSG_MODEL_REPLY, 7, MR_FMT, 1u, "budget", (uint64_t)0,
+	    UINT64_MAX, MR_USAGE(0, 0, 0, 0), 0u, ""), -1);
+	assert_int_equal(valid(IMSG_MODEL_REPLY, 7, MR_FMT, 0u, "oops", (uint64_t)0, (uint64_t)0,
+	    MR_USAGE(0, 0, 0, 0), 0u, "[]"), -1);
+}
+
+/* HELLO: an empty chroot only for the proxy, which is not chrooted. */
+static void
+t_v_hello_proxy_chroot(void **state)
+{
+	static const enum ipc_role others[] = { ROLE_SUPERVISOR, ROLE_ENGINE, ROLE_HTTPD,
+		ROLE_RUNNER, ROLE_SANDBOX, ROLE_GITHELPER, ROLE_CTL };
+	struct ipc_hello h;
+	struct ipc_msg m;
+	size_t i;
+
+	build(&m, IMSG_HELLO, 8, HELLO_FMT, IPC_PROTO_VERSION, (unsigned)ROLE_PROXY, 1u, 0, 1000u,
+	    1000u, "", "main");
+	check_is(&m, ROLE_SUPERVISOR, ROLE_PROXY, 0, NULL);
+	assert_int_equal(ipc_dec_hello(m.body, &h), 0);
+	assert_int_equal(h.role, ROLE_PROXY);
+	assert_string_equal(h.chroot, "");
+	assert_string_equal(h.instance, "main");
+	ipc_msg_free(&m);
+	/* the proxy may still be given an absolute one, never a relative one */
+	assert_int_equal(valid(IMSG_HELLO, 8, HELLO_FMT, 1u, (unsigned)ROLE_PROXY, 1u, 0, 1u, 1u,
+	    "/var/empty", "m"), 0);
+	assert_int_equal(valid(IMSG_HELLO, 8, HELLO_FMT, 1u, (unsigned)ROLE_PROXY, 1u, 0, 1u, 1u,
+	    "var/empty", "m"), -1);
+	assert_int_equal(valid(IMSG_HELLO, 8, HELLO_FMT, 1u, (unsigned)ROLE_PROXY, 1u, 0, 1u, 1u,
+	    ".", "m"), -1);
+	assert_int_equal(valid(IMSG_HELLO, 8, "uuubuuSs", 1u, (unsigned)ROLE_PROXY, 1u, 0, 1u, 1u,
+	    "\0/", (size_t)2, "m"), -1);
+	for (i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
+		if (valid(IMSG_HELLO, 8, HELLO_FMT, 1u, (unsigned)others[i], 1u, 0, 1u, 1u, "",
+		    "m") != -1)
+			fail_msg("HELLO for %s with an empty chroot accepted",
+			    ipc_role_name(others[i]));
+		assert_int_equal(valid(IMSG_HELLO, 8, HELLO_FMT, 1u, (unsigned)others[i], 1u, 0, 1u,
+		    1u, "/var/empty", "m"), 0);
+	}
+	/* what counts is the role the body names */
+	build(&m, IMSG_HELLO, 8, HELLO_FMT, IPC_PROTO_VERSION, (unsigned)ROLE_ENGINE, 1u, 0, 1u,
+	    1u, "", "main");
+	check_is(&m, ROLE_SUPERVISOR, ROLE_PROXY, 0, "body failed validation");
 	ipc_msg_free(&m);
 }
 
@@ -2742,6 +3641,16 @@ main(void)
 		cmocka_unit_test(t_v_run_wake),
 		cmocka_unit_test(t_v_artifact),
 		cmocka_unit_test(t_v_engine),
+		cmocka_unit_test(t_v_proxy_conf),
+		cmocka_unit_test(t_v_proxy_conf_types),
+		cmocka_unit_test(t_v_proxy_names),
+		cmocka_unit_test(t_v_proxy_conf_bounds),
+		cmocka_unit_test(t_v_proxy_channel),
+		cmocka_unit_test(t_v_runner_proxy),
+		cmocka_unit_test(t_v_model_call),
+		cmocka_unit_test(t_v_model_reply),
+		cmocka_unit_test(t_v_model_reply_cost_bound),
+		cmocka_unit_test(t_v_hello_proxy_chroot),
 		cmocka_unit_test(t_v_chunk),
 		cmocka_unit_test(t_v_ctl_request),
 		cmocka_unit_test(t_v_ctl_reply),
