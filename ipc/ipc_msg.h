@@ -198,7 +198,10 @@
  *              (1024..1048576)]  + the runner's end of its model channel
  *  MODEL_CALL  [step str(1..64), attempt u32 (>= 1), provider str, model str,
  *              max_tokens u32 (>= 1), limit u64 (<= IPC_USD_MICROS_MAX: the most the
- *              call may cost), request str (the neutral request, JSON)]  runner -> proxy
+ *              call may cost), request str (the neutral request, JSON, with "base":
+ *              how many messages of the step attempt's conversation earlier calls on
+ *              this channel sent, which it continues; 0 with system and tools)]
+ *              runner -> proxy
  *  MODEL_REPLY [code u32 (IPC_MODEL_*), error str(<=IPC_ERRMSG_MAX; "" when code is 0),
  *              cost u64 (<= IPC_USD_MICROS_MAX), worst u64 (<= IPC_USD_MICROS_MAX),
  *              usage array(4) of u64 (input, output, cache_read, cache_write tokens),

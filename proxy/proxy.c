@@ -83,6 +83,11 @@ struct rchan {
 	char run[IPC_UUID_LEN + 1];
 	TAILQ_HEAD(, call) calls;
 	size_t ncalls;
+	/* the conversation of the step attempt its last call was for */
+	struct wire_conv *conv;
+	int conv_kind;
+	char conv_step[65];
+	uint32_t conv_attempt;
 };
 
 struct sockev {
@@ -619,8 +624,50 @@ rchan_free(struct rchan *rc)
 	while ((k = TAILQ_FIRST(&rc->calls)) != NULL)
 		call_free(k);
 	TAILQ_REMOVE(&px.chans, rc, entry);
+	wire_conv_free(rc->conv);
 	ipc_chan_free(rc->ch);
 	free(rc);
+}
+
+/*
+ * The provider body of a call: the channel's conversation continued with
+ * the request's messages.  "base" in the request says how many messages of
+ * the step attempt's conversation earlier calls on this channel sent: 0
+ * begins it anew (with its system prompt and tools), any other number must
+ * be exactly what this channel holds for that attempt.  So each message
+ * crosses IPC and is turned into the provider's text once.  NULL with a
+ * reason in err.
+ */
+static char *
+call_body(struct rchan *rc, struct call *k, json_t *req, const struct ipc_model_call *mc,
+    char *err, size_t errsz)
+{
+	json_t *b = json_object_get(req, "base");
+	enum wire_kind kind = (enum wire_kind)k->pv->c.kind;
+	json_int_t base = json_is_integer(b) ? json_integer_value(b) : -1;
+
+	if (base < 0) {
+		snprintf(err, errsz, "base is missing or not a count");
+		return NULL;
+	}
+	json_object_del(req, "base");
+	if (base == 0) {
+		wire_conv_free(rc->conv);
+		if ((rc->conv = wire_conv_new(kind)) == NULL)
+			fatalx("out of memory");
+		rc->conv_kind = (int)kind;
+		snprintf(rc->conv_step, sizeof(rc->conv_step), "%s", mc->step);
+		rc->conv_attempt = mc->attempt;
+	} else if (rc->conv == NULL || rc->conv_kind != (int)kind ||
+	    strcmp(rc->conv_step, mc->step) != 0 || rc->conv_attempt != mc->attempt ||
+	    wire_conv_count(rc->conv) != (size_t)base) {
+		snprintf(err, errsz, "this channel does not hold the first %lld messages of step "
+		    "%s attempt %u", (long long)base, mc->step, mc->attempt);
+		return NULL;
+	}
+	if (wire_conv_add(rc->conv, req, err, errsz) == -1)
+		return NULL;
+	return wire_conv_body(rc->conv, mc->model, mc->max_tokens, k->pv->c.stream, err, errsz);
 }
 
 /* A MODEL_CALL: checked, priced at its worst, then started. */
@@ -664,8 +711,7 @@ model_call(struct rchan *rc, struct ipc_msg *m)
 		call_fail(k, IPC_MODEL_REFUSED, "the request is not JSON: %s", jerr.text);
 		return;
 	}
-	k->body = wire_request((enum wire_kind)k->pv->c.kind, req, mc.model, mc.max_tokens,
-	    k->pv->c.stream, err, sizeof(err));
+	k->body = call_body(rc, k, req, &mc, err, sizeof(err));
 	json_decref(req);
 	if (k->body == NULL) {
 		call_fail(k, IPC_MODEL_REFUSED, "the request cannot be sent: %s", err);

@@ -515,29 +515,7 @@ req_check(const json_t *req, char *err, size_t errsz)
 /* ---- Anthropic request ---------------------------------------------------- */
 
 /* The neutral shape is Anthropic's, and req_check let through only the
- * members we know: messages and tools go as they are. */
-static json_t *
-anth_request(const json_t *req, const char *model, uint64_t max_tokens, int stream)
-{
-	json_t *body, *system = json_object_get(req, "system"),
-	              *tools = json_object_get(req, "tools");
-	int rc = 0;
-
-	body = json_pack("{s:s, s:I}", "model", model, "max_tokens", (json_int_t)max_tokens);
-	if (json_string_length(system) > 0)
-		rc |= json_object_set_new(body, "system", json_deep_copy(system));
-	rc |=
-	    json_object_set_new(body, "messages", json_deep_copy(json_object_get(req, "messages")));
-	if (json_array_size(tools) > 0)
-		rc |= json_object_set_new(body, "tools", json_deep_copy(tools));
-	if (stream)
-		rc |= json_object_set_new(body, "stream", json_true());
-	if (rc != 0) {
-		json_decref(body);
-		return NULL;
-	}
-	return body;
-}
+ * members we know: messages and tools go as they are (conv_add_msgs). */
 
 /* ---- OpenAI request ------------------------------------------------------- */
 
@@ -635,30 +613,6 @@ oai_assistant(json_t *out, const json_t *content)
 	return rc;
 }
 
-static json_t *
-oai_messages(const json_t *req)
-{
-	json_t *out = json_array(), *system = json_object_get(req, "system"), *m;
-	int rc = 0;
-	size_t i;
-
-	if (json_string_length(system) > 0)
-		rc |= json_array_append_new(
-		    out, json_pack("{s:s, s:O}", "role", "system", "content", system));
-	json_array_foreach(json_object_get(req, "messages"), i, m)
-	{
-		if (wire_str_is(json_object_get(m, "role"), "user"))
-			rc |= oai_user(out, json_object_get(m, "content"));
-		else
-			rc |= oai_assistant(out, json_object_get(m, "content"));
-	}
-	if (rc != 0) {
-		json_decref(out);
-		return NULL;
-	}
-	return out;
-}
-
 /* A neutral tool as a function tool (NULL when out of memory). */
 static json_t *
 oai_tool(const json_t *t)
@@ -694,41 +648,216 @@ oai_tools(const json_t *tools)
 	return out;
 }
 
-/* stream_options.include_usage: without it a stream carries no usage, and
- * we could not account for what it cost. */
-static json_t *
-oai_request(const json_t *req, const char *model, uint64_t max_tokens, int stream)
-{
-	json_t *body, *tools = json_object_get(req, "tools");
-	int rc = 0;
-
-	body = json_pack("{s:s, s:I}", "model", model, "max_tokens", (json_int_t)max_tokens);
-	rc |= json_object_set_new(body, "messages", oai_messages(req));
-	if (json_array_size(tools) > 0)
-		rc |= json_object_set_new(body, "tools", oai_tools(tools));
-	if (stream) {
-		rc |= json_object_set_new(body, "stream", json_true());
-		rc |= json_object_set_new(body, "stream_options",
-		                          json_pack("{s:b}", "include_usage", 1));
-	}
-	if (rc != 0) {
-		json_decref(body);
-		return NULL;
-	}
-	return body;
-}
-
 static int
 wire_kind_ok(enum wire_kind k)
 {
 	return k == WIRE_ANTHROPIC || k == WIRE_OPENAI;
 }
 
+/* ---- a conversation kept across calls ------------------------------------- */
+
+/*
+ * The provider text of everything sent so far: the system prompt and the
+ * tools (fixed for a conversation) and each message, serialised once.  A
+ * call adds only its new messages and the body is put together from the
+ * texts, so a call's cost no longer grows with the whole conversation's
+ * JSON work, only with copying its bytes.
+ */
+struct wire_conv {
+	enum wire_kind kind;
+	size_t count;           /* neutral messages held */
+	char *system;           /* the system prompt as a JSON string, or NULL */
+	char *tools;            /* the provider's tools array, or NULL */
+	struct wire_buf msgs;   /* provider messages, each followed by ',' */
+};
+
+struct wire_conv *
+wire_conv_new(enum wire_kind k)
+{
+	struct wire_conv *c;
+
+	if (!wire_kind_ok(k) || (c = calloc(1, sizeof(*c))) == NULL)
+		return NULL;
+	c->kind = k;
+	return c;
+}
+
+void
+wire_conv_free(struct wire_conv *c)
+{
+	if (c == NULL)
+		return;
+	free(c->system);
+	free(c->tools);
+	wire_buf_free(&c->msgs);
+	free(c);
+}
+
+size_t
+wire_conv_count(const struct wire_conv *c)
+{
+	return c->count;
+}
+
+/* Each element of array a, serialised and followed by ',', onto b. */
+static int
+conv_add_all(struct wire_buf *b, const json_t *a)
+{
+	json_t *v;
+	size_t i;
+	char *s;
+	int rc = 0;
+
+	json_array_foreach(a, i, v)
+	{
+		if ((s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY)) == NULL)
+			return -1;
+		rc |= wire_buf_add(b, s, strlen(s));
+		rc |= wire_buf_add(b, ",", 1);
+		free(s);
+	}
+	return rc;
+}
+
+/* The provider messages of neutral messages msgs onto b. */
+static int
+conv_add_msgs(enum wire_kind k, struct wire_buf *b, const json_t *msgs)
+{
+	json_t *out, *m;
+	size_t i;
+	int rc = 0;
+
+	if (k == WIRE_ANTHROPIC)
+		return conv_add_all(b, msgs);
+	if ((out = json_array()) == NULL)
+		return -1;
+	json_array_foreach(msgs, i, m)
+	{
+		if (wire_str_is(json_object_get(m, "role"), "user"))
+			rc |= oai_user(out, json_object_get(m, "content"));
+		else
+			rc |= oai_assistant(out, json_object_get(m, "content"));
+	}
+	rc |= conv_add_all(b, out);
+	json_decref(out);
+	return rc;
+}
+
+/* The conversation's fixed head, from its first request. */
+static int
+conv_head(struct wire_conv *c, const json_t *req)
+{
+	json_t *system = json_object_get(req, "system"), *tools = json_object_get(req, "tools");
+	json_t *t = NULL;
+
+	if (json_string_length(system) > 0 &&
+	    (c->system = json_dumps(system, JSON_COMPACT | JSON_ENCODE_ANY)) == NULL)
+		return -1;
+	if (json_array_size(tools) == 0)
+		return 0;
+	if (c->kind == WIRE_OPENAI && (t = oai_tools(tools)) == NULL)
+		return -1;
+	c->tools = json_dumps(t != NULL ? t : tools, JSON_COMPACT);
+	json_decref(t);
+	return c->tools != NULL ? 0 : -1;
+}
+
+int
+wire_conv_add(struct wire_conv *c, const json_t *req, char *err, size_t errsz)
+{
+	size_t len = c->msgs.len;
+
+	if (req_check(req, err, errsz) == -1)
+		return -1;
+	if (c->count > 0 && (json_object_get(req, "system") != NULL ||
+	                     json_object_get(req, "tools") != NULL))
+		return wire_fail(err, errsz, "system and tools come with the first messages only");
+	if (c->count == 0 && conv_head(c, req) == -1) {
+		free(c->system);
+		free(c->tools);
+		c->system = c->tools = NULL;
+		return wire_fail(err, errsz, "out of memory");
+	}
+	if (conv_add_msgs(c->kind, &c->msgs, json_object_get(req, "messages")) == -1) {
+		c->msgs.len = len; /* as it was */
+		if (c->msgs.p != NULL)
+			c->msgs.p[len] = '\0';
+		return wire_fail(err, errsz, "out of memory, or the conversation is too large");
+	}
+	c->count += json_array_size(json_object_get(req, "messages"));
+	return 0;
+}
+
+/* Append a string literal. */
+#define BUF_LIT(b, lit) wire_buf_add((b), (lit), sizeof(lit) - 1)
+
+char *
+wire_conv_body(const struct wire_conv *c, const char *model, uint64_t max_tokens, int stream,
+               char *err, size_t errsz)
+{
+	struct wire_buf b = {0};
+	json_t *mj;
+	char *m, num[24];
+	int rc = 0;
+
+	if (model == NULL || !wire_id_chars(model, strlen(model))) {
+		wire_fail(err, errsz, "the model is not 1-%d printable bytes", WIRE_ID_MAX);
+		return NULL;
+	}
+	if (max_tokens == 0 || max_tokens > INT64_MAX) {
+		wire_fail(err, errsz, "max_tokens is 0 or too large");
+		return NULL;
+	}
+	if ((mj = json_string(model)) == NULL)
+		return NULL;
+	m = json_dumps(mj, JSON_COMPACT | JSON_ENCODE_ANY);
+	json_decref(mj);
+	if (m == NULL)
+		return NULL;
+	snprintf(num, sizeof(num), "%llu", (unsigned long long)max_tokens);
+	rc |= BUF_LIT(&b, "{\"model\":");
+	rc |= wire_buf_add(&b, m, strlen(m));
+	free(m);
+	rc |= BUF_LIT(&b, ",\"max_tokens\":");
+	rc |= wire_buf_add(&b, num, strlen(num));
+	if (c->system != NULL && c->kind == WIRE_ANTHROPIC) {
+		rc |= BUF_LIT(&b, ",\"system\":");
+		rc |= wire_buf_add(&b, c->system, strlen(c->system));
+	}
+	rc |= BUF_LIT(&b, ",\"messages\":[");
+	if (c->system != NULL && c->kind == WIRE_OPENAI) {
+		rc |= BUF_LIT(&b, "{\"role\":\"system\",\"content\":");
+		rc |= wire_buf_add(&b, c->system, strlen(c->system));
+		rc |= c->msgs.len > 0 ? BUF_LIT(&b, "},") : BUF_LIT(&b, "}");
+	}
+	/* the messages' texts end with ',': all but the last byte */
+	if (c->msgs.len > 0)
+		rc |= wire_buf_add(&b, c->msgs.p, c->msgs.len - 1);
+	rc |= BUF_LIT(&b, "]");
+	if (c->tools != NULL) {
+		rc |= BUF_LIT(&b, ",\"tools\":");
+		rc |= wire_buf_add(&b, c->tools, strlen(c->tools));
+	}
+	if (stream)
+		rc |= BUF_LIT(&b, ",\"stream\":true");
+	/* without include_usage a stream carries no usage, and we could not
+	 * account for what the call cost */
+	if (stream && c->kind == WIRE_OPENAI)
+		rc |= BUF_LIT(&b, ",\"stream_options\":{\"include_usage\":true}");
+	rc |= BUF_LIT(&b, "}");
+	if (rc != 0) {
+		wire_buf_free(&b);
+		wire_fail(err, errsz, "out of memory, or the request is too large");
+		return NULL;
+	}
+	return b.p;
+}
+
 char *
 wire_request(enum wire_kind k, const json_t *req, const char *model, uint64_t max_tokens,
              int stream, char *err, size_t errsz)
 {
-	json_t *body;
+	struct wire_conv *c;
 	char *s;
 
 	if (!wire_kind_ok(k)) {
@@ -743,16 +872,14 @@ wire_request(enum wire_kind k, const json_t *req, const char *model, uint64_t ma
 		wire_fail(err, errsz, "max_tokens is 0 or too large");
 		return NULL;
 	}
-	if (req_check(req, err, errsz) == -1)
-		return NULL;
-	if (k == WIRE_OPENAI)
-		body = oai_request(req, model, max_tokens, stream);
-	else
-		body = anth_request(req, model, max_tokens, stream);
-	s = body != NULL ? json_dumps(body, JSON_COMPACT) : NULL;
-	json_decref(body);
-	if (s == NULL)
+	/* one way to make a body: a conversation of this request alone */
+	if ((c = wire_conv_new(k)) == NULL) {
 		wire_fail(err, errsz, "out of memory");
+		return NULL;
+	}
+	s = wire_conv_add(c, req, err, errsz) == 0 ?
+	    wire_conv_body(c, model, max_tokens, stream, err, errsz) : NULL;
+	wire_conv_free(c);
 	return s;
 }
 

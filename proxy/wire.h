@@ -38,6 +38,26 @@ struct wire_resp {
  * stream. Returns a malloc'd NUL-terminated string (caller frees) or NULL with a reason in err (a
  * request that is not the neutral shape: messages missing or not an array, a block of unknown type,
  * a tool_use without id/name/object input, an unknown member, etc.). */
+/*
+ * A conversation kept across calls (the proxy keeps one per runner): each
+ * message is turned into the provider's text once, when added, and a
+ * call's body is put together from those texts.
+ *  - wire_conv_new: NULL when out of memory or k is unknown.
+ *  - wire_conv_add: a neutral request of only the messages that are new
+ *    (with system and tools only while the conversation is empty: they are
+ *    fixed for it), checked as wire_request checks one.  0, or -1 with a
+ *    reason; on -1 the conversation is as it was.
+ *  - wire_conv_body: the provider body for the whole conversation, as
+ *    wire_request would make it (the caller frees), or NULL with a reason.
+ */
+struct wire_conv;
+struct wire_conv *wire_conv_new(enum wire_kind k);
+void wire_conv_free(struct wire_conv *c);
+size_t wire_conv_count(const struct wire_conv *c);
+int wire_conv_add(struct wire_conv *c, const json_t *req, char *err, size_t errsz);
+char *wire_conv_body(const struct wire_conv *c, const char *model, uint64_t max_tokens, int stream,
+    char *err, size_t errsz);
+
 char *wire_request(enum wire_kind k, const json_t *req, const char *model, uint64_t max_tokens,
                    int stream, char *err, size_t errsz);
 /* The path appended to the provider's base URL: "/v1/messages" or "/chat/completions". */

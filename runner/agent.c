@@ -6,13 +6,15 @@
  * proxy refuses a call whose worst case exceeds it, and the step then
  * stops with budget.exceeded.  The answer is stored (agent_turn) with its
  * events; its tool calls run one after another in the sandbox, and their
- * results, truncated with a marker, are stored as the next user message.
- * An answer without tool calls ends the step.
+ * results, truncated with a marker, make the next user message, stored
+ * again (grown by one) after each result.  An answer without tool calls
+ * ends the step.
  *
  * The session is named STEP.ATTEMPT after the attempt that began it.  An
  * attempt that takes over a crashed one loads its messages and goes on
- * from the last: model answers already paid for are not asked again.  A
- * tool round that was interrupted is run again, except bash, whose effects
+ * from the last: model answers already paid for are not asked again, and
+ * tool calls already answered are not run again.  The call that was
+ * running when the runner died is run again, except bash, whose effects
  * may be half done: the model is told it was interrupted instead.
  */
 #include <errno.h>
@@ -43,16 +45,18 @@ static struct agent {
 	json_t *tools;
 	char *skills_text;
 	int turns;              /* model answers so far */
+	size_t proxy_has;       /* messages of the conversation the proxy holds */
+	size_t sent;            /* messages the call in flight brings it to */
 	int64_t spent;          /* by this attempt, micro-dollars */
 	enum agent_state state;
 	uint64_t call_id;
 	/* the tool round */
 	json_t *calls;          /* the answer's tool_use blocks */
 	json_t *results;        /* tool_result blocks so far */
-	json_t *events;         /* tool events to store with the results */
 	json_t *badargs;        /* ids of this answer's calls whose arguments were no object */
 	size_t tool_cur;
-	int resuming;           /* the round was interrupted: no bash */
+	size_t round_seq;       /* the seq of the round's results message */
+	int resuming;           /* the next call may have been interrupted: no bash */
 	uint64_t sbx_id;
 	int exec_running;
 	char *out;              /* bash output */
@@ -71,7 +75,6 @@ agent_over(const char *status, const char *error, json_t *extra, int no_retry)
 	json_decref(ag.messages);
 	json_decref(ag.calls);
 	json_decref(ag.results);
-	json_decref(ag.events);
 	json_decref(ag.system);
 	json_decref(ag.tools);
 	json_decref(ag.badargs);
@@ -80,7 +83,7 @@ agent_over(const char *status, const char *error, json_t *extra, int no_retry)
 	free(ag.out);
 	free(ag.prompt);
 	ag.prompt = NULL;
-	ag.messages = ag.calls = ag.results = ag.events = ag.system = ag.tools = NULL;
+	ag.messages = ag.calls = ag.results = ag.system = ag.tools = NULL;
 	ag.skills_text = ag.out = NULL;
 	if (extra == NULL)
 		extra = json_object();
@@ -194,10 +197,11 @@ stored_nothing(void)
 {
 }
 
-/* Store message (NULL for none) as the next of the session, with events;
- * both are consumed.  next runs once it is stored. */
+/* Store message (NULL for none) as number seq of the session (the next
+ * one, or the round of tool results it replaces, grown by one), with
+ * events; both are consumed.  next runs once it is stored. */
 static void
-store(json_t *message, json_t *events, stored_fn next)
+store_at(size_t seq, json_t *message, json_t *events, stored_fn next)
 {
 	struct qop *q = runner_op("runner_agent_turn", 6);
 	char *s;
@@ -206,13 +210,16 @@ store(json_t *message, json_t *events, stored_fn next)
 	ipc_put_str(&q->w, ag.a.step);
 	ipc_put_u64(&q->w, (uint64_t)ag.a.attempt);
 	ipc_put_str(&q->w, ag.session);
-	ipc_put_u64(&q->w, json_array_size(ag.messages));
+	ipc_put_u64(&q->w, seq);
 	if (message != NULL) {
 		if ((s = json_dumps(message, JSON_COMPACT)) == NULL)
 			fatalx("out of memory");
 		ipc_put_str(&q->w, s);
 		free(s);
-		json_array_append_new(ag.messages, message);
+		if (seq < json_array_size(ag.messages))
+			json_array_set_new(ag.messages, seq, message);
+		else
+			json_array_append_new(ag.messages, message);
 	} else
 		ipc_put_nil(&q->w);
 	if ((s = json_dumps(events, JSON_COMPACT)) == NULL)
@@ -221,6 +228,12 @@ store(json_t *message, json_t *events, stored_fn next)
 	ipc_put_str(&q->w, s);
 	free(s);
 	runner_op_send(q, stored, (void *)(uintptr_t)next);
+}
+
+static void
+store(json_t *message, json_t *events, stored_fn next)
+{
+	store_at(json_array_size(ag.messages), message, events, next);
 }
 
 /* ---- the prompt ---------------------------------------------------------- */
@@ -345,15 +358,19 @@ tool_answer(json_t *content, int is_error)
 	int cut;
 	json_t *shown = text_cut(text, strlen(text), AGENT_EVENT_RESULT_MAX, &cut);
 
+	json_t *events = json_array();
+
 	json_array_append_new(ag.results, json_pack("{s:s, s:O, s:O, s:b}", "type", "tool_result",
 	    "tool_use_id", json_object_get(call, "id"), "content", content, "is_error", is_error));
-	json_array_append_new(ag.events, ev("agent.tool_result", json_pack("{s:O, s:O, s:b, s:o, "
+	json_array_append_new(events, ev("agent.tool_result", json_pack("{s:O, s:O, s:b, s:o, "
 	    "s:b, s:I}", "id", json_object_get(call, "id"), "name", json_object_get(call, "name"),
 	    "is_error", is_error, "content", shown, "content_truncated", cut,
 	    "bytes", (json_int_t)strlen(text))));
 	json_decref(content);
 	ag.tool_cur++;
-	tool_next();
+	/* every result is stored as it comes: the round's message grows */
+	store_at(ag.round_seq, json_pack("{s:s, s:O}", "role", "user", "content", ag.results),
+	    events, tool_next);
 }
 
 static void
@@ -509,21 +526,21 @@ tool_next(void)
 	const char *name;
 	int rv;
 
-	if (ag.tool_cur >= json_array_size(ag.calls)) {
-		json_t *msg = json_pack("{s:s, s:O}", "role", "user", "content", ag.results);
-		json_t *events = ag.events;
+	int interrupted = ag.resuming;
 
+	if (ag.tool_cur >= json_array_size(ag.calls)) {
 		json_decref(ag.calls);
 		json_decref(ag.results);
-		ag.calls = ag.results = ag.events = NULL;
+		ag.calls = ag.results = NULL;
 		ag.resuming = 0;
-		store(msg, events, agent_turn);
+		agent_turn();
 		return;
 	}
 	call = json_array_get(ag.calls, ag.tool_cur);
 	name = json_string_value(json_object_get(call, "name"));
 	in = json_object_get(call, "input");
 	ag.state = AG_TOOLS;
+	ag.resuming = 0; /* only the first call of a resumed round may have been running */
 	if (!json_is_object(in) || ids_has(ag.badargs, json_object_get(call, "id"))) {
 		tool_error("the arguments of %s must be a JSON object", name);
 		return;
@@ -532,7 +549,7 @@ tool_next(void)
 		tool_error("bash is not available in a read-only step");
 		return;
 	}
-	if (strcmp(name, "bash") == 0 && ag.resuming) {
+	if (strcmp(name, "bash") == 0 && interrupted) {
 		tool_error("this command was interrupted when the runner stopped; whether it ran, "
 		    "and what it changed, is unknown: check before running it again");
 		return;
@@ -779,20 +796,55 @@ answer_events(json_t *content, const struct ipc_model_reply *r)
 	return events;
 }
 
-/* The tool_use blocks of the last message when it is the model's. */
+static int
+is_role(json_t *msg, const char *role)
+{
+	const char *r = json_string_value(json_object_get(msg, "role"));
+
+	return r != NULL && strcmp(r, role) == 0;
+}
+
+static int
+is_type(json_t *block, const char *type)
+{
+	const char *t = json_string_value(json_object_get(block, "type"));
+
+	return t != NULL && strcmp(t, type) == 0;
+}
+
+/* Whether msg is a (part of a) round of tool results. */
+static int
+is_results(json_t *msg)
+{
+	json_t *b;
+	size_t i;
+
+	if (!is_role(msg, "user") || json_array_size(json_object_get(msg, "content")) == 0)
+		return 0;
+	json_array_foreach(json_object_get(msg, "content"), i, b)
+		if (!is_type(b, "tool_result"))
+			return 0;
+	return 1;
+}
+
+/* The tool_use blocks of msg when it is the model's (new array). */
+static json_t *
+calls_of(json_t *msg)
+{
+	json_t *b, *calls = json_array();
+	size_t i;
+
+	if (is_role(msg, "assistant"))
+		json_array_foreach(json_object_get(msg, "content"), i, b)
+			if (is_type(b, "tool_use"))
+				json_array_append(calls, b);
+	return calls;
+}
+
 static json_t *
 pending_calls(void)
 {
-	json_t *last = json_array_get(ag.messages, json_array_size(ag.messages) - 1), *b;
-	json_t *calls = json_array();
-	size_t i;
-
-	if (last != NULL && strcmp(json_string_value(json_object_get(last, "role")), "assistant") == 0)
-		json_array_foreach(json_object_get(last, "content"), i, b)
-			if (json_is_string(json_object_get(b, "type")) &&
-			    strcmp(json_string_value(json_object_get(b, "type")), "tool_use") == 0)
-				json_array_append(calls, b);
-	return calls;
+	return calls_of(json_array_get(ag.messages, json_array_size(ag.messages) - 1));
 }
 
 /* After the model's answer is stored: its tool calls, or the end. */
@@ -811,8 +863,8 @@ answer_stored(void)
 		return;
 	}
 	ag.results = json_array();
-	ag.events = json_array();
 	ag.tool_cur = 0;
+	ag.round_seq = json_array_size(ag.messages);
 	tool_next();
 }
 
@@ -862,6 +914,9 @@ model_reply(struct ipc_msg *m)
 		fatalx("a model answer to nothing asked");
 	if (ipc_dec_model_reply(m->body, &r) == -1)
 		fatalx("a bad model answer");
+	/* what the proxy holds now: a failed call ends the attempt, and the
+	 * next one begins its conversation anew */
+	ag.proxy_has = r.code == IPC_MODEL_OK ? ag.sent : 0;
 	if (r.code == IPC_MODEL_BUDGET) {
 		budget_stop(&r);
 		return;
@@ -902,6 +957,25 @@ proxy_err(struct ipc_chan *ch, const char *reason, void *arg)
 
 /* ---- turns --------------------------------------------------------------- */
 
+/* What a call sends: the messages the proxy does not hold yet for this
+ * attempt (all of them, with the system prompt and the tools, on the
+ * first call of this runner), and how many it holds ("base"). */
+static json_t *
+call_request(void)
+{
+	json_t *req, *msgs = json_array();
+	size_t i;
+
+	for (i = ag.proxy_has; i < json_array_size(ag.messages); i++)
+		json_array_append(msgs, json_array_get(ag.messages, i));
+	if (ag.proxy_has == 0)
+		req = json_pack("{s:I, s:O, s:o, s:O}", "base", (json_int_t)0, "system", ag.system,
+		    "messages", msgs, "tools", ag.tools);
+	else
+		req = json_pack("{s:I, s:o}", "base", (json_int_t)ag.proxy_has, "messages", msgs);
+	return req;
+}
+
 static void
 agent_turn(void)
 {
@@ -924,11 +998,11 @@ agent_turn(void)
 	}
 	if (ag.proxy_gone)
 		fatalx("the model channel is gone");
-	req = json_pack("{s:O, s:O, s:O}", "system", ag.system, "messages", ag.messages, "tools",
-	    ag.tools);
+	req = call_request();
 	if (req == NULL || (s = json_dumps(req, JSON_COMPACT)) == NULL)
 		fatalx("out of memory");
 	json_decref(req);
+	ag.sent = json_array_size(ag.messages);
 	ag.call_id++;
 	ipc_wbuf_begin(&w, IMSG_MODEL_CALL, ag.call_id, 7);
 	ipc_put_str(&w, ag.a.step);
@@ -950,17 +1024,34 @@ agent_turn(void)
 	ag.state = AG_CALLING;
 }
 
-/* Go on from where the conversation stands. */
+/* Go on from where the conversation stands: after the model's answer,
+ * with its tool calls; within a round of results, with the calls it had
+ * not answered; otherwise with the next model call. */
 static void
 agent_continue(void)
 {
-	json_t *last = json_array_get(ag.messages, json_array_size(ag.messages) - 1);
+	size_t n = json_array_size(ag.messages);
+	json_t *last = json_array_get(ag.messages, n - 1), *calls;
 
-	if (last != NULL && strcmp(json_string_value(json_object_get(last, "role")), "assistant") == 0) {
-		ag.resuming = 1;
+	ag.resuming = 1;
+	if (is_role(last, "assistant")) {
 		answer_stored();
 		return;
 	}
+	if (n >= 2 && is_role(json_array_get(ag.messages, n - 2), "assistant") &&
+	    is_results(last)) {
+		calls = calls_of(json_array_get(ag.messages, n - 2));
+		if (json_array_size(json_object_get(last, "content")) < json_array_size(calls)) {
+			ag.calls = calls;
+			ag.results = json_deep_copy(json_object_get(last, "content"));
+			ag.tool_cur = json_array_size(ag.results);
+			ag.round_seq = n - 1;
+			tool_next();
+			return;
+		}
+		json_decref(calls);
+	}
+	ag.resuming = 0;
 	agent_turn();
 }
 
@@ -1050,6 +1141,7 @@ agent_start(const struct agent_step *a)
 	ag.a.resume = NULL;
 	ag.turns = 0;
 	ag.spent = 0;
+	ag.proxy_has = 0;
 	ag.resuming = 0;
 	ag.resume = a->resume != NULL;
 	if (a->resume != NULL)

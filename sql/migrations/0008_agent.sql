@@ -26,13 +26,28 @@ LANGUAGE sql IMMUTABLE AS $$
 	                  'agent.tool_result', 'agent.usage', 'budget.exceeded')
 $$;
 
+-- Whether user message p_new is p_old with more tool results after the
+-- ones it had: a round of tool results is stored after each result.
+CREATE FUNCTION agent_results_extend(p_old jsonb, p_new jsonb) RETURNS boolean
+LANGUAGE sql IMMUTABLE AS $$
+	SELECT coalesce(p_old->>'role' = 'user' AND p_new->>'role' = 'user'
+	    AND jsonb_typeof(p_old->'content') = 'array' AND jsonb_typeof(p_new->'content') = 'array'
+	    AND jsonb_array_length(p_new->'content') > jsonb_array_length(p_old->'content')
+	    AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(p_new->'content') e
+	                    WHERE e->>'type' IS DISTINCT FROM 'tool_result')
+	    AND p_old->'content' = (SELECT jsonb_agg(x.e ORDER BY x.i)
+	                            FROM jsonb_array_elements(p_new->'content') WITH ORDINALITY x(e, i)
+	                            WHERE x.i <= jsonb_array_length(p_old->'content')), false)
+$$;
+
 -- agent_turn(run, owner, step, attempt, session, seq, message, events) ->
 -- true, or false when the lease is lost (nothing written).  One step of
 -- the conversation, in one transaction: the message is stored as number
 -- seq of the session, the running attempt is marked as using the session,
 -- and the events (a JSON array of {type, payload}, runner event types
--- only) are appended in order.  A seq already stored is an error: the
--- runner never writes a message twice.
+-- only) are appended in order.  A seq already stored is an error (the
+-- runner never writes a message twice), except a round of tool results
+-- growing by the next result (agent_results_extend).
 CREATE FUNCTION agent_turn(p_run uuid, p_owner text, p_step text, p_attempt integer,
                            p_session text, p_seq integer, p_message jsonb, p_events jsonb)
 RETURNS boolean LANGUAGE plpgsql AS $$
@@ -53,7 +68,12 @@ BEGIN
 	UPDATE run_steps SET executor_session = p_session
 	WHERE run_id = p_run AND step_id = p_step AND attempt = p_attempt AND status = 'running'
 	  AND executor_session IS DISTINCT FROM p_session;
-	IF p_message IS NOT NULL THEN
+	IF p_message IS NOT NULL AND EXISTS (SELECT 1 FROM agent_messages m
+	       WHERE m.run_id = p_run AND m.session = p_session AND m.seq = p_seq
+	         AND agent_results_extend(m.message, p_message)) THEN
+		UPDATE agent_messages SET message = p_message
+		WHERE run_id = p_run AND session = p_session AND seq = p_seq;
+	ELSIF p_message IS NOT NULL THEN
 		INSERT INTO agent_messages (run_id, session, seq, message)
 		VALUES (p_run, p_session, p_seq, p_message);
 	END IF;

@@ -264,15 +264,21 @@ check "the call made is recorded at its cost" \
 	[ "$(psql_q "select sum(cost_usd_micros) from token_usage where run_id = '$R4B'")" = 37500 ]
 
 # --- 5. a runner killed between two turns ----------------------------------------------
+# the first answer asks for three calls: the runner dies during the second
 script '[
- {"reply": {"tool_calls": [{"name": "bash", "input": {"command": "echo started >> marks; sleep 30"}}]}},
+ {"reply": {"tool_calls": [{"name": "read_file", "input": {"path": "README.md"}},
+                           {"name": "bash", "input": {"command": "echo started >> marks; sleep 30"}},
+                           {"name": "read_file", "input": {"path": "marks"}}]}},
  {"reply": {"tool_calls": [{"name": "read_file", "input": {"path": "marks"}}]}},
  {"reply": {"text": "finished"}}]'
 submit plain
 R5=$RUN
 wait_for 20 flog "len(L) == 1"
+wait_for 10 eval '[ "$(psql_q "select count(*) from agent_messages where run_id = '"'"'$R5'"'"'")" = 3 ]'
 sleep 1
 RPID=$(child_pid runner)
+check "the first call's result was stored before the second call ended" \
+	[ "$(psql_q "select jsonb_array_length(message->'content') from agent_messages where run_id = '$R5' and seq = 2")" = 1 ]
 kill -KILL "$RPID"
 check "the runner was killed while the first turn's command ran ($RPID)" [ -n "$RPID" ]
 wait_for 60 ended "$R5"
@@ -280,9 +286,11 @@ check "the run resumes and succeeds ($(run_status "$R5"): $(step_err "$R5"))" is
 check "attempts: crashed, then succeeded, in one session" \
 	[ "$(psql_q "select string_agg(status || ':' || coalesce(executor_session, '-'), ' ' order by attempt) from run_steps where run_id = '$R5'")" = "crashed:think.1 succeeded:think.1" ]
 check "the provider saw each turn once: 1, 3, 5 messages" flog "[e['messages'] for e in L] == [1, 3, 5]"
-check "the interrupted command was not run again; the model was told" \
-	flog "'interrupted' in L[1]['body']['messages'][2]['content'][0]['content'] and L[1]['body']['messages'][2]['content'][0]['is_error']"
+check "the round's answered call kept its result; the interrupted command was not run again, the model was told; the call after it ran" \
+	flog "[r['content'] for r in L[1]['body']['messages'][2]['content']][0::2] == ['hello\\n', 'started\\n'] and 'interrupted' in L[1]['body']['messages'][2]['content'][1]['content'] and L[1]['body']['messages'][2]['content'][1]['is_error']"
 check "the command had run once (marks: one line)" pyj "$(payloads "$R5" agent.tool_result)" "d[-1]['content'] == 'started\\n'"
+check "README.md was read once: its result came from the stored round" \
+	[ "$(psql_q "select count(*) from run_events where run_id = '$R5' and type = 'agent.tool_result' and payload->>'content' = 'hello' || chr(10)")" = 1 ]
 check "usage: three calls recorded, none twice" [ "$(psql_q "select count(*) from token_usage where run_id = '$R5'")" = 3 ]
 
 # --- 6. provider errors ------------------------------------------------------------------

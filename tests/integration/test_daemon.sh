@@ -52,7 +52,13 @@ for role in engine httpd proxy; do
 	check "$role has Seccomp: 2" [ "$(status_field "$pid" Seccomp)" = 2 ]
 	check "$role has no effective capabilities" [ "$(status_field "$pid" CapEff)" = 0000000000000000 ]
 	check "$role has no permitted capabilities" [ "$(status_field "$pid" CapPrm)" = 0000000000000000 ]
-	check "$role is chrooted to the empty directory" [ "$(readlink "/proc/$pid/root")" = "$T/empty" ]
+	if [ "$role" = proxy ]; then
+		# it resolves provider names and reads CA certificates (DESIGN 1)
+		check "proxy is not chrooted, and its working directory is /" \
+			[ "$(readlink "/proc/$pid/root")" = / -a "$(readlink "/proc/$pid/cwd")" = / ]
+	else
+		check "$role is chrooted to the empty directory" [ "$(readlink "/proc/$pid/root")" = "$T/empty" ]
+	fi
 	check "$role has only its fixed descriptors open" [ "$(ls "/proc/$pid/fd" | wc -l)" -le 12 ]
 done
 
