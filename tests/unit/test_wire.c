@@ -613,6 +613,76 @@ roundtrip(enum wire_kind k, const char *body, const char *want_msgs)
 	wire_resp_free(&r);
 }
 
+/* A conversation built a message at a time gives, at every length, the body
+ * wire_request makes of the whole request; what may not be added (system
+ * or tools after the first messages, a bad message) leaves it as it was. */
+static void
+conv_step(enum wire_kind k)
+{
+	json_t *all = jparse(NEUTRAL_REQ), *msgs = json_object_get(all, "messages"), *part, *one;
+	struct wire_conv *c = wire_conv_new(k);
+	char err[256], *got, *want, *before;
+	size_t i;
+
+	assert_non_null(c);
+	for (i = 0; i < json_array_size(msgs); i++) {
+		part = i == 0 ? json_pack("{s:O, s:O, s:[O]}", "system", json_object_get(all, "system"),
+		                          "tools", json_object_get(all, "tools"), "messages",
+		                          json_array_get(msgs, i))
+		              : json_pack("{s:[O]}", "messages", json_array_get(msgs, i));
+		assert_int_equal(wire_conv_add(c, part, err, sizeof(err)), 0);
+		json_decref(part);
+		assert_int_equal(wire_conv_count(c), i + 1);
+		/* the whole request up to this message, made at once */
+		one = json_deep_copy(all);
+		while (json_array_size(json_object_get(one, "messages")) > i + 1)
+			json_array_remove(json_object_get(one, "messages"), i + 1);
+		want = wire_request(k, one, "m-1", 100, 1, err, sizeof(err));
+		json_decref(one);
+		got = wire_conv_body(c, "m-1", 100, 1, err, sizeof(err));
+		assert_non_null(want);
+		assert_non_null(got);
+		assert_string_equal(got, want);
+		free(want);
+		free(got);
+	}
+	before = wire_conv_body(c, "m-1", 100, 0, err, sizeof(err));
+	part = jparse("{\"system\":\"late\",\"messages\":[]}");
+	assert_int_equal(wire_conv_add(c, part, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "first messages only"));
+	json_decref(part);
+	part = jparse("{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\","
+	              "\"text\":\"ok\"}]},{\"role\":\"robot\",\"content\":[]}]}");
+	assert_int_equal(wire_conv_add(c, part, err, sizeof(err)), -1);
+	json_decref(part);
+	assert_int_equal(wire_conv_count(c), json_array_size(msgs));
+	got = wire_conv_body(c, "m-1", 100, 0, err, sizeof(err));
+	assert_string_equal(got, before);
+	free(got);
+	free(before);
+	wire_conv_free(c);
+	json_decref(all);
+}
+
+static void
+t_conv(void **state)
+{
+	struct wire_conv *c = wire_conv_new(WIRE_OPENAI);
+	char err[64], *s;
+
+	conv_step(WIRE_ANTHROPIC);
+	conv_step(WIRE_OPENAI);
+	/* an empty conversation is a body with no messages */
+	s = wire_conv_body(c, "m", 1, 1, err, sizeof(err));
+	assert_text_json(s, "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[],\"stream\":true,"
+	                    "\"stream_options\":{\"include_usage\":true}}");
+	free(s);
+	assert_null(wire_conv_body(c, "", 1, 1, err, sizeof(err)));
+	assert_null(wire_conv_body(c, "m", 0, 1, err, sizeof(err)));
+	wire_conv_free(c);
+	assert_null(wire_conv_new((enum wire_kind)7));
+}
+
 static void
 t_roundtrip(void **state)
 {
@@ -1546,6 +1616,7 @@ main(void)
 	    cmocka_unit_test(t_anth_request),
 	    cmocka_unit_test(t_oai_request),
 	    cmocka_unit_test(t_oai_request_order),
+	    cmocka_unit_test(t_conv),
 	    cmocka_unit_test(t_roundtrip),
 	    cmocka_unit_test(t_request_rejects),
 	    cmocka_unit_test(t_request_args),
