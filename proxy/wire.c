@@ -1647,7 +1647,10 @@ wire_stream_finish(struct wire_stream *s, struct wire_resp *out, char *err, size
 	s->dead = 1;
 	if (!wire_kind_ok(s->kind))
 		return wire_fail(err, errsz, "unknown provider kind %d", (int)s->kind);
-	if (s->line.len == 0 && sse_dispatch(s, err, errsz) == -1)
+	/* a line without its end is a stream cut short, even after the end */
+	if (s->line.len > 0)
+		return wire_fail(err, errsz, "the stream ends inside a line");
+	if (sse_dispatch(s, err, errsz) == -1)
 		return -1;
 	if ((out->content = json_array()) == NULL)
 		return wire_fail(err, errsz, "out of memory");

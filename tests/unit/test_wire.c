@@ -1178,6 +1178,28 @@ t_stream_cuts(void **state)
 	check_stream_cuts(WIRE_OPENAI, OAI_TOOL_STREAM, "data: [DONE]\n");
 }
 
+/* Bytes after the end: a whole line is an event after the end, a line
+ * without its end a stream cut short; either way the stream fails. */
+static void
+t_stream_after_end(void **state)
+{
+	static const char *const tails[] = {"data: {\"x\":1}\n", "data: {\"x\":1}", "garbage"};
+	struct wire_resp r;
+	char err[256], *s;
+	size_t i;
+
+	for (i = 0; i < 3; i++) {
+		if (asprintf(&s, "%s%s", OAI_TEXT_STREAM, tails[i]) == -1)
+			fail();
+		assert_int_equal(stream_run(WIRE_OPENAI, s, strlen(s), 0, &r, err, sizeof(err)), -1);
+		free(s);
+		if (asprintf(&s, "%s%s", ANTH_TEXT_STREAM, tails[i]) == -1)
+			fail();
+		assert_int_equal(stream_run(WIRE_ANTHROPIC, s, strlen(s), 0, &r, err, sizeof(err)), -1);
+		free(s);
+	}
+}
+
 static void
 t_anth_stream_errors(void **state)
 {
@@ -1631,6 +1653,7 @@ main(void)
 	    cmocka_unit_test(t_anth_stream),
 	    cmocka_unit_test(t_oai_stream),
 	    cmocka_unit_test(t_stream_cuts),
+	    cmocka_unit_test(t_stream_after_end),
 	    cmocka_unit_test(t_anth_stream_errors),
 	    cmocka_unit_test(t_anth_stream_index),
 	    cmocka_unit_test(t_anth_stream_empty_input),
