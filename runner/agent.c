@@ -45,6 +45,7 @@ static struct agent {
 	json_t *tools;
 	char *skills_text;
 	int turns;              /* model answers so far */
+	int stores;             /* agent_turn operations in flight */
 	size_t proxy_has;       /* messages of the conversation the proxy holds */
 	size_t sent;            /* messages the call in flight brings it to */
 	int64_t spent;          /* by this attempt, micro-dollars */
@@ -183,13 +184,15 @@ stored(struct child *c, const struct ipc_db_result *r, void *arg)
 	const char *v;
 	stored_fn next = (stored_fn)(uintptr_t)arg;
 
+	ag.stores--;
 	if (r->code != DB_OK)
 		fatalx("storing an agent turn: %.*s", (int)r->errlen, r->error);
 	if ((v = child_db_cell(r, 0, &len)) == NULL || len != 1 || v[0] != 't') {
 		runner_lease_lost();
 		return;
 	}
-	next();
+	if (next != NULL)
+		next();
 }
 
 static void
@@ -199,7 +202,11 @@ stored_nothing(void)
 
 /* Store message (NULL for none) as number seq of the session (the next
  * one, or the round of tool results it replaces, grown by one), with
- * events; both are consumed.  next runs once it is stored. */
+ * events; both are consumed.  next runs at once while fewer than
+ * AGENT_STORES_AHEAD stores are in flight, or once this one is stored:
+ * the loop does not wait for the database, whose operations go in order
+ * (a later one is never stored before an earlier one), and a store that
+ * finds the lease lost still stops the runner. */
 static void
 store_at(size_t seq, json_t *message, json_t *events, stored_fn next)
 {
@@ -227,7 +234,11 @@ store_at(size_t seq, json_t *message, json_t *events, stored_fn next)
 	json_decref(events);
 	ipc_put_str(&q->w, s);
 	free(s);
-	runner_op_send(q, stored, (void *)(uintptr_t)next);
+	if (++ag.stores <= AGENT_STORES_AHEAD) {
+		runner_op_send(q, stored, NULL);
+		next();
+	} else
+		runner_op_send(q, stored, (void *)(uintptr_t)next);
 }
 
 static void
@@ -882,24 +893,8 @@ budget_stop(const struct ipc_model_reply *r)
 	    "spent_usd_micros", (json_int_t)ag.spent, "next_call_usd_micros", (json_int_t)r->worst,
 	    "message", err)));
 	log_info("step %s attempt %d: %s", ag.a.step, ag.a.attempt, err);
-	ag.state = AG_STORING;
 	/* stored with no message: the conversation stays as it was */
-	{
-		struct qop *q = runner_op("runner_agent_turn", 6);
-		char *s = json_dumps(events, JSON_COMPACT);
-
-		if (s == NULL)
-			fatalx("out of memory");
-		json_decref(events);
-		ipc_put_str(&q->w, ag.a.step);
-		ipc_put_u64(&q->w, (uint64_t)ag.a.attempt);
-		ipc_put_str(&q->w, ag.session);
-		ipc_put_u64(&q->w, json_array_size(ag.messages));
-		ipc_put_nil(&q->w);
-		ipc_put_str(&q->w, s);
-		free(s);
-		runner_op_send(q, stored, (void *)(uintptr_t)stored_nothing);
-	}
+	store(NULL, events, stored_nothing);
 	agent_over("failed", err, json_pack("{s:b}", "budget_exceeded", 1), 1);
 }
 

@@ -54,6 +54,7 @@ int runner_cancelled(void);
 #define AGENT_EVENT_RESULT_MAX 4096   /* bytes of a tool result in agent.tool_result */
 #define AGENT_LIST_MAX 1000           /* entries list_dir and glob return */
 #define AGENT_GREP_MAX 500            /* lines grep returns */
+#define AGENT_STORES_AHEAD 4          /* stores the loop runs ahead of */
 
 struct agent_step {
 	const char *step, *phase;

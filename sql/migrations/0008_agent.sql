@@ -48,6 +48,17 @@ $$;
 -- only) are appended in order.  A seq already stored is an error (the
 -- runner never writes a message twice), except a round of tool results
 -- growing by the next result (agent_results_extend).
+--
+-- Its commit does not wait for the disk (synchronous_commit off, for this
+-- transaction only): a turn is stored two or three times a second per
+-- running agent, and the write-ahead log is one sequence, so whatever
+-- survives a crash of the database is a prefix of what was written, and
+-- the next synchronous commit (the proxy's usage of the next call, any
+-- step change) makes every earlier turn durable.  A crash of the database
+-- host can lose at most the last few hundred milliseconds of turns; the
+-- runner, whose operations then fail, ends, and its successor asks the
+-- model again for those turns.  The spend of every call is recorded
+-- synchronously (proxy_usage), so nothing paid is ever lost.
 CREATE FUNCTION agent_turn(p_run uuid, p_owner text, p_step text, p_attempt integer,
                            p_session text, p_seq integer, p_message jsonb, p_events jsonb)
 RETURNS boolean LANGUAGE plpgsql AS $$
@@ -65,6 +76,7 @@ BEGIN
 	IF (run_lock(p_run, p_owner)).id IS NULL THEN
 		RETURN false;
 	END IF;
+	SET LOCAL synchronous_commit TO off;
 	UPDATE run_steps SET executor_session = p_session
 	WHERE run_id = p_run AND step_id = p_step AND attempt = p_attempt AND status = 'running'
 	  AND executor_session IS DISTINCT FROM p_session;
