@@ -128,7 +128,7 @@ check:
 	sh tests/run.sh build-san
 
 bench:
-	$(MAKE) BUILD=build all $(BENCH_BIN)
+	$(MAKE) BUILD=build all tests $(BENCH_BIN)
 	sh bench/run.sh build
 
 deps:

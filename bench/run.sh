@@ -59,3 +59,6 @@ sh bench/api/run.sh "$BUILD"
 echo
 echo "engine:"
 sh bench/engine/run.sh "$BUILD"
+echo
+echo "agent steps:"
+sh bench/agent/run.sh "$BUILD"
