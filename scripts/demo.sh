@@ -135,18 +135,21 @@ wait_status() {
 	done
 	return 1
 }
+# approve: approve the run's pending approval, if any, and wait for its end
+approve() {
+	APPROVAL=$(curl -s -H "$AUTH" "$API/v1/runs/$RUN/approvals" |
+		sed -n 's/.*"id":"\([0-9a-f-]*\)".*"status":"pending".*/\1/p')
+	[ -n "$APPROVAL" ] || return 0
+	echo "demo: \$ curl -d '{\"decision\":\"approved\"}' $API/v1/approvals/$APPROVAL/decide"
+	curl -s -o /dev/null -H "$AUTH" -H 'Content-Type: application/json' \
+		-d '{"decision":"approved"}' "$API/v1/approvals/$APPROVAL/decide"
+	wait_status succeeded failed cancelled || true
+}
 if [ -n "$RUN" ]; then
 	echo "demo: the engine claims it, the git helper clones the repository, the runner runs"
 	echo "demo: the test command in the run's sandbox, makes the patch and waits for an approval"
 	if wait_status waiting_approval succeeded failed; then
-		APPROVAL=$(curl -s -H "$AUTH" "$API/v1/runs/$RUN/approvals" |
-			sed -n 's/.*"id":"\([0-9a-f-]*\)".*"status":"pending".*/\1/p')
-		if [ -n "$APPROVAL" ]; then
-			echo "demo: \$ curl -d '{\"decision\":\"approved\"}' $API/v1/approvals/$APPROVAL/decide"
-			curl -s -o /dev/null -H "$AUTH" -H 'Content-Type: application/json' \
-				-d '{"decision":"approved"}' "$API/v1/approvals/$APPROVAL/decide"
-			wait_status succeeded failed cancelled || true
-		fi
+		approve
 	fi
 	echo "demo: the run is $(run_status); its events:"
 	echo "demo: \$ curl -N $API/v1/runs/$RUN/events/stream"
@@ -193,14 +196,8 @@ for e in json.load(sys.stdin)["events"]:
     elif e["type"] == "step.finished":
         print("  %-9s %s" % (p["step_id"], p.get("status", "")))
 ' || true
-	APPROVAL=$(curl -s -H "$AUTH" "$API/v1/runs/$RUN/approvals" |
-		sed -n 's/.*"id":"\([0-9a-f-]*\)".*"status":"pending".*/\1/p')
-	if [ -n "$APPROVAL" ]; then
-		echo "demo: the patch is approved over the API"
-		curl -s -o /dev/null -H "$AUTH" -H 'Content-Type: application/json' \
-			-d '{"decision":"approved"}' "$API/v1/approvals/$APPROVAL/decide"
-		wait_status succeeded failed cancelled || true
-	fi
+	echo "demo: the patch is approved over the API"
+	approve
 	echo "demo: the run is $(run_status); it spent $(curl -s -H "$AUTH" "$API/v1/runs/$RUN" |
 		sed -n 's/.*"spent_usd_micros":\([0-9]*\).*/\1/p') micro-dollars; its patch:"
 	PATCH_ID=$(curl -s -H "$AUTH" "$API/v1/runs/$RUN/artifacts" |
