@@ -741,23 +741,29 @@ repo_test_done(void *arg, int ok, const char *error, const char *base, uint64_t 
 int
 repo_token_open(PGresult *res, int col, unsigned char **tok, size_t *len)
 {
+	return sealed_open(res, 0, col, SECRET_CTX_REPO, tok, len);
+}
+
+int
+sealed_open(PGresult *res, int row, int col, const char *ctx, unsigned char **tok, size_t *len)
+{
 	unsigned char *ct = NULL, *nonce = NULL;
 	size_t ctlen = 0, nlen = 0;
 	int rv = -1;
 
 	*tok = NULL;
 	*len = 0;
-	if (PQgetisnull(res, 0, col))
+	if (PQgetisnull(res, row, col))
 		return 0;
-	if ((ct = PQunescapeBytea((const unsigned char *)PQgetvalue(res, 0, col), &ctlen)) ==
+	if ((ct = PQunescapeBytea((const unsigned char *)PQgetvalue(res, row, col), &ctlen)) ==
 	        NULL ||
-	    (nonce = PQunescapeBytea((const unsigned char *)PQgetvalue(res, 0, col + 1), &nlen)) ==
+	    (nonce = PQunescapeBytea((const unsigned char *)PQgetvalue(res, row, col + 1), &nlen)) ==
 	        NULL ||
 	    nlen != SECRET_NONCE_LEN || ctlen <= SECRET_MAC_LEN)
 		goto out;
 	if ((*tok = sodium_malloc(ctlen)) == NULL)
 		fatalx("out of memory");
-	if (secret_open(sup.master_key, SECRET_CTX_REPO, ct, ctlen, nonce, *tok, ctlen, len) == -1) {
+	if (secret_open(sup.master_key, ctx, ct, ctlen, nonce, *tok, ctlen, len) == -1) {
 		sodium_free(*tok);
 		*tok = NULL;
 		goto out;

@@ -240,21 +240,25 @@ provider_send_conf(void)
 }
 
 void
+secret_redact(char *p, size_t len, const unsigned char *s, size_t slen)
+{
+	char *end = p + len, *hit;
+
+	if (s == NULL || slen < 4)
+		return;
+	while (p < end && (hit = memmem(p, (size_t)(end - p), s, slen)) != NULL) {
+		memset(hit, '*', slen);
+		p = hit + slen;
+	}
+}
+
+void
 provider_redact(char *p, size_t len)
 {
-	char *end = p + len, *q, *hit;
 	size_t i;
 
-	for (i = 0; i < CONF_MAX_PROVIDERS; i++) {
-		if (keys[i].key == NULL || keys[i].len < 4)
-			continue;
-		q = p;
-		while (q < end && (hit = memmem(q, (size_t)(end - q), keys[i].key, keys[i].len)) !=
-		    NULL) {
-			memset(hit, '*', keys[i].len);
-			q = hit + keys[i].len;
-		}
-	}
+	for (i = 0; i < CONF_MAX_PROVIDERS; i++)
+		secret_redact(p, len, keys[i].key, keys[i].len);
 }
 
 int

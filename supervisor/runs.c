@@ -41,7 +41,14 @@
 #include "common/util.h"
 #include "supervisor/db.h"
 #include "supervisor/sbx.h"
+#include "supervisor/secret.h"
 #include "supervisor/supervisor.h"
+
+/* A credential of one of the run's MCP servers (sodium_malloc). */
+struct mcp_secret {
+	unsigned char *p;
+	size_t len;
+};
 
 struct srun {
 	LIST_ENTRY(srun) entry;
@@ -59,6 +66,10 @@ struct srun {
 	char base[65];      /* the run's base commit, once known */
 	unsigned char *secret; /* the repository token (sodium_malloc), for redaction */
 	size_t secretlen;
+	struct mcp_secret *mcp; /* the credentials of its MCP servers, for redaction */
+	size_t nmcp;
+	int mcp_state;      /* 0 not loaded, 1 loading, 2 loaded */
+	int start_waiting;  /* runner_start waits for the credentials */
 	uint64_t patch_id;  /* the PATCH_MAKE being answered, 0 for none */
 	int patch_fd;       /* its file, until the git helper is done */
 	char patch_tmp[PATH_MAX];
@@ -214,6 +225,18 @@ tell_engine(struct srun *r, uint32_t outcome)
 /* ---- freeing ------------------------------------------------------------- */
 
 static void
+mcp_free(struct srun *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->nmcp; i++)
+		sodium_free(r->mcp[i].p); /* wipes it */
+	free(r->mcp);
+	r->mcp = NULL;
+	r->nmcp = 0;
+}
+
+static void
 srun_maybe_free(struct srun *r)
 {
 	if (!r->ended || r->p.pid > 0 || r->p.inflight > 0 || r->setup_ops > 0 ||
@@ -228,6 +251,7 @@ srun_maybe_free(struct srun *r)
 		unlink(r->patch_tmp);
 	if (r->secret != NULL)
 		sodium_free(r->secret); /* wipes it */
+	mcp_free(r);
 	free(r);
 }
 
@@ -560,8 +584,8 @@ redact(struct srun *r, struct ipc_msg *m)
 {
 	struct ipc_db_op op;
 	const msgpack_object *o;
-	char *p, *end, *hit;
-	size_t len;
+	char *p;
+	size_t len, i;
 
 	if (ipc_dec_db_op(m->body, &op) == -1)
 		return;
@@ -575,13 +599,9 @@ redact(struct srun *r, struct ipc_msg *m)
 		} else
 			continue;
 		provider_redact(p, len);
-		if (r->secret == NULL || r->secretlen < 4)
-			continue;
-		end = p + len;
-		while (p < end && (hit = memmem(p, (size_t)(end - p), r->secret, r->secretlen)) != NULL) {
-			memset(hit, '*', r->secretlen);
-			p = hit + r->secretlen;
-		}
+		secret_redact(p, len, r->secret, r->secretlen);
+		for (i = 0; i < r->nmcp; i++)
+			secret_redact(p, len, r->mcp[i].p, r->mcp[i].len);
 	}
 }
 
@@ -686,6 +706,10 @@ runner_start(struct srun *r)
 
 	if (sup.stopping) {
 		srun_end(r, IPC_RUN_STOPPED);
+		return;
+	}
+	if (r->mcp_state != 2) { /* not before what it must redact is known */
+		r->start_waiting = 1;
 		return;
 	}
 	memset(&req, 0, sizeof(req));
@@ -821,6 +845,48 @@ run_paths(struct srun *r)
 	return 0;
 }
 
+/* One credential (one line: agrippactl refuses control characters),
+ * redacted wherever it appears. */
+static void
+mcp_add(struct srun *r, unsigned char *cred, size_t len)
+{
+	struct mcp_secret *m;
+
+	if ((m = reallocarray(r->mcp, r->nmcp + 1, sizeof(*m))) == NULL)
+		fatal("reallocarray");
+	r->mcp = m;
+	r->mcp[r->nmcp++] = (struct mcp_secret){cred, len};
+}
+
+static void
+mcp_done(struct srun *r, int code, const char *err, PGresult *res)
+{
+	unsigned char *cred;
+	size_t len;
+	int i;
+
+	if (code != DB_OK) {
+		log_warnx("run %s: its MCP credentials: %s", r->p.run, err);
+		srun_end(r, IPC_RUN_CRASHED);
+		return;
+	}
+	for (i = 0; i < PQntuples(res); i++) {
+		if (sealed_open(res, i, 0, SECRET_CTX_MCP, &cred, &len) == -1) {
+			srun_fail(r, "an MCP server's credentials do not open with this master key");
+			return;
+		}
+		if (cred != NULL && len > 0)
+			mcp_add(r, cred, len);
+		else if (cred != NULL)
+			sodium_free(cred);
+	}
+	r->mcp_state = 2;
+	if (r->start_waiting) {
+		r->start_waiting = 0;
+		runner_start(r);
+	}
+}
+
 static void
 setup_done(struct srun *r, int code, const char *err, PGresult *res)
 {
@@ -933,6 +999,8 @@ runs_start(struct proc *engine, struct ipc_msg *m)
 	memcpy(r->previous, prev, sizeof(r->previous));
 	LIST_INSERT_HEAD(&sruns, r, entry);
 	sop_submit(r, "sup_run_setup", setup_done, 1, r->p.run);
+	r->mcp_state = 1;
+	sop_submit(r, "sup_run_mcp_secrets", mcp_done, 1, r->p.run);
 }
 
 void

@@ -93,6 +93,9 @@ int provider_reload(const struct config *nc, char *err, size_t errsz);
 void provider_send_conf(void);
 /* Replace every provider key in p[0..len) by '*', byte for byte. */
 void provider_redact(char *p, size_t len);
+/* Replace every occurrence of secret s (slen bytes, at least 4) in
+ * p[0..len) by '*', byte for byte. */
+void secret_redact(char *p, size_t len, const unsigned char *s, size_t slen);
 /* A new runner's model channel: the proxy gets one end, tagged with run;
  * *runner_fd is the other (the caller's to pass and close).  0 or -1. */
 int provider_channel(const char *run, int *runner_fd);
@@ -160,6 +163,11 @@ void ctl_admin_cancel(const struct ipc_chan *ch);
  */
 struct pg_result;
 int repo_token_open(struct pg_result *res, int col, unsigned char **tok, size_t *len);
+/* The secret sealed under ctx in columns col (ciphertext) and col + 1
+ * (nonce) of row: *tok (sodium_malloc, the caller's to sodium_free) and
+ * *len, or NULL and 0 for a null column.  0, or -1 when it does not open. */
+int sealed_open(struct pg_result *res, int row, int col, const char *ctx, unsigned char **tok,
+    size_t *len);
 
 /* listen.c */
 int listen_bind_all(const struct config *conf, int *fds, size_t *nfds, char *errbuf,

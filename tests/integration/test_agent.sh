@@ -101,13 +101,16 @@ tmpl turns2 readWrite '{ id: think, kind: agent, prompt: "Loop.", max_turns: 2 }
 tmpl ro readOnly '{ id: think, kind: agent, prompt: "Look." }'
 tmpl poor readWrite '{ id: think, kind: agent, prompt: "Spend." }' 'budget: { usd: 0.001 }'
 tmpl modest readWrite '{ id: think, kind: agent, prompt: "Spend some." }' 'budget: { usd: 0.05 }'
+tmpl mcpuser readWrite '{ id: think, kind: agent, prompt: "Use gh.", requires: { mcp_servers: [ gh ] } }'
 tmpl skilled readWrite '{ id: think, kind: agent, prompt: "Style.", requires: { skills: [ tidy ] } }'
 printf '# tidy\nVERSION-ONE-RULES: keep it tidy.\n' >"$T/tidy1.md"
 printf '# tidy\nVERSION-TWO-RULES: newer.\n' >"$T/tidy2.md"
 chmod 0644 "$T/tidy1.md" "$T/tidy2.md"
 ctl user add alice && ctl project add p1 && ctl member add p1 alice admin &&
 	ctl repo add p1 clean "$T/repos/clean" </dev/null && ctl skill add tidy "$T/tidy1.md" &&
-	ctl grant add p1 skill tidy
+	ctl grant add p1 skill tidy && printf '{"command": "gh-mcp"}' >"$T/gh.json" && chmod 0644 "$T/gh.json" &&
+	MCPA="mcp-token-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')" &&
+	printf '%s' "$MCPA" | ctl mcp add gh "$T/gh.json" && ctl grant add p1 mcp gh
 SETUP=$?
 TA=$(new_token alice)
 P1=$(psql_q "select id from projects where name = 'p1'")
@@ -213,6 +216,17 @@ check "the provider got the results of all nine calls" \
 	flog "len(L) == 2 and len(L[1]['body']['messages'][2]['content']) == 9"
 check "the key the model echoed is redacted in agent.message" pyj "$(payloads "$R2" agent.message)" \
 	"'$KEY' not in d[0]['text'] and '$OKEY' not in d[0]['text'] and '*' * ${#KEY} in d[0]['text']"
+
+# an MCP server's credentials, echoed by the model: redacted
+script "[{\"reply\": {\"text\": \"creds: $MCPA, see?\"}}]"
+submit mcpuser
+RM=$RUN
+wait_for 30 ended "$RM"
+check "a step of a run with an MCP server succeeds ($(run_status "$RM"))" is_status "$RM" succeeded
+check "the MCP server's credentials the model echoed are redacted in agent.message" \
+	pyj "$(payloads "$RM" agent.message)" "'$MCPA' not in d[0]['text'] and d[0]['text'] == 'creds: ' + '*' * ${#MCPA} + ', see?'"
+check "... and in the stored conversation" \
+	[ "$(psql_q "select count(*) from agent_messages where run_id = '$RM' and message::text like '%$MCPA%'")" = 0 ]
 
 # --- 3. the key is nowhere but where it belongs ------------------------------------------
 # a run that waits on the model, so its runner and sandbox can be searched
