@@ -1,7 +1,7 @@
 # A throwaway PostgreSQL cluster for the SQL-level tests (test_schema.sh,
 # test_engine_sql.sh), sourced after lib.sh's make_env; sq talks to database $SQDB
 # (schematest unless set), which the test creates.
-# Helpers: psql_db, sq, val, is, refused, held, accepted.
+# Helpers: psql_db, sq, migrate, val, is, refused, held, accepted.
 : "${SQDB:=schematest}"
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
 DBD="$T/db"
@@ -28,6 +28,14 @@ psql_db() {
 	"$PGBIN/psql" -X -q -A -t -v ON_ERROR_STOP=1 -h "$DBD/run" -U agrippa -d "$db" "$@"
 }
 sq() { psql_db "$SQDB" "$@"; }
+# migrate DESC: every migration applied to $SQDB in order with psql; a check.
+migrate() {
+	rc=0
+	for f in $(ls "$ROOT"/sql/migrations/*.sql | sort); do
+		sq -f "$f" >/dev/null || { rc=1; echo "# psql failed on $f"; }
+	done
+	check "$1" [ $rc -eq 0 ]
+}
 val() { sq -c "$1" 2>&1; }
 
 # is DESC SQL EXPECTED: the query's output equals EXPECTED.

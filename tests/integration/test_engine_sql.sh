@@ -17,11 +17,7 @@ SQDB=enginetest
 . tests/integration/pg_lib.sh
 
 psql_db postgres -c "CREATE DATABASE enginetest" >/dev/null
-rc=0
-for f in $(ls "$ROOT"/sql/migrations/*.sql | sort); do
-	sq -f "$f" >/dev/null || { rc=1; echo "# psql failed on $f"; }
-done
-check "migrations apply" [ $rc -eq 0 ]
+migrate "migrations apply"
 
 U1=00000000-0000-0000-0000-0000000000a1
 P1=00000000-0000-0000-0000-0000000000b1

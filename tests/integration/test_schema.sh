@@ -34,11 +34,7 @@ psql_db postgres -c "CREATE DATABASE schematest" -c "CREATE DATABASE daemondb"
 check "test databases created" [ $? -eq 0 ]
 
 ### Migrations, by psql and by the daemon
-rc=0
-for f in $(ls "$ROOT"/sql/migrations/*.sql | sort); do
-	sq -f "$f" >/dev/null || { rc=1; echo "# psql failed on $f"; }
-done
-check "migrations apply in order with psql -v ON_ERROR_STOP=1" [ $rc -eq 0 ]
+migrate "migrations apply in order with psql -v ON_ERROR_STOP=1"
 
 DB_SPEC="{ url: \"postgresql://agrippa@/daemondb?host=$DBD/run\", pool: 2 }"
 sed -i "s|^database: .*|database: $DB_SPEC|" "$CONF"
