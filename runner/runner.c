@@ -15,8 +15,11 @@
  *    retried up to "retry" times, killed after "timeout";
  *  - checkpoint: an approval is requested and the run parked; the runner
  *    exits, and a new one resumes the run once it is decided;
- *  - patch, agent, pull_request: refused with a clear error until their
- *    own work lands.
+ *  - patch: the workspace's diff against the base commit, made by the
+ *    supervisor's git helper from its trusted copy;
+ *  - agent: the tool-use loop of agent.c, after the attempt reserved what
+ *    it may spend;
+ *  - pull_request: refused with a clear error until its own work lands.
  * A failed step fails the run unless it allows failure.  Every database
  * change is one operation that checks the lease, so a runner that lost its
  * lease changes nothing and stops.  Operations go one at a time, so events
@@ -130,8 +133,8 @@ static void patch_done(const struct ipc_runner_reply *rr);
 /* ---- the operation queue ------------------------------------------------- */
 
 /* A scoped operation: $1 the run, $2 the lease owner, then nargs more. */
-static struct qop *
-q_begin(const char *op, uint32_t nargs)
+struct qop *
+runner_op(const char *op, uint32_t nargs)
 {
 	struct qop *q;
 
@@ -177,8 +180,8 @@ q_pump(void)
 		fatalx("cannot send a database operation");
 }
 
-static void
-q_send(struct qop *q, child_db_cb cb, void *arg)
+void
+runner_op_send(struct qop *q, child_db_cb cb, void *arg)
 {
 	q->cb = cb;
 	q->arg = arg;
@@ -252,8 +255,8 @@ runner_exit(uint32_t outcome)
 
 /* The lease is gone (another engine took the run, or it expired): stop
  * touching the run at once.  The caller returns. */
-static void
-lease_lost(void)
+void
+runner_lease_lost(void)
 {
 	log_warnx("run %s: the lease is no longer held; stopping", rn.run);
 	runner_exit(IPC_RUN_STOPPED);
@@ -268,13 +271,13 @@ event_done(struct child *c, const struct ipc_db_result *r, void *arg)
 
 	check_db(r, "an event");
 	if (child_db_cell(r, 0, &len) == NULL)
-		lease_lost();
+		runner_lease_lost();
 }
 
 static void
 send_event(const char *type, json_t *payload)
 {
-	struct qop *q = q_begin("runner_event", 2);
+	struct qop *q = runner_op("runner_event", 2);
 	char *s;
 
 	if ((s = json_dumps(payload, JSON_COMPACT)) == NULL)
@@ -283,7 +286,7 @@ send_event(const char *type, json_t *payload)
 	ipc_put_str(&q->w, type);
 	ipc_put_str(&q->w, s);
 	free(s);
-	q_send(q, event_done, NULL);
+	runner_op_send(q, event_done, NULL);
 }
 
 /* Output bytes as a JSON string: valid UTF-8 passes, anything else (and
@@ -578,7 +581,7 @@ step_end_done(struct child *c, const struct ipc_db_result *r, void *arg)
 	free(x);
 	check_db(r, "ending a step");
 	if (!cell_true(r)) {
-		lease_lost();
+		runner_lease_lost();
 		return;
 	}
 	if (final)
@@ -593,7 +596,7 @@ step_end_arts(const char *status, int exit_status, const char *error, json_t *ex
     json_t *arts)
 {
 	struct rstep *s = &rn.steps[rn.cur];
-	struct qop *q = q_begin("runner_step_end", 7);
+	struct qop *q = runner_op("runner_step_end", 7);
 	struct end_ctx *x;
 	char *js;
 
@@ -630,7 +633,7 @@ step_end_arts(const char *status, int exit_status, const char *error, json_t *ex
 		free(js);
 	} else
 		ipc_put_nil(&q->w);
-	q_send(q, step_end_done, x);
+	runner_op_send(q, step_end_done, x);
 }
 
 static void
@@ -641,8 +644,8 @@ step_end(const char *status, int exit_status, const char *error, json_t *extra, 
 
 /* ---- command steps ------------------------------------------------------- */
 
-static void
-sbx_send(struct ipc_wbuf *w)
+void
+runner_sbx_send(struct ipc_wbuf *w)
 {
 	if (ipc_wbuf_finish(w, rn.c.max_frame) == -1 || ipc_chan_send(rn.sbx, w, -1) == -1)
 		fatalx("cannot send to the sandbox");
@@ -675,7 +678,7 @@ command_run(void)
 	ipc_put_str(&w, "");
 	ipc_put_u64(&w, step_timeout_ms(s));
 	free(cmd);
-	sbx_send(&w);
+	runner_sbx_send(&w);
 }
 
 static void
@@ -910,7 +913,7 @@ arts_next(void)
 	ipc_put_str(&w, a->kind);
 	ipc_put_str(&w, a->file);
 	ipc_put_u64(&w, a->cap);
-	sbx_send(&w);
+	runner_sbx_send(&w);
 }
 
 static void
@@ -1084,7 +1087,7 @@ command_start(void)
 	}
 	ipc_put_str(&w, "");
 	ipc_put_u64(&w, 60000);
-	sbx_send(&w);
+	runner_sbx_send(&w);
 }
 
 /* ---- checkpoints --------------------------------------------------------- */
@@ -1108,7 +1111,7 @@ static void
 checkpoint_start(void)
 {
 	struct rstep *s = &rn.steps[rn.cur];
-	struct qop *q = q_begin("runner_checkpoint", 4);
+	struct qop *q = runner_op("runner_checkpoint", 4);
 	char *msg = expand(jstr(s->j, "message", ""));
 
 	ipc_put_str(&q->w, s->id);
@@ -1116,7 +1119,7 @@ checkpoint_start(void)
 	ipc_put_str(&q->w, msg);
 	ipc_put_u64(&q->w, (uint64_t)jint(s->j, "expires_s", 86400));
 	free(msg);
-	q_send(q, checkpoint_done, NULL);
+	runner_op_send(q, checkpoint_done, NULL);
 }
 
 /* The decision on the checkpoint whose attempt was left running. */
@@ -1186,30 +1189,6 @@ agent_begin(struct rstep *s)
 	json_decref(skills);
 }
 
-struct qop *
-runner_op(const char *op, uint32_t nargs)
-{
-	return q_begin(op, nargs);
-}
-
-void
-runner_op_send(struct qop *q, child_db_cb cb, void *arg)
-{
-	q_send(q, cb, arg);
-}
-
-void
-runner_sbx_send(struct ipc_wbuf *w)
-{
-	sbx_send(w);
-}
-
-void
-runner_lease_lost(void)
-{
-	lease_lost();
-}
-
 int
 runner_cancelled(void)
 {
@@ -1238,7 +1217,7 @@ step_op_outcome(const struct ipc_db_result *r, const char *what, const char **v,
 {
 	check_db(r, what);
 	if ((*v = child_db_cell(r, 0, len)) == NULL || cell_is(*v, *len, "lost")) {
-		lease_lost();
+		runner_lease_lost();
 		return -1;
 	}
 	if (cell_is(*v, *len, "cancelled")) {
@@ -1293,13 +1272,13 @@ static void
 step_begin(void)
 {
 	struct rstep *s = &rn.steps[rn.cur];
-	struct qop *q = q_begin("runner_step_begin", 4);
+	struct qop *q = runner_op("runner_step_begin", 4);
 
 	ipc_put_str(&q->w, s->phase);
 	ipc_put_str(&q->w, s->id);
 	ipc_put_u64(&q->w, (uint64_t)rn.attempt);
 	ipc_put_str(&q->w, s->kind);
-	q_send(q, step_begun, NULL);
+	runner_op_send(q, step_begun, NULL);
 }
 
 /* ---- budgets ------------------------------------------------------------- */
@@ -1351,12 +1330,12 @@ attempt_next(void)
 		step_begin();
 		return;
 	}
-	q = q_begin("runner_step_reserve", 4);
+	q = runner_op("runner_step_reserve", 4);
 	ipc_put_str(&q->w, s->phase);
 	ipc_put_str(&q->w, s->id);
 	ipc_put_u64(&q->w, (uint64_t)rn.attempt);
 	ipc_put_u64(&q->w, rn.step_budget);
-	q_send(q, reserve_done, NULL);
+	runner_op_send(q, reserve_done, NULL);
 }
 
 static void
@@ -1366,7 +1345,7 @@ crash_done(struct child *c, const struct ipc_db_result *r, void *arg)
 
 	check_db(r, "marking a crashed attempt");
 	if (!cell_true(r)) {
-		lease_lost();
+		runner_lease_lost();
 		return;
 	}
 	s->crashes++;
@@ -1379,7 +1358,7 @@ skip_done(struct child *c, const struct ipc_db_result *r, void *arg)
 {
 	check_db(r, "skipping a step");
 	if (!cell_true(r)) {
-		lease_lost();
+		runner_lease_lost();
 		return;
 	}
 	rn.cur++;
@@ -1413,24 +1392,24 @@ next_step(void)
 		if (strcmp(s->kind, "checkpoint") == 0) {
 			checkpoint_resume(s);
 		} else {
-			struct qop *q = q_begin("runner_step_crash", 2);
+			struct qop *q = runner_op("runner_step_crash", 2);
 
 			log_info("run %s: step %s attempt %d was interrupted; running it again",
 			    rn.run, s->id, s->running);
 			ipc_put_str(&q->w, s->id);
 			ipc_put_u64(&q->w, (uint64_t)s->running);
-			q_send(q, crash_done, NULL);
+			runner_op_send(q, crash_done, NULL);
 		}
 		return;
 	}
 	if (s->last_attempt == 0 && !when_holds(s)) {
-		struct qop *q = q_begin("runner_step_skip", 4);
+		struct qop *q = runner_op("runner_step_skip", 4);
 
 		ipc_put_str(&q->w, s->phase);
 		ipc_put_str(&q->w, s->id);
 		ipc_put_str(&q->w, s->when);
 		ipc_put_bool(&q->w, s->last_in_phase);
-		q_send(q, skip_done, NULL);
+		runner_op_send(q, skip_done, NULL);
 		return;
 	}
 	attempt_next();
@@ -1446,7 +1425,7 @@ finish_done(struct child *c, const struct ipc_db_result *r, void *arg)
 
 	check_db(r, "ending the run");
 	if ((v = child_db_cell(r, 0, &len)) == NULL) {
-		lease_lost();
+		runner_lease_lost();
 		return;
 	}
 	log_info("run %s: %.*s", rn.run, (int)len, v);
@@ -1461,13 +1440,13 @@ finish_run(const char *status, const char *error)
 	if (rn.finishing)
 		return;
 	rn.finishing = 1;
-	q = q_begin("runner_finish", 2);
+	q = runner_op("runner_finish", 2);
 	ipc_put_str(&q->w, status);
 	if (error != NULL)
 		ipc_put_str(&q->w, error);
 	else
 		ipc_put_nil(&q->w);
-	q_send(q, finish_done, NULL);
+	runner_op_send(q, finish_done, NULL);
 }
 
 /* ---- loading ------------------------------------------------------------- */
@@ -1489,7 +1468,7 @@ loaded(struct child *c, const struct ipc_db_result *r, void *arg)
 {
 	check_db(r, "loading the run");
 	if (r->nrows != 1) {
-		lease_lost();
+		runner_lease_lost();
 		return;
 	}
 	rn.cancel = cell_true(r);
@@ -1515,7 +1494,7 @@ sbx_msg(struct ipc_chan *ch, struct ipc_msg *m, void *arg)
 	case IMSG_SBX_READY:
 		if (rn.sbx_ready++)
 			fatalx("the sandbox said ready twice");
-		q_send(q_begin("runner_load", 0), loaded, NULL);
+		runner_op_send(runner_op("runner_load", 0), loaded, NULL);
 		return;
 	case IMSG_SBX_OUTPUT:
 		if (ipc_dec_sbx_output(m->body, &o) == -1)
@@ -1607,7 +1586,7 @@ runner_dispatch(struct child *c, struct ipc_msg *m)
 		agent_cancel();
 		if (rn.exec_running) {
 			ipc_wbuf_begin(&w, IMSG_SBX_KILL, rn.exec_id, 0);
-			sbx_send(&w);
+			runner_sbx_send(&w);
 		}
 		/* otherwise the next step boundary (or the current operation's
 		 * reply) ends the run */
