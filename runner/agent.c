@@ -191,7 +191,7 @@ stored(struct child *c, const struct ipc_db_result *r, void *arg)
 		runner_lease_lost();
 		return;
 	}
-	if (next != NULL)
+	if (next != NULL && ag.state != AG_DONE) /* a continuation of an attempt still on */
 		next();
 }
 
