@@ -76,6 +76,9 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fakehttp  # noqa: E402  (beside this file)
+
 ANTHROPIC = "/v1/messages"
 OPENAI = "/v1/chat/completions"
 CONTROL = ("/_health", "/_log", "/_script")
@@ -159,18 +162,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _body(self):
         """The request body (Content-Length or chunked)."""
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            out = bytearray()
-            while True:
-                size = int(self.rfile.readline().split(b";")[0].strip(), 16)
-                if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass
-                    return bytes(out)
-                out += self.rfile.read(size)
-                self.rfile.readline()
-        n = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(n) if n > 0 else b""
+        return fakehttp.request_body(self)
 
     # -- writing ------------------------------------------------------------
 

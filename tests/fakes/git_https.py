@@ -30,6 +30,9 @@ import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fakehttp  # noqa: E402  (beside this file)
+
 USER = "x-access-token"
 LOG_LOCK = threading.Lock()
 
@@ -60,18 +63,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _body(self):
         """The request body (Content-Length or chunked)."""
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            out = bytearray()
-            while True:
-                size = int(self.rfile.readline().split(b";")[0].strip(), 16)
-                if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass
-                    return bytes(out)
-                out += self.rfile.read(size)
-                self.rfile.readline()
-        n = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(n) if n > 0 else b""
+        return fakehttp.request_body(self)
 
     def _send(self, status, headers, body):
         self.send_response(status)
