@@ -95,13 +95,12 @@ agent_over(const char *status, const char *error, json_t *extra, int no_retry)
 }
 
 /* A string of at most max bytes of p (cut at a UTF-8 boundary), and
- * whether it was cut.  Invalid UTF-8 becomes U+FFFD (jansson refuses it). */
+ * whether it was cut; bytes that are not UTF-8 become U+FFFD, as in a
+ * command's output events. */
 static json_t *
 text_cut(const char *p, size_t len, size_t max, int *cut)
 {
-	json_t *s;
-	char *buf;
-	size_t i, o = 0;
+	size_t used;
 
 	*cut = len > max;
 	if (len > max) {
@@ -109,24 +108,7 @@ text_cut(const char *p, size_t len, size_t max, int *cut)
 		while (len > 0 && ((unsigned char)p[len] & 0xc0) == 0x80)
 			len--;
 	}
-	if ((s = json_stringn(p, len)) != NULL)
-		return s;
-	if ((buf = malloc(len * 3 + 1)) == NULL)
-		fatal("malloc");
-	for (i = 0; i < len; i++) {
-		unsigned char ch = (unsigned char)p[i];
-
-		if (ch >= 0x80 || ch == 0) {
-			memcpy(buf + o, "\xef\xbf\xbd", 3);
-			o += 3;
-		} else
-			buf[o++] = (char)ch;
-	}
-	s = json_stringn(buf, o);
-	free(buf);
-	if (s == NULL)
-		fatalx("out of memory");
-	return s;
+	return runner_utf8_text((const unsigned char *)p, len, 1, &used);
 }
 
 /* A tool result's text for the model: at most tool_output_max bytes, with
@@ -304,8 +286,7 @@ prompt_build(void)
 		fprintf(f, "\nSkills (instructions this project gives you):\n%s", ag.skills_text);
 	if (fclose(f) != 0)
 		fatal("prompt");
-	if ((ag.system = json_string(buf)) == NULL)
-		ag.system = text_cut(buf, len, len, &(int){0});
+	ag.system = text_cut(buf, len, len, &(int){0});
 	free(buf);
 }
 

@@ -289,11 +289,8 @@ send_event(const char *type, json_t *payload)
 	runner_op_send(q, event_done, NULL);
 }
 
-/* Output bytes as a JSON string: valid UTF-8 passes, anything else (and
- * NUL) becomes U+FFFD.  An incomplete sequence at the end of a chunk that
- * is not the last is kept for the next one: *used says how much was taken. */
-static json_t *
-utf8_text(const unsigned char *p, size_t len, int last, size_t *used)
+json_t *
+runner_utf8_text(const unsigned char *p, size_t len, int last, size_t *used)
 {
 	char *o;
 	size_t i = 0, n = 0;
@@ -361,7 +358,7 @@ flush_stream(int stream, int last)
 		/* a character cut at the end of this piece waits for the next
 		 * one (it is in the buffer already, or still to come) unless
 		 * this is the command's last output */
-		json_t *text = utf8_text((unsigned char *)b->buf, take, end, &used);
+		json_t *text = runner_utf8_text((unsigned char *)b->buf, take, end, &used);
 
 		if (used == 0) {
 			json_decref(text);

@@ -40,6 +40,10 @@ void runner_lease_lost(void);
  * owned by the callee); no_retry: the step is over even if it has retries
  * left (its budget is spent). */
 void runner_agent_over(const char *status, const char *error, json_t *extra, int no_retry);
+/* Bytes as a JSON string (new): valid UTF-8 passes, anything else (and
+ * NUL) becomes U+FFFD.  An incomplete sequence at the end of bytes that are
+ * not the last is kept for the next ones: *used says how much was taken. */
+json_t *runner_utf8_text(const unsigned char *p, size_t len, int last, size_t *used);
 /* Whether a cancel was requested. */
 int runner_cancelled(void);
 
