@@ -57,6 +57,7 @@ static struct agent {
 	json_t *badargs;        /* ids of this answer's calls whose arguments were no object */
 	size_t tool_cur;
 	size_t round_seq;       /* the seq of the round's results message */
+	size_t round_len;       /* its bytes as last stored */
 	int resuming;           /* the next call may have been interrupted: no bash */
 	uint64_t sbx_id;
 	int exec_running;
@@ -111,13 +112,20 @@ text_cut(const char *p, size_t len, size_t max, int *cut)
 	return runner_utf8_text((const unsigned char *)p, len, 1, &used);
 }
 
-/* A tool result's text for the model: at most tool_output_max bytes, with
- * a marker saying how much was left out. */
+/* A tool result's text for the model: at most tool_output_max bytes, and
+ * no more than leaves its round's message room to be stored (one message is
+ * at most IPC_DB_ARG_MAX bytes; escaping may double a text), with a marker
+ * saying how much was left out. */
 static json_t *
 result_text(const char *p, size_t len, size_t total)
 {
-	size_t max = ag.conf.tool_output_max;
+	size_t max = ag.conf.tool_output_max, room = 0;
 	json_t *s;
+
+	if (ag.round_len + AGENT_ROUND_SLACK < IPC_DB_ARG_MAX)
+		room = (IPC_DB_ARG_MAX - ag.round_len - AGENT_ROUND_SLACK) / 2;
+	if (max > room)
+		max = room;
 	int cut;
 	char *buf;
 
@@ -153,6 +161,22 @@ ids_has(json_t *a, json_t *v)
 		if (json_equal(e, v))
 			return 1;
 	return 0;
+}
+
+static int
+is_role(json_t *msg, const char *role)
+{
+	const char *r = json_string_value(json_object_get(msg, "role"));
+
+	return r != NULL && strcmp(r, role) == 0;
+}
+
+static int
+is_type(json_t *block, const char *type)
+{
+	const char *t = json_string_value(json_object_get(block, "type"));
+
+	return t != NULL && strcmp(t, type) == 0;
 }
 
 /* ---- storing ------------------------------------------------------------- */
@@ -192,30 +216,44 @@ stored_nothing(void)
 static void
 store_at(size_t seq, json_t *message, json_t *events, stored_fn next)
 {
-	struct qop *q = runner_op("runner_agent_turn", 6);
-	char *s;
+	struct qop *q;
+	char *ms = NULL, *es, err[256];
 
+	if ((message != NULL && (ms = json_dumps(message, JSON_COMPACT)) == NULL) ||
+	    (es = json_dumps(events, JSON_COMPACT)) == NULL)
+		fatalx("out of memory");
+	json_decref(events);
+	if ((ms != NULL && strlen(ms) > IPC_DB_ARG_MAX) || strlen(es) > IPC_DB_ARG_MAX) {
+		/* what the database operation would refuse (and the supervisor
+		 * with it, closing this runner's channel): the attempt fails */
+		snprintf(err, sizeof(err), "message %zu of the conversation is %zu bytes, more than "
+		    "the %d one message may be (agent.max_tokens or agent.tool_output_max is too "
+		    "large for it)", seq, ms != NULL ? strlen(ms) : strlen(es), IPC_DB_ARG_MAX);
+		json_decref(message);
+		free(ms);
+		free(es);
+		agent_over("failed", err, NULL, 0);
+		return;
+	}
 	ag.state = AG_STORING;
+	q = runner_op("runner_agent_turn", 6);
 	ipc_put_str(&q->w, ag.a.step);
 	ipc_put_u64(&q->w, (uint64_t)ag.a.attempt);
 	ipc_put_str(&q->w, ag.session);
 	ipc_put_u64(&q->w, seq);
 	if (message != NULL) {
-		if ((s = json_dumps(message, JSON_COMPACT)) == NULL)
-			fatalx("out of memory");
-		ipc_put_str(&q->w, s);
-		free(s);
+		ipc_put_str(&q->w, ms);
+		if (seq == ag.round_seq)
+			ag.round_len = strlen(ms);
+		free(ms);
 		if (seq < json_array_size(ag.messages))
 			json_array_set_new(ag.messages, seq, message);
 		else
 			json_array_append_new(ag.messages, message);
 	} else
 		ipc_put_nil(&q->w);
-	if ((s = json_dumps(events, JSON_COMPACT)) == NULL)
-		fatalx("out of memory");
-	json_decref(events);
-	ipc_put_str(&q->w, s);
-	free(s);
+	ipc_put_str(&q->w, es);
+	free(es);
 	if (++ag.stores <= AGENT_STORES_AHEAD) {
 		runner_op_send(q, stored, NULL);
 		next();
@@ -442,8 +480,10 @@ tool_file(const char *name, json_t *in)
 		ipc_put_str(&w, path);
 		ipc_put_str(&w, s1);
 		ipc_put_str(&w, s2);
+		if (tnum(in, "count", 0) > UINT32_MAX)
+			return -1;
 		/* count: that many occurrences exactly (the sandbox checks) */
-		ipc_put_u64(&w, tnum(in, "count", 0) <= UINT32_MAX ? tnum(in, "count", 0) : 0);
+		ipc_put_u64(&w, tnum(in, "count", 0));
 	} else
 		return -2;
 	runner_sbx_send(&w);
@@ -510,7 +550,8 @@ tool_bash(json_t *in)
 	return 0;
 }
 
-/* Start the round's next tool call, or store the round when all ran. */
+/* Start the round's next tool call, or, when all are answered (each
+ * result was stored as it came), the next model call. */
 static void
 tool_next(void)
 {
@@ -748,6 +789,28 @@ fix_args(json_t *content)
 		}
 }
 
+/* The payload of agent.tool_call for tool_use block b: its input as it is,
+ * or, past AGENT_EVENT_TEXT_MAX bytes of JSON, that much of its text. */
+static json_t *
+call_event(json_t *b)
+{
+	char *s = json_dumps(json_object_get(b, "input"), JSON_COMPACT);
+	json_t *o;
+	int cut;
+
+	if (s == NULL)
+		fatalx("out of memory");
+	if (strlen(s) <= AGENT_EVENT_TEXT_MAX)
+		o = json_pack("{s:O, s:O, s:O}", "id", json_object_get(b, "id"), "name",
+		    json_object_get(b, "name"), "input", json_object_get(b, "input"));
+	else
+		o = json_pack("{s:O, s:O, s:o, s:b, s:I}", "id", json_object_get(b, "id"), "name",
+		    json_object_get(b, "name"), "input", text_cut(s, strlen(s), AGENT_EVENT_TEXT_MAX,
+		    &cut), "input_truncated", 1, "input_bytes", (json_int_t)strlen(s));
+	free(s);
+	return o;
+}
+
 /* The answer's events: its text, each tool call, its usage. */
 static json_t *
 answer_events(json_t *content, const struct ipc_model_reply *r)
@@ -762,7 +825,7 @@ answer_events(json_t *content, const struct ipc_model_reply *r)
 	if (f == NULL)
 		fatal("open_memstream");
 	json_array_foreach(content, i, b)
-		if (strcmp(json_string_value(json_object_get(b, "type")), "text") == 0)
+		if (is_type(b, "text"))
 			fputs(json_string_value(json_object_get(b, "text")), f);
 	if (fclose(f) != 0)
 		fatal("answer");
@@ -774,10 +837,8 @@ answer_events(json_t *content, const struct ipc_model_reply *r)
 	}
 	free(text);
 	json_array_foreach(content, i, b)
-		if (strcmp(json_string_value(json_object_get(b, "type")), "tool_use") == 0)
-			json_array_append_new(events, ev("agent.tool_call", json_pack("{s:O, s:O, s:O}",
-			    "id", json_object_get(b, "id"), "name", json_object_get(b, "name"),
-			    "input", json_object_get(b, "input"))));
+		if (is_type(b, "tool_use"))
+			json_array_append_new(events, ev("agent.tool_call", call_event(b)));
 	json_array_append_new(events, ev("agent.usage", json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, "
 	    "s:I, s:I, s:I}", "provider", ag.conf.provider, "model", ag.conf.model,
 	    "input_tokens", (json_int_t)r->usage[0], "output_tokens", (json_int_t)r->usage[1],
@@ -786,22 +847,6 @@ answer_events(json_t *content, const struct ipc_model_reply *r)
 	    "spent_usd_micros", (json_int_t)ag.spent, "reserved_usd_micros",
 	    (json_int_t)ag.a.reserved)));
 	return events;
-}
-
-static int
-is_role(json_t *msg, const char *role)
-{
-	const char *r = json_string_value(json_object_get(msg, "role"));
-
-	return r != NULL && strcmp(r, role) == 0;
-}
-
-static int
-is_type(json_t *block, const char *type)
-{
-	const char *t = json_string_value(json_object_get(block, "type"));
-
-	return t != NULL && strcmp(t, type) == 0;
 }
 
 /* Whether msg is a (part of a) round of tool results. */
@@ -857,6 +902,7 @@ answer_stored(void)
 	ag.results = json_array();
 	ag.tool_cur = 0;
 	ag.round_seq = json_array_size(ag.messages);
+	ag.round_len = 0;
 	tool_next();
 }
 
@@ -1022,6 +1068,7 @@ agent_continue(void)
 			ag.results = json_deep_copy(json_object_get(last, "content"));
 			ag.tool_cur = json_array_size(ag.results);
 			ag.round_seq = n - 1;
+			ag.round_len = 0; /* the next store says; the slack covers one result */
 			tool_next();
 			return;
 		}

@@ -381,6 +381,29 @@ check "a read-only step succeeds; no bash offered ($(run_status "$R12"): $(step_
 check "... bash and a write outside the artifacts refused" pyj "$(payloads "$R12" agent.tool_result)" \
 	"d[0]['is_error'] and d[1]['is_error']"
 
+# --- 8b. answers too large to store or to show ------------------------------------------
+# bigscript BYTES: one write_file of BYTES bytes of content, then a text answer
+bigscript() {
+	"$PY" -c 'import json, sys
+print(json.dumps([{"reply": {"tool_calls": [{"name": "write_file", "input": {"path": "big.txt", "content": "x" * int(sys.argv[1])}}]}},
+                  {"reply": {"text": "wrote it"}}]))' "$1" >"$SCRIPT.tmp" && mv "$SCRIPT.tmp" "$SCRIPT"
+	: >"$FAKE_LOG"
+}
+bigscript 100000
+submit plain
+R16=$RUN
+wait_for 30 ended "$R16"
+check "a 100 KB tool call is run ($(run_status "$R16"): $(step_err "$R16"))" is_status "$R16" succeeded
+check "... and shown in agent.tool_call cut to 16 KiB, saying so and how long it was" pyj "$(payloads "$R16" agent.tool_call)" \
+	"d[0]['input_truncated'] and d[0]['input_bytes'] > 100000 and len(d[0]['input']) <= 16384 and d[0]['name'] == 'write_file'"
+bigscript 1200000
+submit plain
+R17=$RUN
+wait_for 30 ended "$R17"
+check "an answer over 1 MiB fails the step, saying why, without killing its runner ($(step_err "$R17" | cut -c1-80)...)" \
+	eval 'failed_with "$R17" "more than the 1048576 one message may be" && [ "$(psql_q "select string_agg(status, '"' '"') from run_steps where run_id = '"'"'$R17'"'"'")" = failed ]'
+check "... the call it paid for is recorded" [ "$(psql_q "select count(*) from token_usage where run_id = '$R17'")" = 1 ]
+
 # --- 9. skills, truncation, cancel -------------------------------------------------------
 # The skill pinned at submit is the one the agent gets, even when a newer
 # version is registered before the step runs.
