@@ -63,9 +63,10 @@ key_read_exact(int fd, unsigned char *buf, size_t len)
 	return n == 0 ? 0 : n == -1 ? -1 : -2;
 }
 
-/* Refuse anything but a regular file of ours, private, of KEY_LEN bytes. */
+/* Refuse anything but a regular file of ours, private, of min..max bytes. */
 static int
-key_check(const struct stat *st, const char *path, char *errbuf, size_t errsz)
+key_check(const struct stat *st, const char *path, off_t min, off_t max, char *errbuf,
+    size_t errsz)
 {
 	if (!S_ISREG(st->st_mode)) {
 		key_err(errbuf, errsz, path, "not a regular file");
@@ -77,9 +78,12 @@ key_check(const struct stat *st, const char *path, char *errbuf, size_t errsz)
 		    "mode %04o gives access to group or others (chmod 600 if it was never exposed, "
 		    "otherwise rotate the key)",
 		    (unsigned)(st->st_mode & 07777));
-	} else if (st->st_size != KEY_LEN) {
-		key_err(errbuf, errsz, path, "%lld bytes long, a key is %d",
-		    (long long)st->st_size, KEY_LEN);
+	} else if ((st->st_size < min || st->st_size > max) && min == max) {
+		key_err(errbuf, errsz, path, "%lld bytes long, a key is %lld",
+		    (long long)st->st_size, (long long)min);
+	} else if (st->st_size < min || st->st_size > max) {
+		key_err(errbuf, errsz, path, "%lld bytes long, a key file holds %lld to %lld",
+		    (long long)st->st_size, (long long)min, (long long)max);
 	} else {
 		return 0;
 	}
@@ -132,20 +136,32 @@ key_read(int fd, const char *path, char *errbuf, size_t errsz)
 	return key;
 }
 
-/* Load the existing key into *out (read-only sodium memory, caller frees). */
-static enum key_status
-key_load(const char *path, unsigned char **out, char *errbuf, size_t errsz)
+int
+key_file_open(const char *path, off_t min, off_t max, char *errbuf, size_t errsz)
 {
 	struct stat st;
 	int fd;
 
-	*out = NULL;
 	if ((fd = key_open(path, errbuf, errsz)) < 0)
-		return fd == -2 ? KEY_ABSENT : KEY_ERROR;
+		return fd;
 	if (fstat(fd, &st) == -1)
 		key_err(errbuf, errsz, path, "%s", strerror(errno));
-	else if (key_check(&st, path, errbuf, errsz) == 0)
-		*out = key_read(fd, path, errbuf, errsz);
+	else if (key_check(&st, path, min, max, errbuf, errsz) == 0)
+		return fd;
+	close(fd);
+	return -1;
+}
+
+/* Load the existing key into *out (read-only sodium memory, caller frees). */
+static enum key_status
+key_load(const char *path, unsigned char **out, char *errbuf, size_t errsz)
+{
+	int fd;
+
+	*out = NULL;
+	if ((fd = key_file_open(path, KEY_LEN, KEY_LEN, errbuf, errsz)) < 0)
+		return fd == -2 ? KEY_ABSENT : KEY_ERROR;
+	*out = key_read(fd, path, errbuf, errsz);
 	close(fd);
 	return *out != NULL ? KEY_OK : KEY_ERROR;
 }

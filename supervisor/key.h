@@ -6,6 +6,8 @@
 #ifndef AGRIPPA_KEY_H
 #define AGRIPPA_KEY_H
 
+#include <sys/types.h>
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,6 +37,16 @@
  * sodium_init() itself.
  */
 unsigned char *key_load_or_create(const char *path, int *created, char *errbuf, size_t errsz);
+
+/*
+ * Open a file that holds a secret (the master key, a provider's API key)
+ * for reading, with the checks key_load_or_create makes: not followed when
+ * a symbolic link, no blocking on a FIFO, a regular file owned by the
+ * effective uid, no permission bits for group or others, min..max bytes.
+ * Returns the descriptor, -2 when the file does not exist, or -1 with
+ * "path: reason" in errbuf.
+ */
+int key_file_open(const char *path, off_t min, off_t max, char *errbuf, size_t errsz);
 
 /* Wipe and free a key from key_load_or_create (NULL is allowed). */
 void key_free(unsigned char *key);

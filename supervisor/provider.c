@@ -6,17 +6,16 @@
  * channel every runner gets to the proxy (PROXY_CHANNEL, RUNNER_PROXY).
  */
 #include <sys/socket.h>
-#include <sys/stat.h>
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "common/log.h"
+#include "supervisor/key.h"
 #include "supervisor/supervisor.h"
 
 #define PROVIDER_KEY_MAX 4096
@@ -60,29 +59,6 @@ pkey_text(unsigned char *buf, size_t *len)
 	return 0;
 }
 
-static int
-pkey_check(int fd, const char *path, char *err, size_t errsz)
-{
-	struct stat st;
-
-	if (fstat(fd, &st) == -1)
-		snprintf(err, errsz, "%s: %s", path, strerror(errno));
-	else if (!S_ISREG(st.st_mode))
-		snprintf(err, errsz, "%s: not a regular file", path);
-	else if (st.st_uid != geteuid())
-		snprintf(err, errsz, "%s: owned by uid %lu, not by uid %lu", path,
-		    (unsigned long)st.st_uid, (unsigned long)geteuid());
-	else if (st.st_mode & (S_IRWXG | S_IRWXO))
-		snprintf(err, errsz, "%s: mode %04o gives access to group or others (chmod 600, "
-		    "and replace the key if it may have been read)", path,
-		    (unsigned)(st.st_mode & 07777));
-	else if (st.st_size < 1 || st.st_size > PROVIDER_KEY_MAX + 1)
-		snprintf(err, errsz, "%s: %lld bytes; a key file holds 1 to %d", path,
-		    (long long)st.st_size, PROVIDER_KEY_MAX);
-	else
-		return 0;
-	return -1;
-}
 
 /* Read one key file into k.  Returns 0, or -1 with "path: reason" in err. */
 static int
@@ -91,16 +67,11 @@ pkey_load(const char *path, struct pkey *k, char *err, size_t errsz)
 	unsigned char *buf;
 	ssize_t n;
 	size_t len;
-	int fd, saved;
+	int fd;
 
-	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)) == -1) {
-		saved = errno;
-		snprintf(err, errsz, "%s: %s", path, saved == ELOOP ?
-		    "is a symbolic link; refusing to follow it" : strerror(saved));
-		return -1;
-	}
-	if (pkey_check(fd, path, err, errsz) == -1) {
-		close(fd);
+	if ((fd = key_file_open(path, 1, PROVIDER_KEY_MAX + 1, err, errsz)) < 0) {
+		if (fd == -2)
+			snprintf(err, errsz, "%s: %s", path, strerror(ENOENT));
 		return -1;
 	}
 	if ((buf = sodium_malloc(PROVIDER_KEY_MAX + 2)) == NULL)
