@@ -26,6 +26,7 @@
 
 #include "common/util.h"
 #include "common/yamlev.h"
+#include "ipc/ipc_msg.h"
 
 #define CONF_FMT(f, a) __attribute__((format(printf, f, a)))
 #define CONF_KEY_SHOW_MAX 64 /* longest unknown key name echoed back */
@@ -873,23 +874,6 @@ conf_bool(struct conf_parse *p, const char *label, yaml_event_t *ev, int *out)
 	return 0;
 }
 
-/* s is a letter or digit (a lower-case letter unless upper), then any number
- * of those and of the characters in punct.  The length is bounded by the
- * buffer the value came through. */
-static int
-conf_valid_ident(const char *s, int upper, const char *punct)
-{
-	size_t i;
-
-	for (i = 0; s[i] != '\0'; i++) {
-		int alnum = (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') ||
-		    (upper && s[i] >= 'A' && s[i] <= 'Z');
-		if (!alnum && (i == 0 || strchr(punct, s[i]) == NULL))
-			return 0;
-	}
-	return i > 0;
-}
-
 /* A provider name into dst (CONF_PROVIDER_NAME_MAX bytes), "" when invalid.
  * Returns 0, or -1 after reporting. */
 static int
@@ -897,7 +881,7 @@ conf_provider_name(struct conf_parse *p, const char *label, yaml_event_t *ev, ch
 {
 	if (conf_scalar(p, label, ev, dst, CONF_PROVIDER_NAME_MAX) == -1)
 		return -1;
-	if (!conf_valid_ident(dst, 0, "_-")) {
+	if (!ipc_is_provider_name(dst, strlen(dst))) {
 		conf_error(p, &ev->start_mark, "%s: must be a name matching " CONF_PROVIDER_NAME_RE,
 		    label);
 		memset(dst, 0, CONF_PROVIDER_NAME_MAX);
@@ -913,7 +897,7 @@ conf_model_name(struct conf_parse *p, const char *label, yaml_event_t *ev, char 
 {
 	if (conf_scalar(p, label, ev, dst, CONF_MODEL_MAX) == -1)
 		return -1;
-	if (!conf_valid_ident(dst, 1, "._:/@-")) {
+	if (!ipc_is_model_name(dst, strlen(dst))) {
 		conf_error(p, &ev->start_mark, "%s: must be a model name matching " CONF_MODEL_RE,
 		    label);
 		memset(dst, 0, CONF_MODEL_MAX);
