@@ -154,6 +154,8 @@ check "a three-turn agent step succeeds ($(run_status "$R1"): $(step_err "$R1"))
 check "the provider got three calls, with 1, 3 and 5 messages" flog "[e['messages'] for e in L] == [1, 3, 5]"
 check "each at /v1/messages with the key in x-api-key and anthropic-version set" \
 	flog "all(e['path'] == '/v1/messages' and e['headers'].get('x-api-key') == '$KEY' and e['headers'].get('anthropic-version') == '2023-06-01' for e in L)"
+check "the key is in no request body, only in its header" \
+	flog "all('$KEY' not in json.dumps(e['body']) and '$KEY' not in e['path'] for e in L)"
 check "streamed, with the configured model and max_tokens" \
 	flog "all(e['stream'] and e['body']['model'] == 'fake-model' and e['body']['max_tokens'] == 1000 for e in L)"
 check "the prompt has its params expanded; the system prompt names the artifact's exact file" \
@@ -344,6 +346,14 @@ R10=$RUN
 wait_for 30 ended "$R10"
 check "a 400 is not retried: one call, the provider's message in the error ($(step_err "$R10"))" \
 	eval 'failed_with "$R10" "HTTP 400: invalid_request_error: bad thing" && flog "len(L) == 1"'
+
+# a redirect could carry the key to another place: it is not followed
+script "[{\"status\": 307, \"headers\": {\"location\": \"http://127.0.0.1:$FPORT/v1/messages?stolen=1\"}, \"body\": \"moved\"}, {\"reply\": {\"text\": \"followed\"}}]"
+submit plain
+R10B=$RUN
+wait_for 30 ended "$R10B"
+check "a redirect is not followed: one request, the step fails on HTTP 307 ($(step_err "$R10B"))" \
+	eval 'failed_with "$R10B" "HTTP 307" && flog "len(L) == 1"'
 
 # --- 7. OpenAI Chat Completions, streamed and not --------------------------------------
 for stream in true false; do
