@@ -21,9 +21,12 @@
 #include <sys/socket.h>
 #include <sys/queue.h>
 
+#include <ctype.h>
 #include <curl/curl.h>
+#include <errno.h>
 #include <event2/event.h>
 #include <jansson.h>
+#include <limits.h>
 #include <netdb.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -318,7 +321,7 @@ retry_fire(evutil_socket_t fd, short what, void *arg)
 }
 
 /* Retry after the provider's retry-after, or the backoff of this try; 0,
- * or -1 when no retry is left (or the provider asks for too long a wait). */
+ * -1 when no retry is left, -2 when the provider asks for too long a wait. */
 static int
 call_retry(struct call *k, const char *why)
 {
@@ -329,7 +332,7 @@ call_retry(struct call *k, const char *why)
 		return -1;
 	if (k->retry_after >= 0) {
 		if (k->retry_after > PROXY_RETRY_AFTER_MAX_S)
-			return -1;
+			return -2;
 		ms = (uint64_t)k->retry_after * 1000;
 	} else {
 		ms = (uint64_t)PROXY_BACKOFF_MS << (k->tries - 1 < 6 ? k->tries - 1 : 6);
@@ -349,10 +352,16 @@ call_retry(struct call *k, const char *why)
 static void
 call_trouble(struct call *k, int retryable, const char *why)
 {
-	if (retryable && call_retry(k, why) == 0)
+	int r = -1;
+
+	if (retryable && (r = call_retry(k, why)) == 0)
 		return;
-	call_fail(k, IPC_MODEL_FAILED, "%s%s", why,
-	    retryable && k->tries > 1 ? " (after every retry)" : "");
+	if (r == -2)
+		call_fail(k, IPC_MODEL_FAILED, "%s; the provider asks to wait %ld s, over the %d s "
+		    "this proxy waits", why, k->retry_after, PROXY_RETRY_AFTER_MAX_S);
+	else
+		call_fail(k, IPC_MODEL_FAILED, "%s%s", why,
+		    retryable && k->tries > 1 ? " (after every retry)" : "");
 }
 
 /* ---- one transfer -------------------------------------------------------- */
@@ -391,25 +400,34 @@ call_write(char *data, size_t size, size_t n, void *arg)
 	return len;
 }
 
-/* retry-after: seconds (the form providers send); an HTTP date is taken
- * as "some time": the backoff applies. */
+/* retry-after (RFC 9110 10.2.3): delay-seconds, the form providers send,
+ * or an HTTP date (a day's name first, in any of its three forms), taken
+ * as the seconds from now to then (0 when it is past).  Anything else leaves the backoff to apply. */
 static size_t
 call_header(char *data, size_t size, size_t n, void *arg)
 {
 	struct call *k = arg;
 	size_t len = size * n;
-	char buf[32];
+	char buf[64];
 	long v;
 	char *end;
+	time_t when, now;
 
 	if (len > 12 && strncasecmp(data, "retry-after:", 12) == 0 && len - 12 < sizeof(buf)) {
 		memcpy(buf, data + 12, len - 12);
 		buf[len - 12] = '\0';
+		for (end = buf + strlen(buf); end > buf && strchr(" \t\r\n", end[-1]) != NULL; end--)
+			end[-1] = '\0';
+		errno = 0;
 		v = strtol(buf, &end, 10);
-		while (*end == ' ' || *end == '\r' || *end == '\n' || *end == '\t')
-			end++;
-		if (*end == '\0' && end != buf && v >= 0)
+		if (*end == '\0' && end != buf && v >= 0 && errno == 0) {
 			k->retry_after = v;
+		} else if (isalpha((unsigned char)buf[strspn(buf, " \t")]) &&
+		    (when = curl_getdate(buf, NULL)) != -1) {
+			now = time(NULL);
+			k->retry_after = when <= now ? 0 :
+			    (when - now > LONG_MAX ? LONG_MAX : (long)(when - now));
+		}
 	}
 	return len;
 }

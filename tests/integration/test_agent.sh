@@ -16,7 +16,8 @@
 #    before the call, with budget.exceeded;
 #  - a runner killed between two turns resumes, and the provider sees each
 #    earlier turn once;
-#  - 429 with retry-after, 500, a timeout, a malformed body and a stream cut
+#  - 429 with retry-after (seconds or an HTTP date; too long a wait fails
+#    at once), 500, a timeout, a malformed body and a stream cut
 #    short are retried; when retries run out the step fails, saying why;
 #  - max_turns; read-only steps get no bash.
 . tests/integration/lib.sh
@@ -354,6 +355,23 @@ R10B=$RUN
 wait_for 30 ended "$R10B"
 check "a redirect is not followed: one request, the step fails on HTTP 307 ($(step_err "$R10B"))" \
 	eval 'failed_with "$R10B" "HTTP 307" && flog "len(L) == 1"'
+
+# retry-after as an HTTP date: one in the past retries at once (not after
+# the 1 s backoff); one years ahead, or delay-seconds over 300, fails clearly
+script '[{"status": 429, "headers": {"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}}, {"reply": {"text": "ok"}}]'
+submit plain
+R10C=$RUN
+wait_for 30 ended "$R10C"
+check "a 429 with a retry-after date in the past: retried at once, then the step succeeds ($(step_err "$R10C"))" \
+	eval 'is_status "$R10C" succeeded && flog "len(L) == 2 and L[1][\"time\"] - L[0][\"time\"] < 0.8"'
+for ra in "Fri, 31 Dec 2060 23:59:59 GMT" 301; do
+	script "[{\"status\": 429, \"headers\": {\"retry-after\": \"$ra\"}}, {\"reply\": {\"text\": \"waited\"}}]"
+	submit plain
+	R=$RUN
+	wait_for 30 ended "$R"
+	check "a 429 asking to wait too long ($ra): one request, the step fails saying so ($(step_err "$R"))" \
+		eval 'failed_with "$R" "HTTP 429.*; the provider asks to wait [0-9]* s, over the 300 s" && flog "len(L) == 1"'
+done
 
 # --- 7. OpenAI Chat Completions, streamed and not --------------------------------------
 for stream in true false; do
