@@ -514,7 +514,7 @@ ipc_get_provider(struct ipc_cur *c, struct ipc_provider *p)
 	const char *url;
 	size_t len;
 
-	if (ipc_get_array(c, &sub, 8) == -1 || sub.n != 8 ||
+	if (ipc_get_array(c, &sub, 9) == -1 || sub.n != 9 ||
 	    ipc_get_name(&sub, p->name, IPC_PROVIDER_NAME_MAX, ipc_is_provider_name, 0) == -1 ||
 	    ipc_get_u32(&sub, &p->kind) == -1 || p->kind > 1 ||
 	    ipc_get_str(&sub, &url, &len, IPC_URL_MAX) == -1 ||
@@ -523,6 +523,8 @@ ipc_get_provider(struct ipc_cur *c, struct ipc_provider *p)
 	    !ipc_printable(p->key, p->keylen, 1) || ipc_get_u32(&sub, &p->timeout_s) == -1 ||
 	    p->timeout_s < 1 || p->timeout_s > 3600 || ipc_get_u32(&sub, &p->retries) == -1 ||
 	    p->retries > 10 || ipc_get_bool(&sub, &p->stream) == -1 ||
+	    ipc_get_bool(&sub, &p->max_completion) == -1 ||
+	    (p->max_completion && p->kind != 1) ||
 	    ipc_get_array(&sub, &models, IPC_MODELS_MAX) == -1 || models.n == 0 ||
 	    ipc_end(&sub) == -1)
 		return -1;

@@ -186,7 +186,9 @@
  *  PROXY_CONF  [providers array(<=IPC_PROVIDERS_MAX) of [name str (a provider name),
  *               kind u32 (0 anthropic, 1 openai), base_url str(1..IPC_URL_MAX, http:// or
  *               https://), key bin(0..IPC_SECRET_MAX, printable), timeout_s u32 (1..3600),
- *               retries u32 (0..10), stream bool, models array(1..IPC_MODELS_MAX) of
+ *               retries u32 (0..10), stream bool, max_completion bool (the output
+ *               limit is named max_completion_tokens; openai only),
+ *               models array(1..IPC_MODELS_MAX) of
  *               [name str (a model name), input u64, output u64, cache_read u64,
  *               cache_write u64 (micro-dollars per million tokens, <= IPC_PRICE_MAX)]]]
  *              (no two providers of one name, no model twice in a provider)
@@ -439,7 +441,7 @@ struct ipc_model {
 struct ipc_provider {
 	char name[IPC_PROVIDER_NAME_MAX + 1];
 	uint32_t kind, timeout_s, retries;
-	int stream;
+	int stream, max_completion;
 	char base_url[IPC_URL_MAX + 1];
 	const uint8_t *key; /* into the message */
 	size_t keylen;

@@ -685,7 +685,9 @@ call_body(struct rchan *rc, struct call *k, json_t *req, const struct ipc_model_
 	}
 	if (wire_conv_add(rc->conv, req, err, errsz) == -1)
 		return NULL;
-	return wire_conv_body(rc->conv, mc->model, mc->max_tokens, k->pv->c.stream, err, errsz);
+	return wire_conv_body(rc->conv, mc->model, mc->max_tokens,
+	    (k->pv->c.stream ? WIRE_STREAM : 0) | (k->pv->c.max_completion ? WIRE_MAX_COMPLETION : 0),
+	    err, errsz);
 }
 
 /* A MODEL_CALL: checked, priced at its worst, then started. */

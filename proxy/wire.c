@@ -792,13 +792,19 @@ wire_conv_add(struct wire_conv *c, const json_t *req, char *err, size_t errsz)
 #define BUF_LIT(b, lit) wire_buf_add((b), (lit), sizeof(lit) - 1)
 
 char *
-wire_conv_body(const struct wire_conv *c, const char *model, uint64_t max_tokens, int stream,
+wire_conv_body(const struct wire_conv *c, const char *model, uint64_t max_tokens, unsigned flags,
                char *err, size_t errsz)
 {
 	struct wire_buf b = {0};
 	json_t *mj;
 	char *m, num[24];
-	int rc = 0;
+	int rc = 0, stream = (flags & WIRE_STREAM) != 0;
+
+	if ((flags & ~(WIRE_STREAM | WIRE_MAX_COMPLETION)) != 0 ||
+	    ((flags & WIRE_MAX_COMPLETION) && c->kind != WIRE_OPENAI)) {
+		wire_fail(err, errsz, "unknown flags %#x for this provider kind", flags);
+		return NULL;
+	}
 
 	if (model == NULL || !wire_id_chars(model, strlen(model))) {
 		wire_fail(err, errsz, "the model is not 1-%d printable bytes", WIRE_ID_MAX);
@@ -818,7 +824,10 @@ wire_conv_body(const struct wire_conv *c, const char *model, uint64_t max_tokens
 	rc |= BUF_LIT(&b, "{\"model\":");
 	rc |= wire_buf_add(&b, m, strlen(m));
 	free(m);
-	rc |= BUF_LIT(&b, ",\"max_tokens\":");
+	if (flags & WIRE_MAX_COMPLETION)
+		rc |= BUF_LIT(&b, ",\"max_completion_tokens\":");
+	else
+		rc |= BUF_LIT(&b, ",\"max_tokens\":");
 	rc |= wire_buf_add(&b, num, strlen(num));
 	if (c->system != NULL && c->kind == WIRE_ANTHROPIC) {
 		rc |= BUF_LIT(&b, ",\"system\":");
@@ -855,7 +864,7 @@ wire_conv_body(const struct wire_conv *c, const char *model, uint64_t max_tokens
 
 char *
 wire_request(enum wire_kind k, const json_t *req, const char *model, uint64_t max_tokens,
-             int stream, char *err, size_t errsz)
+             unsigned flags, char *err, size_t errsz)
 {
 	struct wire_conv *c;
 	char *s;
@@ -878,7 +887,7 @@ wire_request(enum wire_kind k, const json_t *req, const char *model, uint64_t ma
 		return NULL;
 	}
 	s = wire_conv_add(c, req, err, errsz) == 0 ?
-	    wire_conv_body(c, model, max_tokens, stream, err, errsz) : NULL;
+	    wire_conv_body(c, model, max_tokens, flags, err, errsz) : NULL;
 	wire_conv_free(c);
 	return s;
 }

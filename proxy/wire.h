@@ -34,8 +34,14 @@ struct wire_resp {
 
 #define WIRE_BODY_MAX (64u * 1024 * 1024) /* largest provider response body or stream we take */
 
-/* The provider's request body for a neutral request: model and max_tokens set, "stream" when
- * stream. Returns a malloc'd NUL-terminated string (caller frees) or NULL with a reason in err (a
+/* How a body is asked for (flags): WIRE_STREAM asks for a streamed answer; WIRE_MAX_COMPLETION
+ * names the output limit "max_completion_tokens" instead of "max_tokens" (OpenAI only: its newer
+ * models refuse max_tokens, which many OpenAI-compatible servers still want). */
+#define WIRE_STREAM 0x1u
+#define WIRE_MAX_COMPLETION 0x2u
+
+/* The provider's request body for a neutral request: model and max_tokens set, as flags ask.
+ * Returns a malloc'd NUL-terminated string (caller frees) or NULL with a reason in err (a
  * request that is not the neutral shape: messages missing or not an array, a block of unknown type,
  * a tool_use without id/name/object input, an unknown member, etc.). */
 /*
@@ -55,11 +61,11 @@ struct wire_conv *wire_conv_new(enum wire_kind k);
 void wire_conv_free(struct wire_conv *c);
 size_t wire_conv_count(const struct wire_conv *c);
 int wire_conv_add(struct wire_conv *c, const json_t *req, char *err, size_t errsz);
-char *wire_conv_body(const struct wire_conv *c, const char *model, uint64_t max_tokens, int stream,
-    char *err, size_t errsz);
+char *wire_conv_body(const struct wire_conv *c, const char *model, uint64_t max_tokens,
+    unsigned flags, char *err, size_t errsz);
 
 char *wire_request(enum wire_kind k, const json_t *req, const char *model, uint64_t max_tokens,
-                   int stream, char *err, size_t errsz);
+                   unsigned flags, char *err, size_t errsz);
 /* The path appended to the provider's base URL: "/v1/messages" or "/chat/completions". */
 const char *wire_path(enum wire_kind k);
 

@@ -45,6 +45,7 @@ struct conf_parse {
 	yaml_mark_t name_mark;    /* last user/db_user value, for the cross-check */
 	struct conf_provider *prov; /* the providers[] entry being read, or NULL */
 	struct conf_model *model;   /* the models[] entry of prov being read, or NULL */
+	yaml_mark_t field_mark;     /* prov's max_tokens_field, checked against its kind */
 	yaml_mark_t agent_mark;     /* the agent mapping, */
 	yaml_mark_t agent_provider_mark; /* agent.provider and */
 	yaml_mark_t agent_model_mark;    /* agent.model, for conf_check_agent */
@@ -1024,6 +1025,30 @@ conf_set_prov_stream(struct conf_parse *p, const struct conf_key *k, yaml_event_
 	conf_bool(p, k->label, ev, &p->prov->stream);
 }
 
+/* max_tokens_field: the name the output limit goes by in a request;
+ * whether the kind allows it is checked with the whole entry read. */
+static void
+conf_set_prov_field(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+{
+	static const char *const fields[] = {"max_tokens", "max_completion_tokens"};
+	size_t i;
+
+	if (ev->type != YAML_SCALAR_EVENT || conf_is_null(ev)) {
+		conf_scalar(p, k->label, ev, NULL, 0);
+		return;
+	}
+	p->field_mark = ev->start_mark;
+	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		if (ev->data.scalar.length == strlen(fields[i]) &&
+		    memcmp(ev->data.scalar.value, fields[i], ev->data.scalar.length) == 0) {
+			p->prov->max_completion = (int)i;
+			return;
+		}
+	}
+	conf_error(p, &ev->start_mark, "%s: must be max_tokens or max_completion_tokens",
+	    k->label);
+}
+
 /* Setters of providers[i].models[j].*: each fills p->model. */
 
 static void
@@ -1076,6 +1101,7 @@ enum {
 	CONF_PROV_TIMEOUT,
 	CONF_PROV_RETRIES,
 	CONF_PROV_STREAM,
+	CONF_PROV_FIELD,
 	CONF_PROV_MODELS,
 };
 static const struct conf_key conf_prov_keys[] = {
@@ -1086,6 +1112,7 @@ static const struct conf_key conf_prov_keys[] = {
     [CONF_PROV_TIMEOUT] = {"timeout", NULL, conf_set_prov_timeout, 0, 0},
     [CONF_PROV_RETRIES] = {"retries", NULL, conf_set_prov_retries, 0, 0},
     [CONF_PROV_STREAM] = {"stream", NULL, conf_set_prov_stream, 0, 0},
+    [CONF_PROV_FIELD] = {"max_tokens_field", NULL, conf_set_prov_field, 0, 0},
     [CONF_PROV_MODELS] = {"models", NULL, conf_set_prov_models, 0, 0},
 };
 #define CONF_PROV_REQUIRED                                                                         \
@@ -1179,6 +1206,7 @@ conf_provider_entry(struct conf_parse *p, size_t index, yaml_event_t *ev)
 {
 	char label[CONF_LABEL_MAX], prefix[CONF_LABEL_MAX];
 	uint32_t seen = 0;
+	unsigned nerr;
 
 	snprintf(label, sizeof(label), "providers[%zu]", index);
 	snprintf(prefix, sizeof(prefix), "providers[%zu].", index);
@@ -1189,7 +1217,12 @@ conf_provider_entry(struct conf_parse *p, size_t index, yaml_event_t *ev)
 	p->prov->retries = CONF_PROVIDER_RETRIES;
 	p->prov->stream = 1;
 	p->c->nproviders = index + 1;
+	nerr = p->nerr;
 	conf_mapping(p, conf_prov_keys, CONF_NKEYS(conf_prov_keys), prefix, &seen);
+	/* (a kind missing or wrong was reported already) */
+	if (p->nerr == nerr && p->prov->max_completion && p->prov->kind != CONF_PROVIDER_OPENAI)
+		conf_error(p, &p->field_mark, "%smax_tokens_field: max_completion_tokens is for "
+		    "kind openai only", prefix);
 	p->prov = NULL;
 	conf_require(p, &ev->start_mark, label, conf_prov_keys, CONF_NKEYS(conf_prov_keys),
 	    CONF_PROV_REQUIRED & ~seen);

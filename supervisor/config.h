@@ -70,6 +70,8 @@ struct conf_provider {
 	uint64_t timeout;              /* providers.timeout: seconds, 1..3600, default 300 */
 	uint64_t retries;              /* providers.retries: 0..10, default 3 */
 	int stream;                    /* providers.stream: a streamed response, default 1 */
+	int max_completion;            /* providers.max_tokens_field: max_completion_tokens
+	                                  (1; openai only) or max_tokens (0, the default) */
 	struct conf_model models[CONF_MAX_MODELS];
 	size_t nmodels;                /* providers.models: >= 1, the allow-list */
 };

@@ -182,7 +182,7 @@ provider_send_conf(void)
 	for (i = 0; i < sup.conf.nproviders; i++) {
 		const struct conf_provider *cp = &sup.conf.providers[i];
 
-		ipc_put_array(&w, 8);
+		ipc_put_array(&w, 9);
 		ipc_put_str(&w, cp->name);
 		ipc_put_u64(&w, (uint64_t)cp->kind);
 		ipc_put_str(&w, cp->base_url);
@@ -190,6 +190,7 @@ provider_send_conf(void)
 		ipc_put_u64(&w, cp->timeout);
 		ipc_put_u64(&w, cp->retries);
 		ipc_put_bool(&w, cp->stream);
+		ipc_put_bool(&w, cp->max_completion);
 		ipc_put_array(&w, (uint32_t)cp->nmodels);
 		for (j = 0; j < cp->nmodels; j++) {
 			const struct conf_model *m = &cp->models[j];

@@ -249,6 +249,11 @@ class Handler(BaseHTTPRequestHandler):
                     error = "x-api-key header is required"
                 else:
                     error = "invalid x-api-key"
+            elif provider == "anthropic" and not (
+                    isinstance(body, dict) and type(body.get("max_tokens")) is int
+                    and body["max_tokens"] >= 1):
+                # as the Messages API: the output limit is required
+                status, error = 400, "max_tokens: Field required"
             else:
                 step_idx, step, error = srv.take_step()
                 if step is None:

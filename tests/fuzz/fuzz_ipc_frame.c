@@ -179,7 +179,8 @@ fuzz_decoders(const struct ipc_msg *m)
 			for (i = 0; i < np; i++)
 				if (!ipc_is_provider_name(pcs[i].name, strlen(pcs[i].name)) ||
 				    pcs[i].nmodels == 0 || pcs[i].nmodels > IPC_MODELS_MAX ||
-				    pcs[i].kind > 1 || strncmp(pcs[i].base_url, "http", 4) != 0 ||
+				    pcs[i].kind > 1 || (pcs[i].max_completion && pcs[i].kind != 1) ||
+				    strncmp(pcs[i].base_url, "http", 4) != 0 ||
 				    !ipc_is_model_name(pcs[i].models[0].name,
 					strlen(pcs[i].models[0].name)))
 					__builtin_trap();

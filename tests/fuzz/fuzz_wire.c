@@ -31,8 +31,9 @@
  *    buffer (a heap buffer of the exact size, so ASan sees a byte past it),
  *    and "" for a body wire_parse accepts;
  *  - wire_request on the body parsed as JSON fails with a non-empty
- *    printable reason, or returns a JSON object with our model, max_tokens,
- *    a messages array and stream set as asked;
+ *    printable reason, or returns a JSON object with our model, max_tokens
+ *    (named max_completion_tokens when bit 3 of the first u64 asks, which
+ *    only OpenAI takes), a messages array and stream set as asked;
  *  - wire_cost and wire_worst_cost take any values; wire_cost is monotonic
  *    in each token count and each price, exact for 32-bit values, and
  *    wire_worst_cost is wire_cost of its bound at the dearer input price.
@@ -295,16 +296,18 @@ static char long_model[258];
 static const char *const odd_models[] = {"", "gpt-4o", "bad\001model", long_model};
 
 static void
-check_built(const char *s, const char *model, uint64_t max_tokens, int stream)
+check_built(const char *s, const char *model, uint64_t max_tokens, int stream, int completion)
 {
 	json_t *o = json_loads(s, 0, NULL), *st;
-	const char *m;
+	const char *m, *limit = completion ? "max_completion_tokens" : "max_tokens";
 
 	FUZZ_CHECK(json_is_object(o), "a request body that is not a JSON object");
 	m = json_string_value(json_object_get(o, "model"));
 	FUZZ_CHECK(m != NULL && strcmp(m, model) == 0, "a request body without our model");
-	FUZZ_CHECK(json_integer_value(json_object_get(o, "max_tokens")) == (json_int_t)max_tokens,
-	           "a request body without our max_tokens");
+	FUZZ_CHECK(json_integer_value(json_object_get(o, limit)) == (json_int_t)max_tokens,
+	           "a request body without our max_tokens, under the name asked for");
+	FUZZ_CHECK(json_object_get(o, completion ? "max_tokens" : "max_completion_tokens") == NULL,
+	           "a request body with both names of the output limit");
 	FUZZ_CHECK(json_is_array(json_object_get(o, "messages")),
 	           "a request body without messages");
 	st = json_object_get(o, "stream");
@@ -317,7 +320,7 @@ check_request(enum wire_kind k, const char *body, size_t len, unsigned mode, uin
 {
 	const char *model = FUZZ_MODEL;
 	uint64_t max_tokens = FUZZ_MAX_TOKENS;
-	int stream = (mode >> 1) & 1;
+	int stream = (mode >> 1) & 1, completion = (v >> 3) & 1;
 	char err[FUZZ_ERR], *s;
 	json_t *req;
 
@@ -328,11 +331,14 @@ check_request(enum wire_kind k, const char *body, size_t len, unsigned mode, uin
 		model = odd_models[v % 4];
 		max_tokens = v >> 2 & 1 ? v : v % 5;
 	}
-	s = wire_request(k, req, model, max_tokens, stream, err, sizeof(err));
+	s = wire_request(k, req, model, max_tokens,
+	    (stream ? WIRE_STREAM : 0) | (completion ? WIRE_MAX_COMPLETION : 0), err, sizeof(err));
+	FUZZ_CHECK(s == NULL || !completion || k == WIRE_OPENAI,
+	           "max_completion_tokens in a request that is not OpenAI's");
 	if (s == NULL)
 		check_reason(err, sizeof(err));
 	else
-		check_built(s, model, max_tokens, stream);
+		check_built(s, model, max_tokens, stream, completion);
 	free(s);
 	json_decref(req);
 }

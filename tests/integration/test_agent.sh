@@ -44,8 +44,8 @@ FPORT=$(cat "$T/fake.port")
 check "the fake provider listens ($FPORT)" [ -n "$FPORT" ]
 
 BASECONF=$(cat "$CONF")
-# conf PROVIDER [STREAM] [TIMEOUT] [RETRIES]: the daemon's configuration
-# with that agent provider
+# conf PROVIDER [STREAM] [TIMEOUT] [RETRIES] [FIELD]: the daemon's
+# configuration with that agent provider (FIELD: oai's max_tokens_field)
 conf() {
 	cat >"$CONF" <<EOC
 $BASECONF
@@ -67,6 +67,7 @@ providers:
     timeout: ${3:-5}
     retries: ${4:-2}
     stream: ${2:-true}
+    max_tokens_field: ${5:-max_tokens}
     models:
       - { name: gpt-fake, input: 2, output: 8, cache_read: 1 }
 agent: { provider: $1, model: $([ "$1" = oai ] && echo gpt-fake || echo fake-model), max_tokens: 1000, tool_output_max: 2K }
@@ -375,7 +376,10 @@ done
 
 # --- 7. OpenAI Chat Completions, streamed and not --------------------------------------
 for stream in true false; do
-	reload oai $stream
+	# streamed, the output limit is max_tokens; not streamed, max_completion_tokens
+	field=$([ $stream = true ] && echo max_tokens || echo max_completion_tokens)
+	other=$([ $stream = true ] && echo max_completion_tokens || echo max_tokens)
+	reload oai $stream 5 2 $field
 	script '[{"reply": {"tool_calls": [{"name": "list_dir", "input": {"path": "."}}, {"name": "read_file", "input": "oops"}], "usage": {"input": 100, "output": 10, "cache_read": 50}}},
 	 {"reply": {"text": "listed"}}]'
 	submit plain
@@ -384,6 +388,8 @@ for stream in true false; do
 	check "openai (stream: $stream): the step succeeds ($(run_status "$R"): $(step_err "$R"))" is_status "$R" succeeded
 	check "openai (stream: $stream): Bearer key, /v1/chat/completions, a tool result with the listing" \
 		flog "all(e['path'] == '/v1/chat/completions' and e['headers'].get('authorization') == 'Bearer $OKEY' for e in L) and len(L) == 2 and L[1]['body']['messages'][-2]['role'] == 'tool' and 'README.md' in L[1]['body']['messages'][-2]['content']"
+	check "openai (stream: $stream): the output limit is $field: 1000, and there is no $other" \
+		flog "all(e['body'].get('$field') == 1000 and '$other' not in e['body'] for e in L)"
 	check "openai (stream: $stream): arguments that are no JSON object get a tool error, and the conversation goes on" \
 		flog "L[1]['body']['messages'][-1]['role'] == 'tool' and 'must be a JSON object' in L[1]['body']['messages'][-1]['content']"
 	check "openai (stream: $stream): usage 100 in (50 cached), cost 100*2 + 10*8 + 50*1" \

@@ -398,6 +398,7 @@ static const char providers_full[] =
     "  - name: local_llm-2\n"
     "    kind: openai\n"
     "    base_url: http://127.0.0.1:8000/v1//\n"
+    "    max_tokens_field: max_completion_tokens\n"
     "    models:\n"
     "      - { name: Qwen/Qwen2.5-Coder:32B@q4.gguf, input: 0, output: 0.000001 }\n"
     "agent:\n"
@@ -422,6 +423,7 @@ test_providers_full(void **state)
 	assert_int_equal(a->timeout, 120);
 	assert_int_equal(a->retries, 10);
 	assert_int_equal(a->stream, 0);
+	assert_int_equal(a->max_completion, 0); /* the default: max_tokens */
 	assert_int_equal(a->nmodels, 2);
 	assert_string_equal(a->models[0].name, "claude-sonnet-4-5");
 	assert_int_equal(a->models[0].input, 3000000);
@@ -441,6 +443,7 @@ test_providers_full(void **state)
 	assert_int_equal(o->timeout, 300);                            /* the defaults */
 	assert_int_equal(o->retries, 3);
 	assert_int_equal(o->stream, 1);
+	assert_int_equal(o->max_completion, 1);
 	assert_int_equal(o->nmodels, 1);
 	assert_string_equal(o->models[0].name, "Qwen/Qwen2.5-Coder:32B@q4.gguf");
 	assert_int_equal(o->models[0].input, 0);
@@ -734,6 +737,23 @@ test_providers_values(void **state)
 	expect_only(PROV("    stream: [ true ]\n"),
 	    "5:13: providers[0].stream: expected true or false, found a sequence");
 	expect_only(PROV("    stream:\n"), "5:12: providers[0].stream: empty value");
+	/* max_tokens_field: one of two names; max_completion_tokens for openai only */
+	assert_int_equal(parse(PROV("    max_tokens_field: max_tokens\n")), 0);
+	assert_int_equal(cfg.providers[0].max_completion, 0);
+	assert_int_equal(parse(PROV("    max_tokens_field: max_completion_tokens\n")), 0);
+	assert_int_equal(cfg.providers[0].max_completion, 1);
+	expect_only(PROV("    max_tokens_field: max_completion\n"),
+	    "5:23: providers[0].max_tokens_field: must be max_tokens or max_completion_tokens");
+	expect_only(PROV("    max_tokens_field: [ max_tokens ]\n"),
+	    "5:23: providers[0].max_tokens_field: expected a scalar, found a sequence");
+	expect_only(PROV("    max_tokens_field:\n"), "5:22: providers[0].max_tokens_field: empty value");
+	expect_only("providers:\n  - name: a\n    max_tokens_field: max_completion_tokens\n"
+	    "    kind: anthropic\n    base_url: http://h\n" PROV_MODELS,
+	    "3:23: providers[0].max_tokens_field: max_completion_tokens is for kind openai only");
+	/* a kind that is wrong is reported alone */
+	expect_only("providers:\n  - name: a\n    max_tokens_field: max_completion_tokens\n"
+	    "    kind: gemini\n    base_url: http://h\n" PROV_MODELS,
+	    "4:11: providers[0].kind: must be anthropic or openai");
 }
 
 static void

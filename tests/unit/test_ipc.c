@@ -1334,7 +1334,7 @@ struct pv {
 	const char *key;
 	size_t keylen;
 	uint32_t timeout, retries;
-	int stream;
+	int stream, max_completion;
 	uint32_t nmodels;
 	const char *model;
 	uint64_t price[4];
@@ -1343,7 +1343,7 @@ struct pv {
 static struct pv
 pv_ok(void)
 {
-	struct pv p = { "anthropic", 0, "https://api.anthropic.com", 0, "sk-ant-x", 0, 60, 2, 1, 1,
+	struct pv p = { "anthropic", 0, "https://api.anthropic.com", 0, "sk-ant-x", 0, 60, 2, 1, 0, 1,
 		"claude-sonnet-4-5", { 3000000, 15000000, 300000, 3750000 } };
 
 	return p;
@@ -1356,7 +1356,7 @@ pv_put(struct ipc_wbuf *w, const struct pv *p, unsigned idx)
 	uint32_t i;
 	int j;
 
-	ipc_put_array(w, 8);
+	ipc_put_array(w, 9);
 	snprintf(name, sizeof(name), idx == 0 ? "%s" : "%s-%u", p->name, idx);
 	ipc_put_str(w, name);
 	ipc_put_u64(w, p->kind);
@@ -1365,6 +1365,7 @@ pv_put(struct ipc_wbuf *w, const struct pv *p, unsigned idx)
 	ipc_put_u64(w, p->timeout);
 	ipc_put_u64(w, p->retries);
 	ipc_put_bool(w, p->stream);
+	ipc_put_bool(w, p->max_completion);
 	ipc_put_array(w, p->nmodels);
 	for (i = 0; i < p->nmodels; i++) {
 		ipc_put_array(w, 5);
@@ -1412,9 +1413,9 @@ pv_valid(const struct pv *p, unsigned nprov)
 
 #define PRICE(a, b, c, d) (uint64_t)(a), (uint64_t)(b), (uint64_t)(c), (uint64_t)(d)
 /* one provider with one model, as vput letters */
-#define PV_FMT "asusBuubaasUUUU"
+#define PV_FMT "asusBuubbaasUUUU"
 #define PV_ARGS                                                                             \
-	8u, "anthropic", 0u, "https://api.anthropic.com", "sk-ant-x", (size_t)8, 60u, 2u, 1, 1u, \
+	9u, "anthropic", 0u, "https://api.anthropic.com", "sk-ant-x", (size_t)8, 60u, 2u, 1, 0, 1u, \
 	    5u, "claude-sonnet-4-5", PRICE(1, 2, 3, 4)
 
 /* PROXY_CONF: the providers decoded field by field; none at all is a
@@ -1426,11 +1427,11 @@ t_v_proxy_conf(void **state)
 	struct ipc_msg m;
 	size_t n = 99;
 
-	build(&m, IMSG_PROXY_CONF, 1, "a" "asusBuuba" "asUUUU" "asUUUU" "asusBuuba" "asUUUU", 2u,
-	    8u, "anthropic", 0u, "https://api.anthropic.com", "sk-ant-1", (size_t)8, 60u, 2u, 1,
+	build(&m, IMSG_PROXY_CONF, 1, "a" "asusBuubba" "asUUUU" "asUUUU" "asusBuubba" "asUUUU", 2u,
+	    9u, "anthropic", 0u, "https://api.anthropic.com", "sk-ant-1", (size_t)8, 60u, 2u, 1, 0,
 	    2u, 5u, "claude-sonnet-4-5", PRICE(3000000, 15000000, 300000, 3750000),
 	    5u, "claude-haiku-4-5", PRICE(1000000, 5000000, 0, 0),
-	    8u, "local_llm-2", 1u, "http://127.0.0.1:8000/v1", "", (size_t)0, 3600u, 10u, 0,
+	    9u, "local_llm-2", 1u, "http://127.0.0.1:8000/v1", "", (size_t)0, 3600u, 10u, 0, 1,
 	    1u, 5u, "org/Llama-3.1:8b@q4", PRICE(0, 0, 0, IPC_PRICE_MAX));
 	check_is(&m, ROLE_SUPERVISOR, ROLE_PROXY, 0, NULL);
 	assert_int_equal(ipc_dec_proxy_conf(m.body, pv, &n), 0);
@@ -1443,6 +1444,7 @@ t_v_proxy_conf(void **state)
 	assert_int_equal(pv[0].timeout_s, 60);
 	assert_int_equal(pv[0].retries, 2);
 	assert_int_equal(pv[0].stream, 1);
+	assert_int_equal(pv[0].max_completion, 0);
 	assert_int_equal(pv[0].nmodels, 2);
 	assert_string_equal(pv[0].models[0].name, "claude-sonnet-4-5");
 	assert_true(pv[0].models[0].price[0] == 3000000 && pv[0].models[0].price[1] == 15000000 &&
@@ -1456,20 +1458,21 @@ t_v_proxy_conf(void **state)
 	assert_int_equal(pv[1].timeout_s, 3600);
 	assert_int_equal(pv[1].retries, 10);
 	assert_int_equal(pv[1].stream, 0);
+	assert_int_equal(pv[1].max_completion, 1);
 	assert_int_equal(pv[1].nmodels, 1);
 	assert_string_equal(pv[1].models[0].name, "org/Llama-3.1:8b@q4");
 	assert_true(pv[1].models[0].price[0] == 0 && pv[1].models[0].price[3] == IPC_PRICE_MAX);
 	ipc_msg_free(&m);
 	/* no two providers of one name, no model twice in one provider */
-	assert_int_equal(valid(IMSG_PROXY_CONF, 1, "a" "asusBuuba" "asUUUU" "asusBuuba" "asUUUU", 2u,
-	    8u, "same", 0u, "https://a.example", "", (size_t)0, 60u, 2u, 1, 1u, 5u, "m",
-	    PRICE(1, 1, 1, 1), 8u, "same", 1u, "https://b.example", "", (size_t)0, 60u, 2u, 1, 1u,
+	assert_int_equal(valid(IMSG_PROXY_CONF, 1, "a" "asusBuubba" "asUUUU" "asusBuubba" "asUUUU", 2u,
+	    9u, "same", 0u, "https://a.example", "", (size_t)0, 60u, 2u, 1, 0, 1u, 5u, "m",
+	    PRICE(1, 1, 1, 1), 9u, "same", 1u, "https://b.example", "", (size_t)0, 60u, 2u, 1, 0, 1u,
 	    5u, "n", PRICE(1, 1, 1, 1)), -1);
-	assert_int_equal(valid(IMSG_PROXY_CONF, 1, "a" "asusBuuba" "asUUUU" "asUUUU", 1u, 8u, "one",
-	    0u, "https://a.example", "", (size_t)0, 60u, 2u, 1, 2u, 5u, "m", PRICE(1, 1, 1, 1), 5u,
+	assert_int_equal(valid(IMSG_PROXY_CONF, 1, "a" "asusBuubba" "asUUUU" "asUUUU", 1u, 9u, "one",
+	    0u, "https://a.example", "", (size_t)0, 60u, 2u, 1, 0, 2u, 5u, "m", PRICE(1, 1, 1, 1), 5u,
 	    "m", PRICE(2, 2, 2, 2)), -1);
-	assert_int_equal(valid(IMSG_PROXY_CONF, 1, "a" "asusBuuba" "asUUUU" "asUUUU", 1u, 8u, "one",
-	    0u, "https://a.example", "", (size_t)0, 60u, 2u, 1, 2u, 5u, "m", PRICE(1, 1, 1, 1), 5u,
+	assert_int_equal(valid(IMSG_PROXY_CONF, 1, "a" "asusBuubba" "asUUUU" "asUUUU", 1u, 9u, "one",
+	    0u, "https://a.example", "", (size_t)0, 60u, 2u, 1, 0, 2u, 5u, "m", PRICE(1, 1, 1, 1), 5u,
 	    "M", PRICE(2, 2, 2, 2)), 0);
 	/* no providers */
 	build(&m, IMSG_PROXY_CONF, 1, "a", 0u);
@@ -1496,27 +1499,27 @@ t_v_proxy_conf_types(void **state)
 	/* a body of 0 or 2 values; trailing data in a provider or a model */
 	assert_int_equal(valid(IMSG_PROXY_CONF, 0, ""), -1);
 	assert_int_equal(valid(IMSG_PROXY_CONF, 2, "a" PV_FMT "a", 1u, PV_ARGS, 0u), -1);
-	assert_int_equal(valid(IMSG_PROXY_CONF, 1, "a" "asusBuubaasUUUUn",
-	    1u, 9u, "anthropic", 0u, "https://h", "k", (size_t)1, 60u, 2u, 1, 1u, 5u, "m",
+	assert_int_equal(valid(IMSG_PROXY_CONF, 1, "a" "asusBuubbaasUUUUn",
+	    1u, 10u, "anthropic", 0u, "https://h", "k", (size_t)1, 60u, 2u, 1, 0, 1u, 5u, "m",
 	    PRICE(1, 2, 3, 4)), -1);
-	assert_int_equal(valid(IMSG_PROXY_CONF, 1, "a" "asusBuubaasUUUUn",
-	    1u, 8u, "anthropic", 0u, "https://h", "k", (size_t)1, 60u, 2u, 1, 1u, 6u, "m",
+	assert_int_equal(valid(IMSG_PROXY_CONF, 1, "a" "asusBuubbaasUUUUn",
+	    1u, 9u, "anthropic", 0u, "https://h", "k", (size_t)1, 60u, 2u, 1, 0, 1u, 6u, "m",
 	    PRICE(1, 2, 3, 4)), -1);
 	/* a provider without its models, a model without its last price */
-	assert_int_equal(valid(IMSG_PROXY_CONF, 1, "a" "asusBuub",
-	    1u, 7u, "anthropic", 0u, "https://h", "k", (size_t)1, 60u, 2u, 1), -1);
-	assert_int_equal(valid(IMSG_PROXY_CONF, 1, "a" "asusBuubaasUUU",
-	    1u, 8u, "anthropic", 0u, "https://h", "k", (size_t)1, 60u, 2u, 1, 1u, 4u, "m",
+	assert_int_equal(valid(IMSG_PROXY_CONF, 1, "a" "asusBuubb",
+	    1u, 8u, "anthropic", 0u, "https://h", "k", (size_t)1, 60u, 2u, 1, 0), -1);
+	assert_int_equal(valid(IMSG_PROXY_CONF, 1, "a" "asusBuubbaasUUU",
+	    1u, 9u, "anthropic", 0u, "https://h", "k", (size_t)1, 60u, 2u, 1, 0, 1u, 4u, "m",
 	    (uint64_t)1, (uint64_t)2, (uint64_t)3), -1);
 	/* a number above 32 bits is not cut to one that fits */
-	assert_int_equal(valid(IMSG_PROXY_CONF, 1, "a" "asUsBuubaasUUUU",
-	    1u, 8u, "anthropic", ((uint64_t)1 << 32), "https://h", "k", (size_t)1, 60u, 2u, 1, 1u,
+	assert_int_equal(valid(IMSG_PROXY_CONF, 1, "a" "asUsBuubbaasUUUU",
+	    1u, 9u, "anthropic", ((uint64_t)1 << 32), "https://h", "k", (size_t)1, 60u, 2u, 1, 0, 1u,
 	    5u, "m", PRICE(1, 2, 3, 4)), -1);
-	assert_int_equal(valid(IMSG_PROXY_CONF, 1, "a" "asusBUuba" "asUUUU",
-	    1u, 8u, "anthropic", 0u, "https://h", "k", (size_t)1, ((uint64_t)1 << 32) + 60, 2u, 1,
+	assert_int_equal(valid(IMSG_PROXY_CONF, 1, "a" "asusBUubba" "asUUUU",
+	    1u, 9u, "anthropic", 0u, "https://h", "k", (size_t)1, ((uint64_t)1 << 32) + 60, 2u, 1, 0,
 	    1u, 5u, "m", PRICE(1, 2, 3, 4)), -1);
-	assert_int_equal(valid(IMSG_PROXY_CONF, 1, "a" "asusBuUba" "asUUUU",
-	    1u, 8u, "anthropic", 0u, "https://h", "k", (size_t)1, 60u, ((uint64_t)1 << 32) + 2, 1,
+	assert_int_equal(valid(IMSG_PROXY_CONF, 1, "a" "asusBuUbba" "asUUUU",
+	    1u, 9u, "anthropic", 0u, "https://h", "k", (size_t)1, 60u, ((uint64_t)1 << 32) + 2, 1, 0,
 	    1u, 5u, "m", PRICE(1, 2, 3, 4)), -1);
 }
 
@@ -1613,6 +1616,12 @@ t_v_proxy_conf_bounds(void **state)
 	assert_int_equal(pv_valid(&p, 1), -1);
 	p.kind = UINT32_MAX;
 	assert_int_equal(pv_valid(&p, 1), -1);
+	/* max_completion_tokens: openai only */
+	p.kind = 0;
+	p.max_completion = 1;
+	assert_int_equal(pv_valid(&p, 1), -1);
+	p.kind = 1;
+	assert_int_equal(pv_valid(&p, 1), 0);
 	p = pv_ok();
 	/* base_url: http:// or https:// and something more, <= IPC_URL_MAX */
 	p.url = "http://h";

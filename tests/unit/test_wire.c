@@ -679,6 +679,24 @@ t_conv(void **state)
 	free(s);
 	assert_null(wire_conv_body(c, "", 1, 1, err, sizeof(err)));
 	assert_null(wire_conv_body(c, "m", 0, 1, err, sizeof(err)));
+	/* the output limit named max_completion_tokens instead (openai only) */
+	s = wire_conv_body(c, "m", 7, WIRE_MAX_COMPLETION, err, sizeof(err));
+	assert_text_json(s, "{\"model\":\"m\",\"max_completion_tokens\":7,\"messages\":[]}");
+	assert_null(strstr(s, "\"max_tokens\""));
+	free(s);
+	s = wire_conv_body(c, "m", 7, WIRE_STREAM | WIRE_MAX_COMPLETION, err, sizeof(err));
+	assert_text_json(s, "{\"model\":\"m\",\"max_completion_tokens\":7,\"messages\":[],"
+	                    "\"stream\":true,\"stream_options\":{\"include_usage\":true}}");
+	free(s);
+	assert_null(wire_conv_body(c, "m", 7, 0x4, err, sizeof(err)));
+	assert_non_null(strstr(err, "unknown flags"));
+	wire_conv_free(c);
+	c = wire_conv_new(WIRE_ANTHROPIC);
+	assert_null(wire_conv_body(c, "m", 7, WIRE_MAX_COMPLETION, err, sizeof(err)));
+	assert_non_null(strstr(err, "unknown flags"));
+	s = wire_conv_body(c, "m", 7, 0, err, sizeof(err));
+	assert_text_json(s, "{\"model\":\"m\",\"max_tokens\":7,\"messages\":[]}");
+	free(s);
 	wire_conv_free(c);
 	assert_null(wire_conv_new((enum wire_kind)7));
 }
