@@ -12,7 +12,9 @@
 need_root artifact_store
 make_env
 # runs stay as the API leaves them: this host executes none
-echo "engine: { concurrency: 0 }" >>"$CONF"
+# and none changes under the checks: no sweep (expiring approvals, ending
+# cancelled runs) runs during the test
+echo "engine: { concurrency: 0, sweep: 3600 }" >>"$CONF"
 trap cleanup_env EXIT
 
 start_daemon_or_finish artifact_store

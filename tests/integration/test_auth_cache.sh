@@ -10,7 +10,9 @@
 need_root auth_cache
 make_env
 # runs stay as the API leaves them: this host executes none
-echo "engine: { concurrency: 0 }" >>"$CONF"
+# and none changes under the checks: no sweep (expiring approvals, ending
+# cancelled runs) runs during the test
+echo "engine: { concurrency: 0, sweep: 3600 }" >>"$CONF"
 trap cleanup_env EXIT
 
 start_daemon_or_finish auth_cache
