@@ -77,6 +77,13 @@ tmpl long <<'EOF'
       - { id: mark, kind: command, run: "echo $$ >> runs; sleep 4; echo done" }
       - { id: end, kind: command, run: "cat runs | wc -l" }
 EOF
+# hold: a command that would run far longer than any wait of the cancel
+# check, telling the test when it is running (file "started")
+tmpl hold <<'EOF'
+  - name: one
+    steps:
+      - { id: mark, kind: command, run: "touch started; sleep 30; echo done" }
+EOF
 tmpl hostile <<'EOF'
   - name: one
     steps:
@@ -165,6 +172,11 @@ run_status() { psql_q "select status from runs where id = '$1'"; }
 # that wait_for asks again each time)
 step_running() { [ "$(psql_q "select count(*) from run_steps where run_id = '$1' and status = 'running'")" = 1 ]; }
 is_status() { [ "$(run_status "$1")" = "$2" ]; }
+# no runner process (a runner exits after its last database write commits,
+# and the supervisor then reaps it)
+no_runner() { [ -z "$(child_pid runner)" ]; }
+# run_dir_gone RUN: the run's directory is removed (when its runner is reaped)
+run_dir_gone() { [ ! -e "$T/state/runs/$1" ]; }
 # events RUN: "type step_id/status ..." one line per event, in seq order
 events() {
 	psql_q "select seq || ' ' || type || ' ' || coalesce(payload->>'step_id', payload->>'phase', '') ||
@@ -200,7 +212,8 @@ hello" ]
 check "stderr as output events" [ "$(out_of "$R1" first stderr)" = oops ]
 check "the failing step records its exit status 3" \
 	[ "$(psql_q "select exit_status || status from run_steps where run_id = '$R1' and step_id = 'failing'")" = 3failed ]
-check "no runner left while the run waits" [ -z "$(child_pid runner)" ]
+wait_for 10 no_runner
+check "no runner left while the run waits" no_runner
 
 APPROVAL=$(psql_q "select id from approvals where run_id = '$R1'")
 CODE=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 -H "Authorization: Bearer $TA" -H "$J" \
@@ -220,7 +233,8 @@ check "the workspace as the commands left it (.git of the clone, count, README.m
 README.md
 count
 src" ]
-check "a finished run's directory is removed" [ ! -e "$T/state/runs/$R1" ]
+wait_for 10 run_dir_gone "$R1"
+check "a finished run's directory is removed" run_dir_gone "$R1"
 
 # the stream shows the same events, and ends after the terminal one
 curl -s -N --max-time 10 -H "Authorization: Bearer $TA" \
@@ -335,15 +349,23 @@ check "its patch has the link pw as a link (no content of /etc/passwd) and nothi
 	[ "$(grep -c '^+/etc/passwd' "$T/patch6")" = 1 -a "$(grep -c 'root:' "$T/patch6")" = 0 -a "$(grep -c 'agrippa' "$T/patch6")" = 0 ]
 
 # --- cancel -------------------------------------------------------------------------
-submit long clean
+submit hold clean
 R7=$RUN
 wait_for 30 step_running "$R7"
-sleep 0.5
+# its command is running (it made "started" in the workspace)
+wait_for 10 test -e "$T/state/runs/$R7/ws/started"
 CODE=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 -X POST -H "Authorization: Bearer $TA" \
 	"http://127.0.0.1:$PORT/v1/runs/$R7/cancel")
 check "cancel of a running run: 202 ($CODE)" [ "$CODE" = 202 ]
-wait_for 3 is_status "$R7" cancelled
-check "the running command is killed and the run ends cancelled at once" is_status "$R7" cancelled
+# The command sleeps 30 s and the runner ends the run only once its
+# command has exited: cancelled well within 15 s, by the runner (not by the
+# engine's sweep, {"by": "sweep"}, after a lapsed lease), with no "done",
+# is the command killed at once.
+wait_for 15 is_status "$R7" cancelled
+check "the running command is killed and the run ends cancelled at once, by its runner, the command cut short" \
+	[ "$(run_status "$R7")" = cancelled -a \
+	  "$(psql_q "select payload->>'by' from run_events where run_id = '$R7' and type = 'run.cancelled'")" = runner -a \
+	  "$(out_of "$R7" mark stdout | grep -c done)" = 0 ]
 check "... its step cancelled, the terminal event last" [ "$(psql_q "select status from run_steps where run_id = '$R7'")" = cancelled -a \
 	"$(events "$R7" | tail -n 1 | cut -d' ' -f2)" = run.cancelled ]
 
@@ -354,7 +376,9 @@ kill_mid() {
 	submit long clean
 	R=$RUN
 	wait_for 30 step_running "$R"
-	sleep 1
+	# the command has run "echo $$ >> runs" (step_running is true from the
+	# step's start, before its command runs)
+	wait_for 10 test -s "$T/state/runs/$R/ws/runs"
 	case $1 in
 	runner) kill -9 "$(child_pid runner)" ;;
 	engine) kill -9 "$(child_pid engine)" ;;
@@ -393,7 +417,6 @@ submit long clean
 R=$RUN
 wait_for 30 step_running "$R"
 psql_q "update runs set lease_owner = 'thief', lease_expires_at = now() + interval '1 hour' where id = '$R'" >/dev/null
-no_runner() { [ -z "$(child_pid runner)" ]; }
 wait_for 5 no_runner
 check "a lease lost mid-step: the runner is gone within 5 s" no_runner
 sleep 3
