@@ -197,7 +197,9 @@
  *              channel: every call on it is that run's
  *  RUNNER_PROXY [provider str (a provider name, or "" for none), model str (a model
  *              name, or ""), max_tokens u32 (>= 1), tool_output_max u32
- *              (1024..1048576)]  + the runner's end of its model channel
+ *              (1024..1048576)]  + the runner's end of its model channel; again
+ *              whenever a new proxy is ready, with a channel to it (the runner
+ *              keeps the values of the first)
  *  MODEL_CALL  [step str(1..64), attempt u32 (>= 1), provider str, model str,
  *              max_tokens u32 (>= 1), limit u64 (<= IPC_USD_MICROS_MAX: the most the
  *              call may cost), request str (the neutral request, JSON, with "base":

@@ -33,6 +33,8 @@ static struct agent {
 	struct child *c;
 	struct ipc_chan *proxy;
 	int proxy_gone;
+	int proxy_waiting;      /* the call waits for a new model channel */
+	struct event *proxy_wait_ev;
 	struct ipc_runner_proxy conf;
 	int have_conf;
 	/* the step */
@@ -967,14 +969,44 @@ proxy_msg(struct ipc_chan *ch, struct ipc_msg *m, void *arg)
 }
 
 static void
+proxy_wait_over(evutil_socket_t fd, short what, void *arg)
+{
+	/* this runner ends; its lease lapses, and the next one resumes the
+	 * conversation */
+	fatalx("the model channel is gone, and no proxy came back within %d s",
+	    AGENT_PROXY_WAIT_SECS);
+}
+
+/* The proxy is gone (it died, or was not there when this runner
+ * started): the call, in flight or the next one, waits for the channel the
+ * supervisor makes once a proxy is ready again (agent_proxy). */
+static void
+proxy_wait(void)
+{
+	struct timeval tv = { AGENT_PROXY_WAIT_SECS, 0 };
+
+	if (ag.proxy_waiting)
+		return;
+	if (ag.proxy_wait_ev == NULL &&
+	    (ag.proxy_wait_ev = evtimer_new(ag.c->base, proxy_wait_over, NULL)) == NULL)
+		fatalx("evtimer_new");
+	if (evtimer_add(ag.proxy_wait_ev, &tv) == -1)
+		fatalx("evtimer_add");
+	ag.proxy_waiting = 1;
+	ag.state = AG_CALLING;
+	log_info("step %s: the model channel is gone; waiting for the proxy", ag.a.step);
+}
+
+static void
 proxy_err(struct ipc_chan *ch, const char *reason, void *arg)
 {
-	/* Without the proxy an agent step cannot go on: this runner ends,
-	 * its lease lapses, and the next one resumes the conversation. */
-	if (ag.state == AG_CALLING)
-		fatalx("the model channel: %s", reason);
-	log_debug("model channel: %s", reason);
+	log_info("model channel: %s", reason);
+	ipc_chan_free(ag.proxy);
+	ag.proxy = NULL;
 	ag.proxy_gone = 1;
+	ag.proxy_has = 0;
+	if (ag.state == AG_CALLING)
+		proxy_wait(); /* the call in flight is lost: it is made again */
 }
 
 /* ---- turns --------------------------------------------------------------- */
@@ -1018,8 +1050,10 @@ agent_turn(void)
 		agent_over("failed", err, NULL, 0);
 		return;
 	}
-	if (ag.proxy_gone)
-		fatalx("the model channel is gone");
+	if (ag.proxy_gone) {
+		proxy_wait();
+		return;
+	}
 	req = call_request();
 	if (req == NULL || (s = json_dumps(req, JSON_COMPACT)) == NULL)
 		fatalx("out of memory");
@@ -1187,23 +1221,51 @@ agent_cancel(void)
 {
 	struct ipc_wbuf w;
 
+	if (ag.proxy_waiting) {
+		evtimer_del(ag.proxy_wait_ev);
+		ag.proxy_waiting = 0;
+		agent_over("cancelled", "cancelled", NULL, 1);
+		return;
+	}
 	if (ag.state == AG_TOOLS && ag.exec_running) {
 		ipc_wbuf_begin(&w, IMSG_SBX_KILL, ag.sbx_id, 0);
 		runner_sbx_send(&w);
 	}
 }
 
+/* RUNNER_PROXY: the model channel and what agent steps use.  It comes
+ * again each time a new proxy is ready (the old one died): this runner
+ * then takes the new channel, keeps the values of the first, and makes
+ * again the call the old proxy had not answered, with the whole
+ * conversation (the new proxy holds none of it). */
 void
 agent_proxy(struct ipc_msg *m)
 {
-	if (ag.have_conf || m->fd < 0 || ipc_dec_runner_proxy(m->body, &ag.conf) == -1)
+	struct ipc_runner_proxy conf;
+
+	if (m->fd < 0 || ipc_dec_runner_proxy(m->body, &conf) == -1)
 		fatalx("a bad model channel");
+	if (ag.proxy != NULL)
+		ipc_chan_free(ag.proxy);
 	ag.proxy = ipc_chan_new(ag.c->base, m->fd, ROLE_RUNNER, ROLE_PROXY, ag.c->max_frame,
 	    proxy_msg, proxy_err, NULL);
 	if (ag.proxy == NULL)
 		fatalx("cannot set up the model channel");
 	m->fd = -1;
-	ag.have_conf = 1;
+	ag.proxy_gone = 0;
+	ag.proxy_has = 0;
+	if (!ag.have_conf) {
+		ag.conf = conf;
+		ag.have_conf = 1;
+		return;
+	}
+	log_info("a new model channel%s", ag.state == AG_CALLING ? ": the call is made again" : "");
+	if (ag.proxy_waiting) {
+		evtimer_del(ag.proxy_wait_ev);
+		ag.proxy_waiting = 0;
+	}
+	if (ag.state == AG_CALLING)
+		agent_turn();
 }
 
 void

@@ -59,6 +59,7 @@ int runner_cancelled(void);
 #define AGENT_LIST_MAX 1000           /* entries list_dir and glob return */
 #define AGENT_GREP_MAX 500            /* lines grep returns */
 #define AGENT_STORES_AHEAD 4          /* stores the loop runs ahead of */
+#define AGENT_PROXY_WAIT_SECS 60      /* for a new model channel once the proxy is gone */
 #define AGENT_ROUND_SLACK 16384       /* room kept in a round's message for its framing */
 
 struct agent_step {

@@ -112,8 +112,10 @@ proc_on_msg(struct ipc_chan *ch, struct ipc_msg *m, void *arg)
 			proc_send_listen(p);
 		if (p->role == ROLE_ENGINE)
 			runs_engine_ready(p);
-		if (p->role == ROLE_PROXY)
+		if (p->role == ROLE_PROXY) {
 			provider_send_conf();
+			runs_proxy_ready();
+		}
 		return;
 	case IMSG_DB_OP:
 		sup_db_op(p, m);

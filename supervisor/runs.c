@@ -73,6 +73,7 @@ struct srun {
 	uint64_t patch_id;  /* the PATCH_MAKE being answered, 0 for none */
 	int patch_fd;       /* its file, until the git helper is done */
 	char patch_tmp[PATH_MAX];
+	int proxied;        /* RUNNER_PROXY sent: a new proxy sends another */
 };
 static LIST_HEAD(, srun) sruns = LIST_HEAD_INITIALIZER(sruns);
 
@@ -608,7 +609,7 @@ redact(struct srun *r, struct ipc_msg *m)
 /* ---- the runner ---------------------------------------------------------- */
 
 /* The runner's model channel and what agent steps use (RUNNER_PROXY),
- * right after RUNNER_START. */
+ * right after RUNNER_START, and again whenever a new proxy is ready. */
 static void
 runner_send_proxy(struct srun *r)
 {
@@ -628,6 +629,20 @@ runner_send_proxy(struct srun *r)
 	if (proc_send(&r->p, &w, fd) == -1)
 		kill(r->p.pid, SIGKILL);
 	close(fd);
+	r->proxied = 1;
+}
+
+/* A new proxy is ready (the old one died, or was not there when these
+ * runners started): every live runner gets a channel to it, and makes
+ * again the call the old one had not answered. */
+void
+runs_proxy_ready(void)
+{
+	struct srun *r;
+
+	LIST_FOREACH(r, &sruns, entry)
+		if (r->proxied && r->p.chan != NULL && r->p.pid > 0)
+			runner_send_proxy(r);
 }
 
 static void

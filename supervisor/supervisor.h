@@ -123,6 +123,7 @@ __attribute__((noreturn)) void proc_exec(struct proc *p, int fd);
 
 /* runs.c: runs the engine claimed: setup (checkout), runner and sandbox */
 void runs_engine_ready(struct proc *engine);
+void runs_proxy_ready(void);
 void runs_send_conf(void);
 void runs_start(struct proc *engine, struct ipc_msg *m);
 void runs_stop(struct proc *engine, struct ipc_msg *m);

@@ -318,6 +318,50 @@ check "README.md was read once: its result came from the stored round" \
 	[ "$(psql_q "select count(*) from run_events where run_id = '$R5' and type = 'agent.tool_result' and payload->>'content' = 'hello' || chr(10)")" = 1 ]
 check "usage: three calls recorded, none twice" [ "$(psql_q "select count(*) from token_usage where run_id = '$R5'")" = 3 ]
 
+# --- 5b. the proxy dies: the runner waits for the new one and goes on ---------------------
+# during a call (made again, whole, to the new proxy), then while a command runs
+script '[{"delay": 3, "reply": {"text": "never delivered"}},
+ {"reply": {"tool_calls": [{"name": "bash", "input": {"command": "touch m2; sleep 4; echo slept"}}]}},
+ {"reply": {"text": "done after two proxies"}}]'
+submit plain
+RP=$RUN
+wait_for 20 flog "len(L) == 1"
+PX1=$(child_pid proxy)
+kill -KILL "$PX1"
+wait_for 30 test -e "$T/state/runs/$RP/ws/m2"
+PX2=$(child_pid proxy)
+kill -KILL "$PX2"
+wait_for 60 ended "$RP"
+check "a proxy killed during a call, then one killed while a command runs: the step succeeds ($(run_status "$RP"): $(step_err "$RP"))" \
+	is_status "$RP" succeeded
+check "... in its first attempt: the runner did not die" \
+	[ "$(psql_q "select string_agg(status, ' ' order by attempt) from run_steps where run_id = '$RP'")" = succeeded ]
+check "... under three proxies ($PX1, $PX2, $(child_pid proxy))" \
+	[ -n "$PX1" -a -n "$PX2" -a "$PX1" != "$PX2" -a -n "$(child_pid proxy)" -a "$(child_pid proxy)" != "$PX2" ]
+check "the unanswered call was made again, whole (system prompt, tools, the first message), then the next one" \
+	flog "len(L) == 3 and [e['messages'] for e in L] == [1, 1, 3] and L[1]['body']['messages'] == L[0]['body']['messages'] and L[1]['body']['system'] == L[0]['body']['system'] and L[1]['body']['tools'] == L[0]['body']['tools']"
+check "the command ran once, and its result reached the model" \
+	flog "L[2]['body']['messages'][2]['content'][0]['content'] == 'exit status 0\\nslept\\n'"
+check "usage: the two answered calls, not the one the dead proxy never answered" \
+	[ "$(psql_q "select count(*) from token_usage where run_id = '$RP'")" = 2 ]
+check "the runner said it waited for, then took, a new model channel" \
+	eval 'grep -q "the model channel is gone; waiting for the proxy" "$LOG" && grep -q "a new model channel: the call is made again" "$LOG"'
+
+# a cancel while the runner waits for a proxy ends the step at once (the
+# proxy, failing again within a minute, comes back only after 4 s)
+script '[{"delay": 3, "reply": {"text": "never delivered"}}, {"reply": {"text": "never asked"}}]'
+submit plain
+RPC=$RUN
+wait_for 20 flog "len(L) == 1"
+nwait=$(grep -c "the model channel is gone; waiting for the proxy" "$LOG")
+kill -KILL "$(child_pid proxy)"
+wait_for 10 eval '[ "$(grep -c "the model channel is gone; waiting for the proxy" "$LOG")" -gt $nwait ]'
+curl -s -o /dev/null --max-time 10 -X POST -H "Authorization: Bearer $TA" "http://127.0.0.1:$PORT/v1/runs/$RPC/cancel"
+wait_for 20 ended "$RPC"
+check "a cancel while the runner waits for a new proxy: cancelled at once, the call not made again ($(run_status "$RPC"))" \
+	eval 'is_status "$RPC" cancelled && flog "len(L) == 1"'
+wait_for 20 eval '[ -n "$(child_pid proxy)" ]'
+
 # --- 6. provider errors ------------------------------------------------------------------
 reload fake true 2 5
 script '[{"status": 429, "headers": {"retry-after": "2"}}, {"status": 500}, {"malformed": true}, {"cut": true},
