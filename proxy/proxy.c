@@ -402,7 +402,8 @@ call_write(char *data, size_t size, size_t n, void *arg)
 
 /* retry-after (RFC 9110 10.2.3): delay-seconds, the form providers send,
  * or an HTTP date (a day's name first, in any of its three forms), taken
- * as the seconds from now to then (0 when it is past).  Anything else leaves the backoff to apply. */
+ * as the seconds from now to then (0 when it is past).  Anything else
+ * leaves the backoff to apply. */
 static size_t
 call_header(char *data, size_t size, size_t n, void *arg)
 {

@@ -958,6 +958,32 @@ conf_set_prov_name(struct conf_parse *p, const struct conf_key *k, yaml_event_t 
 	}
 }
 
+/* A scalar that must be one of names (n of them, at least 2): its index,
+ * or -1 once the problem is reported ("must be a, b or c"). */
+static int
+conf_choice(struct conf_parse *p, const char *label, yaml_event_t *ev,
+    const char *const *names, size_t n)
+{
+	char list[256];
+	size_t i, len = 0;
+
+	if (ev->type != YAML_SCALAR_EVENT || conf_is_null(ev)) {
+		/* only reports (and consumes) here: no value is copied */
+		conf_scalar(p, label, ev, NULL, 0);
+		return -1;
+	}
+	for (i = 0; i < n; i++)
+		if (ev->data.scalar.length == strlen(names[i]) &&
+		    memcmp(ev->data.scalar.value, names[i], ev->data.scalar.length) == 0)
+			return (int)i;
+	list[0] = '\0';
+	for (i = 0; i < n && len < sizeof(list); i++)
+		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s",
+		    i == 0 ? "" : i + 1 == n ? " or " : ", ", names[i]);
+	conf_error(p, &ev->start_mark, "%s: must be %s", label, list);
+	return -1;
+}
+
 static void
 conf_set_prov_kind(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
 {
@@ -965,21 +991,10 @@ conf_set_prov_kind(struct conf_parse *p, const struct conf_key *k, yaml_event_t 
 	    [CONF_PROVIDER_ANTHROPIC] = "anthropic",
 	    [CONF_PROVIDER_OPENAI] = "openai",
 	};
-	size_t i;
+	int i = conf_choice(p, k->label, ev, kinds, sizeof(kinds) / sizeof(kinds[0]));
 
-	if (ev->type != YAML_SCALAR_EVENT || conf_is_null(ev)) {
-		/* only reports (and consumes) here: no value is copied */
-		conf_scalar(p, k->label, ev, NULL, 0);
-		return;
-	}
-	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
-		if (ev->data.scalar.length == strlen(kinds[i]) &&
-		    memcmp(ev->data.scalar.value, kinds[i], ev->data.scalar.length) == 0) {
-			p->prov->kind = (int)i;
-			return;
-		}
-	}
-	conf_error(p, &ev->start_mark, "%s: must be anthropic or openai", k->label);
+	if (i >= 0)
+		p->prov->kind = i;
 }
 
 /* base_url: never echoed, like database.url (it could carry a token). */
@@ -1031,22 +1046,11 @@ static void
 conf_set_prov_field(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
 {
 	static const char *const fields[] = {"max_tokens", "max_completion_tokens"};
-	size_t i;
+	int i;
 
-	if (ev->type != YAML_SCALAR_EVENT || conf_is_null(ev)) {
-		conf_scalar(p, k->label, ev, NULL, 0);
-		return;
-	}
 	p->field_mark = ev->start_mark;
-	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
-		if (ev->data.scalar.length == strlen(fields[i]) &&
-		    memcmp(ev->data.scalar.value, fields[i], ev->data.scalar.length) == 0) {
-			p->prov->max_completion = (int)i;
-			return;
-		}
-	}
-	conf_error(p, &ev->start_mark, "%s: must be max_tokens or max_completion_tokens",
-	    k->label);
+	if ((i = conf_choice(p, k->label, ev, fields, sizeof(fields) / sizeof(fields[0]))) >= 0)
+		p->prov->max_completion = i;
 }
 
 /* Setters of providers[i].models[j].*: each fills p->model. */
