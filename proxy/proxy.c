@@ -321,7 +321,7 @@ retry_fire(evutil_socket_t fd, short what, void *arg)
 }
 
 /* Retry after the provider's retry-after, or the backoff of this try; 0,
- * -1 when no retry is left, -2 when the provider asks for too long a wait. */
+ * or -1 when no retry is left. */
 static int
 call_retry(struct call *k, const char *why)
 {
@@ -331,8 +331,6 @@ call_retry(struct call *k, const char *why)
 	if (k->tries > (int)k->pv->c.retries)
 		return -1;
 	if (k->retry_after >= 0) {
-		if (k->retry_after > PROXY_RETRY_AFTER_MAX_S)
-			return -2;
 		ms = (uint64_t)k->retry_after * 1000;
 	} else {
 		ms = (uint64_t)PROXY_BACKOFF_MS << (k->tries - 1 < 6 ? k->tries - 1 : 6);
@@ -352,14 +350,10 @@ call_retry(struct call *k, const char *why)
 static void
 call_trouble(struct call *k, int retryable, const char *why)
 {
-	int r = -1;
-
-	if (retryable && (r = call_retry(k, why)) == 0)
-		return;
-	if (r == -2)
+	if (retryable && k->retry_after > PROXY_RETRY_AFTER_MAX_S)
 		call_fail(k, IPC_MODEL_FAILED, "%s; the provider asks to wait %ld s, over the %d s "
 		    "this proxy waits", why, k->retry_after, PROXY_RETRY_AFTER_MAX_S);
-	else
+	else if (!retryable || call_retry(k, why) == -1)
 		call_fail(k, IPC_MODEL_FAILED, "%s%s", why,
 		    retryable && k->tries > 1 ? " (after every retry)" : "");
 }

@@ -791,6 +791,28 @@ wire_conv_add(struct wire_conv *c, const json_t *req, char *err, size_t errsz)
 /* Append a string literal. */
 #define BUF_LIT(b, lit) wire_buf_add((b), (lit), sizeof(lit) - 1)
 
+/* What a body is made with, for a provider of kind k: 0, or -1 with a
+ * reason. */
+static int
+wire_body_args(enum wire_kind k, const char *model, uint64_t max_tokens, unsigned flags,
+               char *err, size_t errsz)
+{
+	if ((flags & ~(WIRE_STREAM | WIRE_MAX_COMPLETION)) != 0 ||
+	    ((flags & WIRE_MAX_COMPLETION) && k != WIRE_OPENAI)) {
+		wire_fail(err, errsz, "unknown flags %#x for this provider kind", flags);
+		return -1;
+	}
+	if (model == NULL || !wire_id_chars(model, strlen(model))) {
+		wire_fail(err, errsz, "the model is not 1-%d printable bytes", WIRE_ID_MAX);
+		return -1;
+	}
+	if (max_tokens == 0 || max_tokens > INT64_MAX) {
+		wire_fail(err, errsz, "max_tokens is 0 or too large");
+		return -1;
+	}
+	return 0;
+}
+
 char *
 wire_conv_body(const struct wire_conv *c, const char *model, uint64_t max_tokens, unsigned flags,
                char *err, size_t errsz)
@@ -800,20 +822,8 @@ wire_conv_body(const struct wire_conv *c, const char *model, uint64_t max_tokens
 	char *m, num[24];
 	int rc = 0, stream = (flags & WIRE_STREAM) != 0;
 
-	if ((flags & ~(WIRE_STREAM | WIRE_MAX_COMPLETION)) != 0 ||
-	    ((flags & WIRE_MAX_COMPLETION) && c->kind != WIRE_OPENAI)) {
-		wire_fail(err, errsz, "unknown flags %#x for this provider kind", flags);
+	if (wire_body_args(c->kind, model, max_tokens, flags, err, errsz) == -1)
 		return NULL;
-	}
-
-	if (model == NULL || !wire_id_chars(model, strlen(model))) {
-		wire_fail(err, errsz, "the model is not 1-%d printable bytes", WIRE_ID_MAX);
-		return NULL;
-	}
-	if (max_tokens == 0 || max_tokens > INT64_MAX) {
-		wire_fail(err, errsz, "max_tokens is 0 or too large");
-		return NULL;
-	}
 	if ((mj = json_string(model)) == NULL)
 		return NULL;
 	m = json_dumps(mj, JSON_COMPACT | JSON_ENCODE_ANY);
@@ -873,14 +883,9 @@ wire_request(enum wire_kind k, const json_t *req, const char *model, uint64_t ma
 		wire_fail(err, errsz, "unknown provider kind %d", (int)k);
 		return NULL;
 	}
-	if (model == NULL || !wire_id_chars(model, strlen(model))) {
-		wire_fail(err, errsz, "the model is not 1-%d printable bytes", WIRE_ID_MAX);
+	/* checked before the request, so that a bad argument is the reason */
+	if (wire_body_args(k, model, max_tokens, flags, err, errsz) == -1)
 		return NULL;
-	}
-	if (max_tokens == 0 || max_tokens > INT64_MAX) {
-		wire_fail(err, errsz, "max_tokens is 0 or too large");
-		return NULL;
-	}
 	/* one way to make a body: a conversation of this request alone */
 	if ((c = wire_conv_new(k)) == NULL) {
 		wire_fail(err, errsz, "out of memory");
