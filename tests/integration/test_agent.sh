@@ -80,7 +80,7 @@ start_daemon_or_finish agent
 reload() {
 	conf "$@"
 	"$AGRIPPACTL" -s "$CTL" reload >"$T/reload.out" 2>&1 ||
-		echo "# reload: $(cat "$T/reload.out")"
+		notok "agrippactl reload ($*): $(cat "$T/reload.out")"
 }
 
 MKREPO="$TOOLS/mkrepo"
