@@ -123,14 +123,13 @@ result_text(const char *p, size_t len, size_t total)
 {
 	size_t max = ag.conf.tool_output_max, room = 0;
 	json_t *s;
+	int cut;
+	char *buf;
 
 	if (ag.round_len + AGENT_ROUND_SLACK < IPC_DB_ARG_MAX)
 		room = (IPC_DB_ARG_MAX - ag.round_len - AGENT_ROUND_SLACK) / 2;
 	if (max > room)
 		max = room;
-	int cut;
-	char *buf;
-
 	s = text_cut(p, len, max, &cut);
 	if (!cut && total <= len)
 		return s;
@@ -655,7 +654,7 @@ answer_entries(const char *name, const msgpack_object *d)
 				    blen == 3 && memcmp(b, "dir", 3) == 0 ? "/" : "",
 				    (unsigned long long)n);
 		}
-		if (len == 0 && ftell(f) == 0)
+		if (ftell(f) == 0)
 			fputs(grep ? "(no match)\n" : "(nothing)\n", f);
 		if (trunc)
 			fputs("[truncated: more entries exist; narrow the search]\n", f);
