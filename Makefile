@@ -99,9 +99,9 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libagrippa.a
 
 # The git helper links libgit2, which stays out of agrippad: its code is
 # built apart from libagrippa.a, into a program of its own.
-GH_OBJ  := $(BUILD)/githelper/checkout.o $(BUILD)/githelper/diff.o
+GH_OBJ  := $(BUILD)/githelper/checkout.o $(BUILD)/githelper/diff.o $(BUILD)/githelper/mirror.o
 GH_LIBS := $(shell pkg-config --libs libgit2 2>/dev/null)
-GIT_LIBS := $(GH_LIBS) $(shell pkg-config --libs libevent libsodium msgpack 2>/dev/null)
+GIT_LIBS := $(GH_LIBS) $(shell pkg-config --libs libevent libsodium msgpack libcurl 2>/dev/null)
 $(BUILD)/agrippa-git: $(BUILD)/githelper/main.o $(GH_OBJ) $(BUILD)/libagrippa.a
 	$(CC) $(ALL_LDFLAGS) -Wl,--as-needed -o $@ $^ $(GIT_LIBS)
 $(BUILD)/tests/tools/mkrepo: tests/tools/mkrepo.c

@@ -15,14 +15,10 @@
 
 #include "common/util.h"
 #include "githelper/checkout.h"
+#include "githelper/mirror.h"
 
 /* What the repository may not bring into the work tree's top level. */
 static const char *const gh_stripped[] = {GH_STRIPPED_NAMES};
-
-struct gh_cred {
-	const char *token;
-	int used;
-};
 
 int
 gh_fail(char *err, size_t errsz, const char *fmt, ...)
@@ -43,21 +39,6 @@ gh_git_error(void)
 	const git_error *e = git_error_last();
 
 	return e != NULL && e->message != NULL ? e->message : "unknown error";
-}
-
-/* The token, once, as user/password; a second ask means it was refused. */
-static int
-gh_credentials(git_credential **out, const char *url, const char *user, unsigned int allowed,
-               void *payload)
-{
-	struct gh_cred *c = payload;
-
-	(void)url;
-	(void)user;
-	if (c->token == NULL || c->used || !(allowed & GIT_CREDENTIAL_USERPASS_PLAINTEXT))
-		return GIT_PASSTHROUGH;
-	c->used = 1;
-	return git_credential_userpass_plaintext_new(out, GH_TOKEN_USER, c->token);
 }
 
 int
@@ -91,26 +72,6 @@ gh_check_dir(const char *dir, const char *what, char *err, size_t errsz)
 	if (n > 0)
 		return gh_fail(err, errsz, "%s is not empty", what);
 	return 0;
-}
-
-/* https://..., file:///..., or /...; nothing else (no ssh, no git://). */
-static int
-gh_check_url(const char *url, char *err, size_t errsz)
-{
-	const char *host;
-	size_t hl;
-
-	if (strncmp(url, "https://", 8) == 0) {
-		host = url + 8;
-		hl = strcspn(host, "/");
-		if (hl == 0 || memchr(host, '@', hl) != NULL)
-			return gh_fail(err, errsz,
-			               "the URL must be https://HOST/... without credentials");
-		return 0;
-	}
-	if (strncmp(url, "file:///", 8) == 0 || url[0] == '/')
-		return 0;
-	return gh_fail(err, errsz, "the URL must be https://, file:/// or an absolute path");
 }
 
 /*
@@ -234,165 +195,281 @@ gh_git_init(char *err, size_t errsz)
 	return 0;
 }
 
+
+/* ---- the workspace from the mirror --------------------------------------- */
+
+/* A ref as templates may name it (after "refs/heads/" or "refs/tags/", or
+ * alone): what git's check-ref-format allows, never taken for an option. */
+static int
+gh_ref_name_ok(const char *ref)
+{
+	char full[GH_REF_MAX + 32];
+	int valid = 0;
+
+	if (ref[0] == '\0' || ref[0] == '-' || strlen(ref) > GH_REF_MAX)
+		return 0;
+	if (strncmp(ref, "refs/heads/", 11) == 0 || strncmp(ref, "refs/tags/", 10) == 0)
+		snprintf(full, sizeof(full), "%s", ref);
+	else
+		snprintf(full, sizeof(full), "refs/heads/%s", ref);
+	return git_reference_name_is_valid(&valid, full) == 0 && valid;
+}
+
+/* ref: a full commit id in hex (40 or 64 lower-case digits). */
+static int
+gh_is_oid(const char *ref)
+{
+	size_t n = strlen(ref);
+
+	return (n == 40 || n == 64) && strspn(ref, "0123456789abcdef") == n;
+}
+
+#define GH_MISSING (-2) /* a reference to an object the mirror does not hold */
+
 /*
- * Clone url into dir (checked by the caller), bare or with its default
- * branch checked out.  The token goes to an https server only, through the
- * credential callback.  *out is the caller's to free.
+ * The reference full (a branch or a tag, annotated or not) as a commit:
+ * 0, GIT_ENOTFOUND (no such reference), GH_MISSING (it names an object that
+ * is not there: the mirror is damaged), or -1 (it is no commit).
  */
 static int
-gh_clone(git_repository **out, const char *url, const char *token, const char *dir, int bare,
-         char *err, size_t errsz)
+gh_peel(git_repository *m, const char *full, git_oid *id)
 {
-	git_clone_options opts;
-	struct gh_cred cred = {NULL, 0};
+	git_reference *r, *d = NULL;
+	git_object *o;
+	git_odb *odb;
+	int rc, there = 1;
 
-	*out = NULL;
-	git_clone_options_init(&opts, GIT_CLONE_OPTIONS_VERSION);
-	opts.bare = bare;
-	/* git's own transfer, not hard links into the source's objects */
-	opts.local = GIT_CLONE_NO_LOCAL;
-	opts.checkout_opts.checkout_strategy = GIT_CHECKOUT_SAFE;
-	if (strncmp(url, "https://", 8) == 0) {
-		cred.token = token;
-		opts.fetch_opts.callbacks.credentials = gh_credentials;
-		opts.fetch_opts.callbacks.payload = &cred;
+	if (git_reference_lookup(&r, m, full) != 0)
+		return GIT_ENOTFOUND;
+	rc = git_reference_peel(&o, r, GIT_OBJECT_COMMIT);
+	if (rc != 0 && git_reference_resolve(&d, r) == 0 && git_repository_odb(&odb, m) == 0) {
+		there = git_odb_exists(odb, git_reference_target(d));
+		git_odb_free(odb);
 	}
-	if (git_clone(out, url, dir, &opts) != 0) {
-		/* asked again after the token was given: the server refused it
-		 * (libgit2's own message would say no callback is set) */
-		if (cred.used && git_error_last() != NULL &&
-		    git_error_last()->klass == GIT_ERROR_HTTP)
-			return gh_fail(err, errsz, "clone: the server refused the token (%s)",
-			    gh_git_error());
-		if (cred.token == NULL && strncmp(url, "https://", 8) == 0 &&
-		    git_error_last() != NULL && git_error_last()->klass == GIT_ERROR_HTTP)
-			return gh_fail(err, errsz,
-			    "clone: the server asks for credentials and the connection has no token");
-		return gh_fail(err, errsz, "clone: %s", gh_git_error());
-	}
+	git_reference_free(d);
+	git_reference_free(r);
+	if (rc != 0)
+		return there ? -1 : GH_MISSING;
+	git_oid_cpy(id, git_object_id(o));
+	git_object_free(o);
 	return 0;
 }
 
-/* The commit HEAD of repo names, in *id. */
+/* The mirror's HEAD: its branch's short name and commit. */
 static int
-gh_head(git_repository *repo, git_oid *id, char *err, size_t errsz)
+gh_resolve_head(git_repository *m, git_oid *id, char *name, size_t namesz, char *err,
+                size_t errsz)
 {
-	if (git_reference_name_to_id(id, repo, "HEAD") != 0)
-		return gh_fail(err, errsz, "HEAD: %s", gh_git_error());
+	char target[GH_REF_MAX + 32];
+	git_reference *h;
+	const char *t;
+	int rc;
+
+	if (git_reference_lookup(&h, m, "HEAD") != 0)
+		return gh_fail(err, errsz, "the repository has no default branch");
+	t = git_reference_type(h) == GIT_REFERENCE_SYMBOLIC ? git_reference_symbolic_target(h) : "";
+	if (strncmp(t, "refs/heads/", 11) != 0 || fmt_ok(target, sizeof(target), "%s", t) == -1) {
+		git_reference_free(h);
+		return gh_fail(err, errsz, "the repository's HEAD is not a branch");
+	}
+	git_reference_free(h);
+	if (fmt_ok(name, namesz, "%s", target + 11) == -1)
+		return gh_fail(err, errsz, "the repository's default branch has too long a name");
+	if ((rc = gh_peel(m, target, id)) == GH_MISSING) {
+		gh_fail(err, errsz, "the default branch %s names a commit the mirror lacks", name);
+		return GH_MISSING;
+	}
+	if (rc != 0)
+		return gh_fail(err, errsz, "the repository's default branch %s has no commit",
+		               name);
 	return 0;
 }
 
-int
-gh_checkout(const char *url, const char *token, const char *dir, char *base, char *err,
-            size_t errsz)
+/*
+ * ref in the mirror: "" for its default branch, a full commit id, a branch
+ * or a tag (by its short name, branches first, or as refs/heads/... or
+ * refs/tags/...).  *id gets the commit, name its short name (the commit id
+ * for a commit), *branch whether it is a branch.  0, or -1 with err set, or
+ * GH_MISSING when the mirror lacks what a reference names.
+ */
+static int
+gh_resolve(git_repository *m, const char *ref, git_oid *id, char *name, size_t namesz,
+           int *branch, char *err, size_t errsz)
 {
-	git_repository *repo = NULL;
-	git_oid head;
+	static const char *const prefixes[] = {"refs/heads/", "refs/tags/"};
+	char full[GH_REF_MAX + 32];
+	git_commit *c;
+	size_t i;
+	int rc;
+
+	*branch = 0;
+	if (ref[0] == '\0') {
+		*branch = 1;
+		return gh_resolve_head(m, id, name, namesz, err, errsz);
+	}
+	if (gh_is_oid(ref)) {
+		if (git_oid_fromstr(id, ref) != 0 || git_commit_lookup(&c, m, id) != 0)
+			return gh_fail(err, errsz, "ref %s: no such commit in the repository", ref);
+		git_commit_free(c);
+		snprintf(name, namesz, "%s", ref);
+		return 0;
+	}
+	if (!gh_ref_name_ok(ref))
+		return gh_fail(err, errsz, "ref %.64s%s is not a valid branch or tag name", ref,
+		               strlen(ref) > 64 ? "..." : "");
+	for (i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+		if (strncmp(ref, "refs/", 5) == 0 && strncmp(ref, prefixes[i], strlen(prefixes[i])))
+			continue;
+		snprintf(full, sizeof(full), "%s%s", strncmp(ref, "refs/", 5) == 0 ? "" : prefixes[i],
+		         ref);
+		if ((rc = gh_peel(m, full, id)) == GIT_ENOTFOUND)
+			continue;
+		if (rc == GH_MISSING) {
+			gh_fail(err, errsz, "ref %s names a commit the mirror lacks", ref);
+			return GH_MISSING;
+		}
+		if (rc != 0)
+			return gh_fail(err, errsz, "ref %s does not name a commit", ref);
+		*branch = i == 0;
+		snprintf(name, namesz, "%s", full + strlen(prefixes[i]));
+		return 0;
+	}
+	return gh_fail(err, errsz, "ref %s: no such branch, tag or commit in the repository", ref);
+}
+
+/* A libgit2 error that says the mirror's objects cannot be read. */
+static int
+gh_objects_broken(void)
+{
+	const git_error *e = git_error_last();
+
+	return e != NULL && (e->klass == GIT_ERROR_ODB || e->klass == GIT_ERROR_ZLIB);
+}
+
+/* workdir/.git/objects/info/alternates: the mirror's objects, where the
+ * sandbox sees them. */
+static int
+gh_write_alternates(const char *workdir, char *err, size_t errsz)
+{
+	static const char line[] = GH_SANDBOX_OBJECTS "\n";
+	char p[4096];
+	int fd;
+
+	if (fmt_ok(p, sizeof(p), "%s/.git/objects/info", workdir) == -1)
+		return gh_fail(err, errsz, "the workspace's path is too long");
+	if (mkdir(p, 0755) == -1 && errno != EEXIST)
+		return gh_fail(err, errsz, "the workspace's .git: %s", strerror(errno));
+	if (fmt_ok(p, sizeof(p), "%s/.git/objects/info/alternates", workdir) == -1)
+		return gh_fail(err, errsz, "the workspace's path is too long");
+	if ((fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644)) == -1)
+		return gh_fail(err, errsz, "the workspace's alternates: %s", strerror(errno));
+	if (write(fd, line, sizeof(line) - 1) != (ssize_t)(sizeof(line) - 1)) {
+		close(fd);
+		return gh_fail(err, errsz, "the workspace's alternates: %s", strerror(errno));
+	}
+	return close(fd);
+}
+
+/*
+ * The work tree of commit id written into the new repository ws (whose
+ * objects are read from the mirror's, mobjects, in memory only), its index
+ * and its HEAD: the branch name when branch, else detached at id.
+ */
+static int
+gh_write_tree(git_repository *ws, const char *mobjects, const git_oid *id, const char *name,
+              int branch, char *err, size_t errsz)
+{
+	git_checkout_options co;
+	git_reference *r = NULL;
+	git_commit *c = NULL;
+	git_tree *t = NULL;
+	git_odb *odb = NULL;
+	char full[GH_REF_MAX + 32];
 	int rv = -1;
 
-	base[0] = '\0';
-	if (gh_check_url(url, err, errsz) == -1 ||
-	    gh_check_dir(dir, "the workspace", err, errsz) == -1)
-		return -1;
-	if (gh_git_init(err, errsz) == -1)
-		return -1;
-	if (gh_clone(&repo, url, token, dir, 0, err, errsz) == -1)
+	if (git_repository_odb(&odb, ws) != 0 || git_odb_add_disk_alternate(odb, mobjects) != 0) {
+		gh_fail(err, errsz, "the mirror's objects: %s", gh_git_error());
 		goto out;
-	if (gh_check_paths(repo, dir, err, errsz) == -1 || gh_strip(dir, err, errsz) == -1 ||
-	    gh_head(repo, &head, err, errsz) == -1)
+	}
+	if (git_commit_lookup(&c, ws, id) != 0 || git_commit_tree(&t, c) != 0) {
+		gh_fail(err, errsz, "the base commit: %s", gh_git_error());
 		goto out;
-	git_oid_tostr(base, GH_OID_HEX_MAX + 1, &head);
+	}
+	snprintf(full, sizeof(full), "refs/heads/%s", name);
+	if (branch ? git_reference_create(&r, ws, full, id, 0, "checkout") != 0
+	           : git_repository_set_head_detached(ws, id) != 0) {
+		gh_fail(err, errsz, "HEAD: %s", gh_git_error());
+		goto out;
+	}
+	git_checkout_options_init(&co, GIT_CHECKOUT_OPTIONS_VERSION);
+	co.checkout_strategy = GIT_CHECKOUT_FORCE;
+	if (git_checkout_tree(ws, (const git_object *)t, &co) != 0) {
+		gh_fail(err, errsz, "checkout: %s", gh_git_error());
+		goto out;
+	}
 	rv = 0;
 out:
-	git_repository_free(repo);
-	git_libgit2_shutdown();
+	git_reference_free(r);
+	git_tree_free(t);
+	git_commit_free(c);
+	git_odb_free(odb);
 	return rv;
 }
 
-/* gitdir and workdir: two different directories (a link, or one path
- * written two ways, must not make them one). */
-static int
-gh_check_apart(const char *gitdir, const char *workdir, char *err, size_t errsz)
+int
+gh_workspace(const char *mirror, const char *ref, const char *workdir, const char *url,
+             char *base, char *refname, char *err, size_t errsz)
 {
-	struct stat a, b;
-
-	if (lstat(gitdir, &a) == -1 || lstat(workdir, &b) == -1)
-		return gh_fail(err, errsz, "lstat: %s", strerror(errno));
-	if (a.st_dev == b.st_dev && a.st_ino == b.st_ino)
-		return gh_fail(err, errsz, "the repository and the workspace are one directory");
-	return 0;
-}
-
-/* Drop one reference's reflog ("clone: from GITDIR" would tell the sandbox
- * where the trusted copy lives). */
-static int
-gh_drop_reflog(const char *name, void *payload)
-{
-	return git_reflog_delete(payload, name);
-}
-
-/*
- * The work tree: a plain clone of the trusted bare copy at gitdir (objects
- * copied, no token), which must stand at the commit head; its origin is set
- * back to url; then the checks and the strip that gh_checkout makes.
- */
-static int
-gh_checkout_workdir(const char *gitdir, const char *workdir, const char *url, const git_oid *head,
-                    char *err, size_t errsz)
-{
-	git_repository *repo;
+	git_repository_init_options io;
+	git_repository *m = NULL, *ws = NULL;
+	char mobjects[4096], name[GH_REF_MAX + 1];
 	git_oid id;
-	int rv = -1;
+	int branch, rc, rv = -1, broken = 0;
 
-	if (gh_clone(&repo, gitdir, NULL, workdir, 0, err, errsz) == -1)
+	base[0] = refname[0] = '\0';
+	if (mirror[0] != '/')
+		return gh_fail(err, errsz, "the mirror must be an absolute path");
+	if (gh_check_dir(workdir, "the workspace", err, errsz) == -1)
 		return -1;
-	if (gh_head(repo, &id, err, errsz) == -1)
-		goto out;
-	if (!git_oid_equal(&id, head)) {
-		gh_fail(err, errsz, "the workspace is not at the repository's commit");
-		goto out;
-	}
-	if (git_remote_set_url(repo, "origin", url) != 0) {
-		gh_fail(err, errsz, "origin: %s", gh_git_error());
-		goto out;
-	}
-	if (git_reference_foreach_name(repo, gh_drop_reflog, repo) != 0 ||
-	    git_reflog_delete(repo, "HEAD") != 0) {
-		gh_fail(err, errsz, "reflog: %s", gh_git_error());
-		goto out;
-	}
-	if (gh_check_paths(repo, workdir, err, errsz) == -1 || gh_strip(workdir, err, errsz) == -1)
-		goto out;
-	rv = 0;
-out:
-	git_repository_free(repo);
-	return rv;
-}
-
-int
-gh_checkout_split(const char *url, const char *token, const char *gitdir, const char *workdir,
-                  char *base, char *err, size_t errsz)
-{
-	git_repository *repo = NULL;
-	git_oid head;
-	int rv = -1;
-
-	base[0] = '\0';
-	if (gh_check_url(url, err, errsz) == -1 ||
-	    gh_check_dir(gitdir, "the repository directory", err, errsz) == -1 ||
-	    gh_check_dir(workdir, "the workspace", err, errsz) == -1 ||
-	    gh_check_apart(gitdir, workdir, err, errsz) == -1)
-		return -1;
+	if (fmt_ok(mobjects, sizeof(mobjects), "%s/objects", mirror) == -1)
+		return gh_fail(err, errsz, "the mirror's path is too long");
 	if (gh_git_init(err, errsz) == -1)
 		return -1;
-	if (gh_clone(&repo, url, token, gitdir, 1, err, errsz) == -1 ||
-	    gh_head(repo, &head, err, errsz) == -1 ||
-	    gh_checkout_workdir(gitdir, workdir, url, &head, err, errsz) == -1)
+	if (git_repository_open_ext(&m, mirror,
+	                            GIT_REPOSITORY_OPEN_NO_SEARCH | GIT_REPOSITORY_OPEN_NO_DOTGIT |
+	                                GIT_REPOSITORY_OPEN_BARE,
+	                            NULL) != 0) {
+		gh_fail(err, errsz, "the mirror: %s", gh_git_error());
 		goto out;
-	git_oid_tostr(base, GH_OID_HEX_MAX + 1, &head);
+	}
+	if ((rc = gh_resolve(m, ref, &id, name, sizeof(name), &branch, err, errsz)) != 0) {
+		broken = rc == GH_MISSING || gh_objects_broken();
+		goto out;
+	}
+	git_repository_init_options_init(&io, GIT_REPOSITORY_INIT_OPTIONS_VERSION);
+	io.flags = GIT_REPOSITORY_INIT_NO_REINIT;
+	io.initial_head = branch ? name : NULL;
+	io.origin_url = url;
+	if (git_repository_init_ext(&ws, workdir, &io) != 0) {
+		gh_fail(err, errsz, "the workspace's repository: %s", gh_git_error());
+		goto out;
+	}
+	if (gh_write_tree(ws, mobjects, &id, name, branch, err, errsz) == -1) {
+		broken = gh_objects_broken();
+		goto out;
+	}
+	if (gh_check_paths(ws, workdir, err, errsz) == -1 || gh_strip(workdir, err, errsz) == -1 ||
+	    gh_write_alternates(workdir, err, errsz) == -1)
+		goto out;
+	git_oid_tostr(base, GH_OID_HEX_MAX + 1, &id);
+	snprintf(refname, GH_REF_MAX + 1, "%s", name);
 	rv = 0;
 out:
-	git_repository_free(repo);
+	if (broken && gh_mark_damaged(mirror) == 0)
+		snprintf(err + strlen(err), errsz - strlen(err),
+		         " (the mirror is damaged; the next fetch rebuilds it)");
+	git_repository_free(ws);
+	git_repository_free(m);
 	git_libgit2_shutdown();
 	return rv;
 }

@@ -1,7 +1,7 @@
 /*
- * The git helper's checkout (DESIGN.md section 1, the engine issue): clone a
- * run's repository into its workspace with libgit2 and make the result safe
- * to hand to a hostile agent and to the daemon's own later steps.
+ * The git helper's checkout (DESIGN.md section 3.8): write a run's workspace
+ * from its connection's mirror with libgit2 and make the result safe to
+ * hand to a hostile agent and to the daemon's own later steps.
  *
  * This code runs only in the transient git helper process (its own small
  * program, like agrippa-sandbox), never in agrippad's long-lived processes:
@@ -14,53 +14,44 @@
 
 #define GH_OID_HEX_MAX 64 /* SHA-1 repositories have 40, SHA-256 ones 64 */
 #define GH_TOKEN_USER "x-access-token"
+#define GH_REF_MAX 255 /* a template's workspace.ref */
+/* Where a sandbox sees the mirror's objects (supervisor/sbx.c mounts them). */
+#define GH_SANDBOX_OBJECTS "/mirror/objects"
 
 /* What a repository may not bring into the top of a work tree: agent
  * settings, MCP servers, the daemon's artifacts (the strip below). */
 #define GH_STRIPPED_NAMES ".claude", ".mcp.json", ".agrippa"
 
 /*
- * Clone url into dir, which must be an existing, empty directory given as
- * an absolute path, and check out the remote's default branch.
- *  - url: https://HOST/... (token, when not NULL, is given to the server
- *    through libgit2's credential callback as user GH_TOKEN_USER, once; it
- *    is never written to disk, to .git/config or to the remote URL), or a
- *    local repository as file:///PATH or /PATH (cloned through git's object
- *    transfer, never by hard-linking the source's objects; token ignored).
- *  - The work tree must not reach outside dir: every checked-out path is a
- *    relative path with no "." or ".." component, below no symbolic link,
- *    and not inside ".git".  Otherwise the checkout fails.
- *  - Then ".claude", ".mcp.json" and ".agrippa" at the top of the work tree
- *    are removed whatever they are (a symbolic link is removed, never
- *    followed), so that a repository cannot bring its own agent settings,
- *    MCP servers or artifacts.
- *  - base (GH_OID_HEX_MAX + 1 bytes) gets the checked-out commit's id in
- *    hex.
- * Returns 0, or -1 with a one-line reason in err (never the token); dir may
- * then hold a partial checkout, which the caller removes.
+ * The workspace of a run, written from the connection's mirror (a bare
+ * repository, gh_fetch) in time proportional to the files of one commit,
+ * not to the history:
+ *  - ref: "" for the mirror's default branch (its HEAD), a full commit id
+ *    (40 or 64 lower-case hex digits), or a branch or tag by its short name
+ *    (branches first) or as refs/heads/NAME or refs/tags/NAME; a tag is
+ *    peeled to its commit.  A ref that is not there fails, naming it.
+ *  - workdir (an existing, empty directory, absolute) gets the commit's
+ *    work tree and a .git that holds no object: its
+ *    objects/info/alternates names GH_SANDBOX_OBJECTS, where the sandbox
+ *    sees the mirror's objects (read-only), so that git log, show, diff
+ *    and status work there.  HEAD is the branch for a branch, else
+ *    detached at the commit; the remote "origin" is url (no token).
+ *  - Then the checks and the strip below: no path of the work tree
+ *    escapes it, and ".claude", ".mcp.json" and ".agrippa" at its top are
+ *    removed whatever they are (a link is removed, never followed).
+ *  - base (GH_OID_HEX_MAX + 1 bytes) gets the commit's id in hex, refname
+ *    (GH_REF_MAX + 1 bytes) the ref's short name (the branch or tag, or the
+ *    commit id).
+ * A mirror whose objects cannot be read is marked damaged (the next
+ * gh_fetch checks and rebuilds it).  Returns 0, or -1 with a one-line
+ * reason in err; workdir may then hold a partial tree, which the caller
+ * removes.
  */
-int gh_checkout(const char *url, const char *token, const char *dir, char *base, char *err,
-                size_t errsz);
+int gh_workspace(const char *mirror, const char *ref, const char *workdir, const char *url,
+                 char *base, char *refname, char *err, size_t errsz);
 
 /*
- * gh_checkout split in two, so that the daemon keeps a copy of the
- * repository that the sandbox never sees:
- *  - url (same rules and token handling as gh_checkout) is cloned as a
- *    bare repository into gitdir: the trusted copy, which gh_diff reads.
- *  - workdir becomes a plain clone of gitdir (objects copied, never hard
- *    linked; no token) checked out at the same commit, with its "origin"
- *    set back to url; then the path check and the strip of gh_checkout.
- *    This is the tree the agent gets, .git included.
- * gitdir and workdir: two different existing empty directories, absolute
- * paths.  base (GH_OID_HEX_MAX + 1 bytes) gets the commit's id in hex.
- * Returns 0, or -1 with a one-line reason in err (never the token); both
- * directories may then hold partial clones, which the caller removes.
- */
-int gh_checkout_split(const char *url, const char *token, const char *gitdir, const char *workdir,
-                      char *base, char *err, size_t errsz);
-
-/*
- * The check gh_checkout makes after cloning, on the work tree at dir as it
+ * The check gh_workspace makes after writing the tree, on the work tree at dir as it
  * is now: every path of its index relative, without "." or ".." components,
  * not in ".git", and below no symbolic link.  0, or -1 with the reason.
  */

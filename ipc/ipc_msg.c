@@ -246,30 +246,6 @@ ipc_dec_auth_flush(const msgpack_object *body)
 	return ipc_end(&c);
 }
 
-int
-ipc_dec_git_checkout(const msgpack_object *body, struct ipc_git_checkout *out)
-{
-	struct ipc_cur c, probe;
-	const char *s;
-	size_t len;
-
-	ipc_cur_init(&c, body);
-	probe = c;
-	if (ipc_get_str(&probe, &s, &len, IPC_GIT_URL_MAX) == -1 || len == 0 ||
-	    ipc_get_cstr(&c, out->url, sizeof(out->url)) == -1 ||
-	    ipc_get_bin(&c, &out->token, &out->toklen, IPC_SECRET_MAX) == -1)
-		return -1;
-	probe = c;
-	if (ipc_get_str(&probe, &s, &len, IPC_GIT_PATH_MAX) == -1 || len == 0 || s[0] != '/' ||
-	    ipc_get_cstr(&c, out->workspace, sizeof(out->workspace)) == -1)
-		return -1;
-	probe = c;
-	if (ipc_get_str(&probe, &s, &len, IPC_GIT_PATH_MAX) == -1 || (len > 0 && s[0] != '/') ||
-	    ipc_get_cstr(&c, out->gitdir, sizeof(out->gitdir)) == -1 || ipc_end(&c) == -1)
-		return -1;
-	return 0;
-}
-
 /* At most max lower-case hex digits, NUL-terminated into out (max + 1
  * bytes); their number in *len. */
 static int
@@ -308,6 +284,64 @@ ipc_get_abspath(struct ipc_cur *c, char *out, size_t outsz)
 	if (ipc_get_str(&probe, &s, &len, IPC_GIT_PATH_MAX) == -1 || len == 0 || s[0] != '/')
 		return -1;
 	return ipc_get_cstr(c, out, outsz);
+}
+
+/* A URL of 1..IPC_GIT_URL_MAX bytes (the helper checks its form). */
+static int
+ipc_get_git_url(struct ipc_cur *c, char *out, size_t outsz)
+{
+	struct ipc_cur probe = *c;
+	const char *s;
+	size_t len;
+
+	if (ipc_get_str(&probe, &s, &len, IPC_GIT_URL_MAX) == -1 || len == 0)
+		return -1;
+	return ipc_get_cstr(c, out, outsz);
+}
+
+/* A ref as a template names it: 0..IPC_GIT_REF_MAX printable bytes without
+ * a space, not starting with '-' (the helper checks the rest). */
+static int
+ipc_get_git_ref(struct ipc_cur *c, char out[IPC_GIT_REF_MAX + 1])
+{
+	const char *s;
+	size_t len, i;
+
+	if (ipc_get_str(c, &s, &len, IPC_GIT_REF_MAX) == -1 || (len > 0 && s[0] == '-'))
+		return -1;
+	for (i = 0; i < len; i++)
+		if ((unsigned char)s[i] <= 0x20 || (unsigned char)s[i] >= 0x7f)
+			return -1;
+	memcpy(out, s, len);
+	out[len] = '\0';
+	return 0;
+}
+
+int
+ipc_dec_git_fetch(const msgpack_object *body, struct ipc_git_fetch *out)
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_git_url(&c, out->url, sizeof(out->url)) == -1 ||
+	    ipc_get_bin(&c, &out->token, &out->toklen, IPC_SECRET_MAX) == -1 ||
+	    ipc_get_abspath(&c, out->mirror, sizeof(out->mirror)) == -1 || ipc_end(&c) == -1)
+		return -1;
+	return 0;
+}
+
+int
+ipc_dec_git_checkout(const msgpack_object *body, struct ipc_git_checkout *out)
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_abspath(&c, out->mirror, sizeof(out->mirror)) == -1 ||
+	    ipc_get_git_ref(&c, out->ref) == -1 ||
+	    ipc_get_abspath(&c, out->workspace, sizeof(out->workspace)) == -1 ||
+	    ipc_get_git_url(&c, out->url, sizeof(out->url)) == -1 || ipc_end(&c) == -1)
+		return -1;
+	return 0;
 }
 
 int
@@ -743,9 +777,11 @@ ipc_dec_git_result(const msgpack_object *body, struct ipc_git_result *out)
 	if (ipc_get_bool(&c, &out->ok) == -1 ||
 	    ipc_get_str(&c, &out->error, &out->errlen, IPC_ERRMSG_MAX) == -1 ||
 	    ipc_get_hex(&c, out->base, 64, &len) == -1 || ipc_get_u64(&c, &out->size) == -1 ||
-	    ipc_end(&c) == -1)
+	    ipc_get_git_ref(&c, out->ref) == -1 || ipc_end(&c) == -1)
 		return -1;
-	return out->ok ? (len != 40 && len != 64 ? -1 : 0) : (len != 0 ? -1 : 0);
+	if (out->ok)
+		return len != 0 && len != 40 && len != 64 ? -1 : 0;
+	return len != 0 || out->ref[0] != '\0' ? -1 : 0;
 }
 
 int
@@ -1142,6 +1178,14 @@ val_IMSG_GIT_CHECKOUT(const msgpack_object *body)
 	static struct ipc_git_checkout g;
 
 	return ipc_dec_git_checkout(body, &g);
+}
+
+static int
+val_IMSG_GIT_FETCH(const msgpack_object *body)
+{
+	static struct ipc_git_fetch g;
+
+	return ipc_dec_git_fetch(body, &g);
 }
 
 static int

@@ -131,18 +131,23 @@
  *              the token sealed under the "reposecr" key
  *
  * The git helper (agrippa-git, one operation per process):
- *  GIT_CHECKOUT [url str(1..IPC_GIT_URL_MAX), token bin(0..IPC_SECRET_MAX),
- *               workspace str(1..IPC_GIT_PATH_MAX, absolute),
- *               gitdir str(0..IPC_GIT_PATH_MAX; absolute, or "" for a plain
- *               clone into workspace)]  with a gitdir: a bare clone there
- *               (the daemon's trusted copy) and the workspace cloned from it
+ *  GIT_FETCH   [url str(1..IPC_GIT_URL_MAX), token bin(0..IPC_SECRET_MAX),
+ *               mirror str(1..IPC_GIT_PATH_MAX, absolute)]  the connection's
+ *               mirror made, repaired or brought up to date from url
+ *  GIT_CHECKOUT [mirror str(1..IPC_GIT_PATH_MAX, absolute), ref
+ *               str(0..IPC_GIT_REF_MAX, printable, not starting with '-';
+ *               "" for the default branch), workspace str(1..IPC_GIT_PATH_MAX,
+ *               absolute), url str(1..IPC_GIT_URL_MAX) (the workspace's
+ *               origin)]  the work tree of ref written from the mirror
  *  GIT_DIFF    [gitdir str(1..IPC_GIT_PATH_MAX, absolute), workspace
  *               str(1..IPC_GIT_PATH_MAX, absolute), base str(40 or 64 hex),
  *               cap u64]  + the file to write the patch to: the workspace
- *               against base, read from gitdir only
- *  GIT_RESULT  [ok bool, error str(<=IPC_ERRMSG_MAX), base str(0..64 hex;
- *               40 or 64 when ok, empty otherwise), size u64 (the patch's
- *               bytes for GIT_DIFF, 0 otherwise)]
+ *               against base, read from gitdir (the mirror) only
+ *  GIT_RESULT  [ok bool, error str(<=IPC_ERRMSG_MAX), base str(0, 40 or 64
+ *               hex; empty when not ok), size u64 (the patch's bytes for
+ *               GIT_DIFF, the mirror's for GIT_FETCH), ref
+ *               str(0..IPC_GIT_REF_MAX; a checkout's resolved ref, empty
+ *               when not ok)]
  *
  * The engine and runners (DESIGN 1, 3.4):
  *  ENGINE_WAKE [kind u32 (0 runs may be claimable: NOTIFY run_queued, or
@@ -265,7 +270,8 @@
 	X(IMSG_PROXY_CHANNEL, 49, SUP, ROLE_BIT(ROLE_PROXY), IPC_F_FD)                       \
 	X(IMSG_RUNNER_PROXY, 50, SUP, ROLE_BIT(ROLE_RUNNER), IPC_F_FD)                       \
 	X(IMSG_MODEL_CALL, 51, ROLE_BIT(ROLE_RUNNER), ROLE_BIT(ROLE_PROXY), 0)               \
-	X(IMSG_MODEL_REPLY, 52, ROLE_BIT(ROLE_PROXY), ROLE_BIT(ROLE_RUNNER), 0)
+	X(IMSG_MODEL_REPLY, 52, ROLE_BIT(ROLE_PROXY), ROLE_BIT(ROLE_RUNNER), 0)               \
+	X(IMSG_GIT_FETCH, 53, SUP, ROLE_BIT(ROLE_GITHELPER), 0)
 
 enum ipc_msg_type {
 #define IPC_X_ENUM(sym, num, snd, rcv, fl) sym = num,
@@ -348,12 +354,19 @@ int ipc_dec_run_wake(const msgpack_object *body, char run[IPC_UUID_LEN + 1], uin
 int ipc_dec_auth_flush(const msgpack_object *body);
 #define IPC_GIT_URL_MAX 2048
 #define IPC_GIT_PATH_MAX 1024
-struct ipc_git_checkout {
+#define IPC_GIT_REF_MAX 255
+struct ipc_git_fetch {
 	char url[IPC_GIT_URL_MAX + 1];
 	const uint8_t *token; /* points into the message; len 0 for none */
 	size_t toklen;
+	char mirror[IPC_GIT_PATH_MAX + 1];
+};
+int ipc_dec_git_fetch(const msgpack_object *body, struct ipc_git_fetch *out);
+struct ipc_git_checkout {
+	char mirror[IPC_GIT_PATH_MAX + 1];
+	char ref[IPC_GIT_REF_MAX + 1]; /* "" for the default branch */
 	char workspace[IPC_GIT_PATH_MAX + 1];
-	char gitdir[IPC_GIT_PATH_MAX + 1]; /* "" for a plain clone */
+	char url[IPC_GIT_URL_MAX + 1];
 };
 int ipc_dec_git_checkout(const msgpack_object *body, struct ipc_git_checkout *out);
 struct ipc_git_result {
@@ -362,6 +375,7 @@ struct ipc_git_result {
 	size_t errlen;
 	char base[65];
 	uint64_t size;
+	char ref[IPC_GIT_REF_MAX + 1];
 };
 int ipc_dec_git_result(const msgpack_object *body, struct ipc_git_result *out);
 struct ipc_git_diff {

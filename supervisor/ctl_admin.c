@@ -95,7 +95,10 @@ struct admin_req {
 	LIST_ENTRY(admin_req) entry;
 	int deferred;           /* done() answers later (repo test) */
 	struct gitrun *gitrun;  /* repo test: the helper at work */
+	struct mirror_wait *mwait; /* repo test: waiting for the mirror's fetch */
 	char scratch[PATH_MAX]; /* repo test: its workspace */
+	char mirror[PATH_MAX];  /* repo test: the connection's mirror */
+	char url[IPC_GIT_URL_MAX + 1];
 	struct ipc_chan *ch;
 	uint64_t msgid;
 	const struct admin_cmd *cmd;
@@ -725,7 +728,8 @@ prep_repo_test(struct admin_req *r, struct admin_args *a, char *err, size_t sz)
 
 /* The helper's word: the scratch checkout goes, the operator hears. */
 static void
-repo_test_done(void *arg, int ok, const char *error, const char *base, uint64_t size)
+repo_test_done(void *arg, int ok, const char *error, const char *base, uint64_t size,
+               const char *ref)
 {
 	struct admin_req *r = arg;
 
@@ -736,6 +740,30 @@ repo_test_done(void *arg, int ok, const char *error, const char *base, uint64_t 
 	else
 		admin_reply(r, 1, "repo %s: %s", r->argv[1], error);
 	admin_req_free(r);
+}
+
+/* The mirror is up to date: its default branch is written into the scratch
+ * workspace, as a run's would be. */
+static void
+repo_test_fetched(void *arg, int ok, const char *error)
+{
+	struct admin_req *r = arg;
+	struct gitrun_req gr;
+	char err[ADMIN_MSG_MAX];
+
+	r->mwait = NULL;
+	if (!ok) {
+		repo_test_done(r, 0, error, "", 0, "");
+		return;
+	}
+	memset(&gr, 0, sizeof(gr));
+	gr.kind = GITRUN_CHECKOUT;
+	gr.url = r->url;
+	gr.mirror = r->mirror;
+	gr.ref = "";
+	gr.workspace = r->scratch;
+	if ((r->gitrun = gitrun_start(&gr, repo_test_done, r, err, sizeof(err))) == NULL)
+		repo_test_done(r, 0, err, "", 0, "");
 }
 
 int
@@ -797,7 +825,6 @@ repo_scratch(struct admin_req *r, char *err, size_t sz)
 static void
 done_repo_test(struct admin_req *r, PGresult *res)
 {
-	struct gitrun_req gr;
 	unsigned char *tok;
 	size_t len;
 	char err[ADMIN_MSG_MAX];
@@ -816,15 +843,16 @@ done_repo_test(struct admin_req *r, PGresult *res)
 		admin_reply(r, 1, "repo test: %s", err);
 		return;
 	}
-	memset(&gr, 0, sizeof(gr));
-	gr.url = PQgetvalue(res, 0, 0);
-	gr.token = tok;
-	gr.toklen = len;
-	gr.workspace = r->scratch;
-	r->gitrun = gitrun_start(&gr, repo_test_done, r, err, sizeof(err));
+	snprintf(r->url, sizeof(r->url), "%s", PQgetvalue(res, 0, 0));
+	if (mirror_path(PQgetvalue(res, 0, 3), r->mirror, sizeof(r->mirror)) == -1) {
+		snprintf(err, sizeof(err), "the mirror's path is too long");
+		r->mwait = NULL;
+	} else
+		r->mwait = mirror_fetch(PQgetvalue(res, 0, 3), r->url, tok, len, repo_test_fetched,
+		    r, err, sizeof(err));
 	if (tok != NULL)
 		sodium_free(tok); /* wipes it: the helper has its own copy */
-	if (r->gitrun == NULL) {
+	if (r->mwait == NULL) {
 		sbx_rmtree(r->scratch);
 		admin_reply(r, 1, "repo test: %s", err);
 		return;
@@ -1482,6 +1510,10 @@ ctl_admin_cancel(const struct ipc_chan *ch)
 		if (r->ch != ch)
 			continue;
 		db_pool_cancel_owner(r);
+		if (r->mwait != NULL) {
+			mirror_wait_cancel(r->mwait);
+			sbx_rmtree(r->scratch);
+		}
 		if (r->gitrun != NULL) {
 			gitrun_abandon(r->gitrun);
 			sbx_rmtree(r->scratch);

@@ -17,6 +17,7 @@ struct dbop_ctx {
 	struct proc *p;
 	uint64_t gen;
 	uint64_t msgid;
+	int sweep; /* a connection may be gone: its mirror with it */
 };
 
 static void
@@ -69,6 +70,8 @@ dbop_done(uint64_t reqid, int code, const char *err, void *pgres, void *arg)
 	struct ipc_wbuf w;
 
 	p->inflight--;
+	if (x->sweep && code == DB_OK)
+		mirror_sweep();
 	if (p->gen != x->gen || p->chan == NULL) {
 		free(x); /* the child that asked is gone */
 		if (p->inflight == 0 && p->on_idle != NULL)
@@ -120,6 +123,7 @@ sup_db_op(struct proc *p, struct ipc_msg *m)
 	x->p = p;
 	x->gen = p->gen;
 	x->msgid = m->id;
+	x->sweep = strcmp(req.op, "httpd_repo_remove") == 0;
 	p->inflight++;
 	if (db_pool_submit(op, &params, dbop_done, x) == 0) {
 		p->inflight--;

@@ -1,8 +1,8 @@
 /*
  * Starting the transient git helper (agrippa-git, beside agrippad) for one
- * checkout or one patch.  The supervisor is the only process that can decrypt a
- * repository token; it hands the token to the helper over a socket pair
- * created for this checkout alone (never argv, never the environment),
+ * fetch, checkout or patch.  The supervisor is the only process that can
+ * decrypt a repository token; it hands the token to the helper over a socket
+ * pair created for this fetch alone (never argv, never the environment),
  * wipes its own copies, and waits for one IMSG_GIT_RESULT.
  *
  * The helper runs as the service user (or, in development mode, as the
@@ -37,7 +37,7 @@ struct gitrun {
 	int fd;
 	struct event *ev, *timer;
 	gitrun_cb cb; /* NULL once called or abandoned */
-	int diff;     /* a GIT_DIFF, not a checkout */
+	enum gitrun_kind kind;
 	void *arg;
 	int exited;
 };
@@ -54,7 +54,8 @@ gitrun_free_if_done(struct gitrun *g)
 
 /* Call back once, then stop listening (the process may still be exiting). */
 static void
-gitrun_finish(struct gitrun *g, int ok, const char *error, const char *base, uint64_t size)
+gitrun_finish(struct gitrun *g, int ok, const char *error, const char *base, uint64_t size,
+              const char *ref)
 {
 	gitrun_cb cb = g->cb;
 
@@ -70,7 +71,7 @@ gitrun_finish(struct gitrun *g, int ok, const char *error, const char *base, uin
 	if (!g->exited)
 		kill(g->pid, SIGKILL);
 	if (cb != NULL)
-		cb(g->arg, ok, error, base, size);
+		cb(g->arg, ok, error, base, size, ref);
 	gitrun_free_if_done(g);
 }
 
@@ -85,23 +86,23 @@ gitrun_readable(evutil_socket_t fd, short what, void *arg)
 
 	if (ipc_read_frame(fd, ROLE_SUPERVISOR, ROLE_GITHELPER, IPC_MAX_FRAME_DEFAULT,
 	                   GITRUN_READ_MS, &m, &why) == -1) {
-		gitrun_finish(g, 0, "the git helper ended without an answer", "", 0);
+		gitrun_finish(g, 0, "the git helper ended without an answer", "", 0, "");
 		return;
 	}
 	if (m.type != IMSG_GIT_RESULT || ipc_dec_git_result(m.body, &r) == -1) {
 		ipc_msg_free(&m);
-		gitrun_finish(g, 0, "the git helper sent something else than its result", "", 0);
+		gitrun_finish(g, 0, "the git helper sent something else than its result", "", 0, "");
 		return;
 	}
 	snprintf(error, sizeof(error), "%.*s", (int)r.errlen, r.error);
 	ipc_msg_free(&m);
-	gitrun_finish(g, r.ok, error, r.base, g->diff ? r.size : 0);
+	gitrun_finish(g, r.ok, error, r.base, g->kind != GITRUN_CHECKOUT ? r.size : 0, r.ref);
 }
 
 static void
 gitrun_timeout(evutil_socket_t fd, short what, void *arg)
 {
-	gitrun_finish(arg, 0, "the git helper took too long", "", 0);
+	gitrun_finish(arg, 0, "the git helper took too long", "", 0, "");
 }
 
 /* In the child: become the helper.  Never returns. */
@@ -151,19 +152,28 @@ gitrun_start(const struct gitrun_req *req, gitrun_cb cb, void *arg, char *err, s
 		snprintf(err, errsz, "socketpair: %s", strerror(errno));
 		return NULL;
 	}
-	if (req->diff) {
+	switch (req->kind) {
+	case GITRUN_DIFF:
 		ipc_wbuf_begin(&w, IMSG_GIT_DIFF, 0, 4);
-		ipc_put_str(&w, req->gitdir);
+		ipc_put_str(&w, req->mirror);
 		ipc_put_str(&w, req->workspace);
 		ipc_put_str(&w, req->base);
 		ipc_put_u64(&w, req->cap);
-	} else {
+		break;
+	case GITRUN_CHECKOUT:
 		ipc_wbuf_begin(&w, IMSG_GIT_CHECKOUT, 0, 4);
+		ipc_put_str(&w, req->mirror);
+		ipc_put_str(&w, req->ref != NULL ? req->ref : "");
+		ipc_put_str(&w, req->workspace);
+		ipc_put_str(&w, req->url);
+		break;
+	default:
+		ipc_wbuf_begin(&w, IMSG_GIT_FETCH, 0, 3);
 		ipc_put_str(&w, req->url);
 		ipc_put_bin(&w, req->token != NULL ? req->token : (const unsigned char *)"",
 		    req->toklen);
-		ipc_put_str(&w, req->workspace);
-		ipc_put_str(&w, req->gitdir != NULL ? req->gitdir : "");
+		ipc_put_str(&w, req->mirror);
+		break;
 	}
 	if (ipc_wbuf_finish(&w, IPC_MAX_FRAME_DEFAULT) == -1) {
 		ipc_wbuf_free(&w);
@@ -183,7 +193,7 @@ gitrun_start(const struct gitrun_req *req, gitrun_cb cb, void *arg, char *err, s
 		gitrun_exec(sv[1]);
 	close(sv[1]);
 	/* a small frame into an empty socket buffer: this does not block */
-	if (ipc_write_frame(sv[0], &w, req->diff ? req->outfd : -1) == -1)
+	if (ipc_write_frame(sv[0], &w, req->kind == GITRUN_DIFF ? req->outfd : -1) == -1)
 		log_warn("git helper %ld: sending the request", (long)pid);
 	ipc_wbuf_free(&w); /* wiped: it held the token */
 	if ((g = calloc(1, sizeof(*g))) == NULL)
@@ -192,13 +202,14 @@ gitrun_start(const struct gitrun_req *req, gitrun_cb cb, void *arg, char *err, s
 	g->fd = sv[0];
 	g->cb = cb;
 	g->arg = arg;
-	g->diff = req->diff;
+	g->kind = req->kind;
 	if ((g->ev = event_new(sup.base, g->fd, EV_READ, gitrun_readable, g)) == NULL ||
 	    (g->timer = evtimer_new(sup.base, gitrun_timeout, g)) == NULL ||
 	    event_add(g->ev, NULL) == -1 || evtimer_add(g->timer, &tv) == -1)
 		fatalx("git helper: event set-up");
 	LIST_INSERT_HEAD(&gitruns, g, entry);
-	log_debug("git helper %ld started for %s", (long)pid, req->workspace);
+	log_debug("git helper %ld started for %s", (long)pid,
+	    req->kind == GITRUN_FETCH ? req->mirror : req->workspace);
 	return g;
 }
 
@@ -206,7 +217,7 @@ void
 gitrun_abandon(struct gitrun *g)
 {
 	g->cb = NULL;
-	gitrun_finish(g, 0, "", "", 0);
+	gitrun_finish(g, 0, "", "", 0, "");
 }
 
 int

@@ -2,14 +2,17 @@
  * Runs the engine claimed (DESIGN.md sections 1 and 3.4): for each
  * RUN_START the supervisor sets the run up and starts its runner.
  *
- *  - Setup: the run's directory STATE/runs/RUN holds "git", the trusted
- *    bare copy of the repository (service user, never mounted in a
- *    sandbox), and "ws", the workspace (given to the sandbox user).  When
- *    the run has no base commit yet, the repository connection is loaded
- *    (scoped to the run's project by run_setup), its token decrypted here
- *    and handed to a transient git helper only (gitrun.c), and the base
- *    commit recorded with the event workspace.ready.  A checkout that fails
- *    fails the run.
+ *  - Setup: the run's directory STATE/runs/RUN holds "ws", the workspace
+ *    (given to the sandbox user).  When the run has no base commit yet, the
+ *    repository connection is loaded (scoped to the run's project by
+ *    run_setup), its token decrypted here and handed to a transient git
+ *    helper only (gitrun.c), which brings the connection's mirror up to
+ *    date (mirror.c: one fetch at a time, shared by the runs that wait for
+ *    it); a second helper writes the workspace from the mirror at the
+ *    template's ref, and the base commit and ref are recorded with the
+ *    event workspace.ready.  A fetch or checkout that fails fails the run.
+ *    The mirror is the trusted object store: the sandbox sees its objects
+ *    read-only, the patch is made against it.
  *  - Runner: a sandbox on the workspace, then a runner process (agrippad
  *    -P runner) whose channel is scoped to this run and lease owner: its
  *    database operations must name both (SQL_SCOPE_RUN), and it is given
@@ -54,9 +57,13 @@ struct srun {
 	LIST_ENTRY(srun) entry;
 	struct proc p; /* the runner */
 	char previous[IPC_STATUS_MAX + 1];
-	char dir[PATH_MAX], ws[PATH_MAX], git[PATH_MAX];
+	char dir[PATH_MAX], ws[PATH_MAX];
+	char mirror[PATH_MAX]; /* the connection's mirror, "" for no repository */
+	char url[IPC_GIT_URL_MAX + 1];
+	char ref[IPC_GIT_REF_MAX + 1]; /* the template's, "" for the default branch */
 	int readonly;
 	struct gitrun *gitrun;
+	struct mirror_wait *mwait; /* waiting for the mirror's fetch */
 	struct sbx *sbx;
 	int sbx_fd;         /* the runner's end of the sandbox channel, until it is ready */
 	int said;           /* RUNNER_DONE came */
@@ -190,6 +197,8 @@ runs_engine_ready(struct proc *engine)
 	if (!swept) {
 		swept = 1;
 		stale_sweep();
+		mirror_init();
+		mirror_sweep();
 	}
 }
 
@@ -241,7 +250,7 @@ static void
 srun_maybe_free(struct srun *r)
 {
 	if (!r->ended || r->p.pid > 0 || r->p.inflight > 0 || r->setup_ops > 0 ||
-	    r->sbx != NULL || r->gitrun != NULL)
+	    r->sbx != NULL || r->gitrun != NULL || r->mwait != NULL)
 		return;
 	LIST_REMOVE(r, entry);
 	if (r->sbx_fd >= 0)
@@ -284,6 +293,10 @@ srun_end(struct srun *r, uint32_t outcome)
 	if (r->gitrun != NULL) {
 		gitrun_abandon(r->gitrun);
 		r->gitrun = NULL;
+	}
+	if (r->mwait != NULL) {
+		mirror_wait_cancel(r->mwait);
+		r->mwait = NULL;
 	}
 	if (r->sbx != NULL)
 		sbx_kill(r->sbx);
@@ -478,7 +491,8 @@ artifact_put(struct srun *r, struct ipc_msg *m)
 
 /* The git helper made the patch into r->patch_fd. */
 static void
-patch_done(void *arg, int ok, const char *error, const char *base, uint64_t size)
+patch_done(void *arg, int ok, const char *error, const char *base, uint64_t size,
+           const char *ref)
 {
 	struct srun *r = arg;
 	crypto_hash_sha256_state st;
@@ -526,8 +540,8 @@ patch_done(void *arg, int ok, const char *error, const char *base, uint64_t size
 	free(buf);
 }
 
-/* PATCH_MAKE: the workspace against the base commit, from the trusted
- * copy, by a git helper. */
+/* PATCH_MAKE: the workspace against the base commit, from the mirror (the
+ * trusted object store), by a git helper. */
 static void
 patch_make(struct srun *r, struct ipc_msg *m)
 {
@@ -541,7 +555,7 @@ patch_make(struct srun *r, struct ipc_msg *m)
 		runner_reply(r, m->id, 0, "a patch is being made already", 0, NULL, NULL, 0);
 		return;
 	}
-	if (r->base[0] == '\0') {
+	if (r->base[0] == '\0' || r->mirror[0] == '\0') {
 		runner_reply(r, m->id, 0, "the run has no repository to make a patch against", 0,
 		    NULL, NULL, 0);
 		return;
@@ -552,9 +566,9 @@ patch_make(struct srun *r, struct ipc_msg *m)
 		return;
 	}
 	memset(&gr, 0, sizeof(gr));
-	gr.diff = 1;
+	gr.kind = GITRUN_DIFF;
 	gr.workspace = r->ws;
-	gr.gitdir = r->git;
+	gr.mirror = r->mirror;
 	gr.base = r->base;
 	gr.cap = cap;
 	gr.outfd = r->patch_fd;
@@ -731,6 +745,7 @@ runner_start(struct srun *r)
 	req.workspace = r->ws;
 	req.readonly = r->readonly;
 	req.trusted = 1;
+	req.mirror = r->mirror[0] != '\0' ? r->mirror : NULL;
 	req.done = sbx_done;
 	req.arg = r;
 	if ((r->sbx = sbx_create(&req, &r->sbx_fd, err, sizeof(err))) == NULL) {
@@ -810,7 +825,8 @@ give_to_sandbox(struct srun *r, char *err, size_t errsz)
 }
 
 static void
-checkout_done(void *arg, int ok, const char *error, const char *base, uint64_t size)
+checkout_done(void *arg, int ok, const char *error, const char *base, uint64_t size,
+              const char *ref)
 {
 	struct srun *r = arg;
 	char why[IPC_ERRMSG_MAX + 64];
@@ -820,8 +836,9 @@ checkout_done(void *arg, int ok, const char *error, const char *base, uint64_t s
 		srun_maybe_free(r);
 		return;
 	}
-	if (!ok) {
-		snprintf(why, sizeof(why), "checkout failed: %s", error);
+	if (!ok || base[0] == '\0' || ref[0] == '\0') {
+		snprintf(why, sizeof(why), "checkout failed: %s",
+		    ok ? "the git helper named no commit" : error);
 		srun_fail(r, why);
 		return;
 	}
@@ -829,9 +846,38 @@ checkout_done(void *arg, int ok, const char *error, const char *base, uint64_t s
 		srun_fail(r, why);
 		return;
 	}
-	log_info("run %s: checked out %s", r->p.run, base);
+	log_info("run %s: checked out %s (%s)", r->p.run, base, ref);
 	snprintf(r->base, sizeof(r->base), "%s", base);
-	sop_submit(r, "sup_run_checked_out", checked_out_done, 3, r->p.run, r->p.owner, base);
+	sop_submit(r, "sup_run_checked_out", checked_out_done, 4, r->p.run, r->p.owner, base, ref);
+}
+
+/* The mirror is up to date (or could not be brought so): the workspace is
+ * written from it by a second helper, which holds no token. */
+static void
+fetched_done(void *arg, int ok, const char *error)
+{
+	struct srun *r = arg;
+	struct gitrun_req gr;
+	char why[IPC_ERRMSG_MAX + 64];
+
+	r->mwait = NULL;
+	if (r->ended) {
+		srun_maybe_free(r);
+		return;
+	}
+	if (!ok) {
+		snprintf(why, sizeof(why), "fetch failed: %s", error);
+		srun_fail(r, why);
+		return;
+	}
+	memset(&gr, 0, sizeof(gr));
+	gr.kind = GITRUN_CHECKOUT;
+	gr.url = r->url;
+	gr.mirror = r->mirror;
+	gr.ref = r->ref;
+	gr.workspace = r->ws;
+	if ((r->gitrun = gitrun_start(&gr, checkout_done, r, why, sizeof(why))) == NULL)
+		srun_fail(r, why);
 }
 
 /* dir, made when missing, owned by uid:gid with mode. */
@@ -852,8 +898,7 @@ run_paths(struct srun *r)
 
 	if (fmt_ok(runs, sizeof(runs), "%s/runs", sup.conf.state_dir) == -1 ||
 	    fmt_ok(r->dir, sizeof(r->dir), "%s/%s", runs, r->p.run) == -1 ||
-	    fmt_ok(r->ws, sizeof(r->ws), "%s/ws", r->dir) == -1 ||
-	    fmt_ok(r->git, sizeof(r->git), "%s/git", r->dir) == -1)
+	    fmt_ok(r->ws, sizeof(r->ws), "%s/ws", r->dir) == -1)
 		return -1;
 	if (mkdir_owned(runs, 0711, 0, 0) == -1 || mkdir_owned(r->dir, 0711, 0, 0) == -1)
 		return -1;
@@ -902,10 +947,30 @@ mcp_done(struct srun *r, int code, const char *err, PGresult *res)
 	}
 }
 
+/* Columns of sup_run_setup. */
+enum { SETUP_STATUS, SETUP_URL, SETUP_TOKEN, SETUP_NONCE, SETUP_ACCESS, SETUP_BASE,
+       SETUP_MISSING, SETUP_REPO_ID, SETUP_REF };
+
+/* The run's repository: its URL, the template's ref, the mirror's path. */
+static int
+setup_repo(struct srun *r, PGresult *res, char *why, size_t whysz)
+{
+	const char *ref = PQgetisnull(res, 0, SETUP_REF) ? "" : PQgetvalue(res, 0, SETUP_REF);
+
+	if (PQgetisnull(res, 0, SETUP_URL))
+		return 0;
+	if (fmt_ok(r->url, sizeof(r->url), "%s", PQgetvalue(res, 0, SETUP_URL)) == -1 ||
+	    fmt_ok(r->ref, sizeof(r->ref), "%s", ref) == -1 ||
+	    mirror_path(PQgetvalue(res, 0, SETUP_REPO_ID), r->mirror, sizeof(r->mirror)) == -1) {
+		snprintf(why, whysz, "the run's repository cannot be named");
+		return -1;
+	}
+	return 0;
+}
+
 static void
 setup_done(struct srun *r, int code, const char *err, PGresult *res)
 {
-	struct gitrun_req gr;
 	unsigned char *tok = NULL;
 	size_t toklen = 0;
 	char why[512];
@@ -916,28 +981,33 @@ setup_done(struct srun *r, int code, const char *err, PGresult *res)
 		srun_end(r, IPC_RUN_CRASHED);
 		return;
 	}
-	if (PQntuples(res) != 1 || strcmp(PQgetvalue(res, 0, 0), "running") != 0) {
+	if (PQntuples(res) != 1 || PQnfields(res) <= SETUP_REF ||
+	    strcmp(PQgetvalue(res, 0, SETUP_STATUS), "running") != 0) {
 		srun_end(r, IPC_RUN_FINISHED); /* ended meanwhile (a cancel) */
 		return;
 	}
-	if (strcmp(PQgetvalue(res, 0, 6), "t") == 0) {
+	if (strcmp(PQgetvalue(res, 0, SETUP_MISSING), "t") == 0) {
 		srun_fail(r, "the workspace's repository connection no longer exists");
 		return;
 	}
-	r->readonly = strcmp(PQgetvalue(res, 0, 4), "readOnly") == 0;
+	r->readonly = strcmp(PQgetvalue(res, 0, SETUP_ACCESS), "readOnly") == 0;
 	if (run_paths(r) == -1) {
 		snprintf(why, sizeof(why), "the run's directory: %s", strerror(errno));
 		srun_fail(r, why);
 		return;
 	}
-	if (repo_token_open(res, 2, &tok, &toklen) == -1) {
+	if (setup_repo(r, res, why, sizeof(why)) == -1) {
+		srun_fail(r, why);
+		return;
+	}
+	if (repo_token_open(res, SETUP_TOKEN, &tok, &toklen) == -1) {
 		srun_fail(r, "the repository token does not open with this master key");
 		return;
 	}
 	r->secret = tok; /* kept for redaction while the run is here */
 	r->secretlen = toklen;
-	if (!PQgetisnull(res, 0, 5)) { /* checked out before: resume in it */
-		snprintf(r->base, sizeof(r->base), "%s", PQgetvalue(res, 0, 5));
+	if (!PQgetisnull(res, 0, SETUP_BASE)) { /* checked out before: resume in it */
+		snprintf(r->base, sizeof(r->base), "%s", PQgetvalue(res, 0, SETUP_BASE));
 		if (lstat(r->ws, &st) == -1 || !S_ISDIR(st.st_mode)) {
 			srun_fail(r, "the run's workspace is gone");
 			return;
@@ -945,7 +1015,7 @@ setup_done(struct srun *r, int code, const char *err, PGresult *res)
 		runner_start(r);
 		return;
 	}
-	if (PQgetisnull(res, 0, 1)) { /* no repository: an empty workspace */
+	if (r->mirror[0] == '\0') { /* no repository: an empty workspace */
 		if (mkdir_owned(r->ws, 0755, (uid_t)sup.conf.sandbox.uid,
 		    (gid_t)sup.conf.sandbox.gid) == -1) {
 			snprintf(why, sizeof(why), "the workspace: %s", strerror(errno));
@@ -957,21 +1027,14 @@ setup_done(struct srun *r, int code, const char *err, PGresult *res)
 	}
 	/* a checkout, from scratch (an earlier one may have been cut short) */
 	sbx_rmtree(r->ws);
-	sbx_rmtree(r->git);
-	if (mkdir_owned(r->ws, 0755, sup.uid, sup.gid) == -1 ||
-	    mkdir_owned(r->git, 0700, sup.uid, sup.gid) == -1) {
+	if (mkdir_owned(r->ws, 0755, sup.uid, sup.gid) == -1) {
 		snprintf(why, sizeof(why), "the workspace: %s", strerror(errno));
 		srun_fail(r, why);
 		return;
 	}
-	memset(&gr, 0, sizeof(gr));
-	gr.url = PQgetvalue(res, 0, 1);
-	gr.token = tok;
-	gr.toklen = toklen;
-	gr.workspace = r->ws;
-	gr.gitdir = r->git;
-	r->gitrun = gitrun_start(&gr, checkout_done, r, why, sizeof(why));
-	if (r->gitrun == NULL)
+	r->mwait = mirror_fetch(PQgetvalue(res, 0, SETUP_REPO_ID), r->url, tok, toklen,
+	    fetched_done, r, why, sizeof(why));
+	if (r->mwait == NULL)
 		srun_fail(r, why);
 }
 

@@ -8,8 +8,10 @@
  * map, its own).  The child builds a fresh tmpfs root: read-only /usr and
  * the /bin, /sbin, /lib* entries of the host (as the same symlinks on a
  * merged-/usr system), a generated /etc, the workspace at /workspace, a
- * size-capped /tmp, a new /proc, a minimal /dev; pivot_root detaches the old
- * root.  It drops every capability, takes the sandbox user, sets rlimits and
+ * size-capped /tmp, a new /proc, a minimal /dev, and for a run on a
+ * repository its mirror's objects, read-only, at /mirror/objects (where the
+ * workspace's .git/objects/info/alternates points); pivot_root detaches the
+ * old root.  It drops every capability, takes the sandbox user, sets rlimits and
  * no_new_privs and execs agrippa-sandbox (the tool server), whose first act after
  * reading its configuration is the seccomp filter.
  *
@@ -34,6 +36,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/capability.h>
+#include <linux/mount.h>
 #include <linux/openat2.h>
 #include <poll.h>
 #include <pwd.h>
@@ -71,14 +74,20 @@ struct sbx {
 static struct sbx *sbxs[SBX_MAX_ALL];
 
 /* What the child needs, prepared before clone (the child only makes syscalls). */
-/* What the child learns at launch, through its go pipe: the workspace, by
- * path and by identity (the child reopens it in its own mount namespace). */
+/* What the child learns at launch, through its go socket: the workspace, by
+ * path and by identity (the child reopens it in its own mount namespace);
+ * and the mirror's objects: in root mode a detached read-only mount made by
+ * the supervisor (open_tree), passed with the launch, since the child may
+ * not walk the service user's 0700 directories; in development mode, where
+ * the child is the daemon's own user, by path and identity too. */
 struct sbx_launch {
 	int readonly;
 	int has_art; /* readOnly: .agrippa/artifacts is bound writable */
-	dev_t ws_dev, art_dev;
-	ino_t ws_ino, art_ino;
+	int has_objs; /* a run's mirror: its objects at /mirror/objects */
+	dev_t ws_dev, art_dev, objs_dev;
+	ino_t ws_ino, art_ino, objs_ino;
 	char ws_path[PATH_MAX];
+	char objs_path[PATH_MAX]; /* development mode */
 };
 
 struct sbx_child {
@@ -88,6 +97,7 @@ struct sbx_child {
 	int bin;      /* O_PATH descriptor of our own executable */
 	int ws;       /* in the child: O_PATH descriptor of the workspace */
 	int art;      /* in the child: of .agrippa/artifacts (readOnly), or -1 */
+	int objs;     /* in the child: the mirror's objects (a mount or O_PATH), or -1 */
 	int parent[3]; /* the supervisor's ends of the above, closed first */
 	int devmode;
 	const struct conf_sandbox *lim;
@@ -283,6 +293,29 @@ sbx_mount_workspace(const struct sbx_child *c)
 	}
 }
 
+/* The mirror's objects at /mirror/objects, read-only: the detached mount
+ * the supervisor made is attached (root mode), or the directory reopened
+ * here is bound (development mode). */
+static void
+sbx_mount_objects(const struct sbx_child *c)
+{
+	static const char dst[] = SBX_NEWROOT "/mirror/objects";
+	char src[64];
+
+	if (c->objs < 0)
+		return;
+	sbx_mkdir(c, SBX_NEWROOT "/mirror", 0755);
+	sbx_mkdir(c, dst, 0755);
+	if (!c->devmode) {
+		if (syscall(SYS_move_mount, c->objs, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) ==
+		    -1)
+			sbx_fail(c, dst, errno);
+		return;
+	}
+	sbx_fdpath(src, sizeof(src), c->objs);
+	sbx_bind(c, src, dst, MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC);
+}
+
 static void
 sbx_tmpfs(const struct sbx_child *c, const char *dst, const char *opts, unsigned long fl)
 {
@@ -444,23 +477,31 @@ sbx_keep_only(const int *keep, size_t n)
 	close_range(lo, ~0U, 0);
 }
 
-/* The launch, written whole by the supervisor; -1 when it closed the pipe. */
+/* The launch, sent whole by the supervisor in one message, with the
+ * mirror's objects as a descriptor in root mode; -1 when it gave up. */
 static int
 sbx_read_launch(struct sbx_child *c)
 {
-	char *p = (char *)&c->l;
-	size_t got = 0;
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { &c->l, sizeof(c->l) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+		.msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm;
 	ssize_t n;
 
-	while (got < sizeof(c->l)) {
-		if ((n = read(c->go, p + got, sizeof(c->l) - got)) <= 0) {
-			if (n == -1 && errno == EINTR)
-				continue;
-			return -1;
-		}
-		got += (size_t)n;
-	}
+	do
+		n = recvmsg(c->go, &mh, MSG_CMSG_CLOEXEC);
+	while (n == -1 && errno == EINTR);
+	if (n != (ssize_t)sizeof(c->l) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
+		return -1;
+	c->objs = -1;
+	if ((cm = CMSG_FIRSTHDR(&mh)) != NULL && cm->cmsg_level == SOL_SOCKET &&
+	    cm->cmsg_type == SCM_RIGHTS && cm->cmsg_len == CMSG_LEN(sizeof(int)))
+		memcpy(&c->objs, CMSG_DATA(cm), sizeof(int));
 	c->l.ws_path[sizeof(c->l.ws_path) - 1] = '\0';
+	c->l.objs_path[sizeof(c->l.objs_path) - 1] = '\0';
+	if (c->l.has_objs != (c->objs >= 0 || c->devmode))
+		return -1;
 	return 0;
 }
 
@@ -506,6 +547,8 @@ sbx_child_main(struct sbx_child *c)
 	c->art = -1;
 	if (c->l.has_art)
 		c->art = sbx_reopen(c, c->ws, ".agrippa/artifacts", c->l.art_dev, c->l.art_ino);
+	if (c->l.has_objs && c->devmode)
+		c->objs = sbx_reopen(c, AT_FDCWD, c->l.objs_path, c->l.objs_dev, c->l.objs_ino);
 	setfsgid(SBX_INNER_ID);
 	setfsuid(SBX_INNER_ID);
 	if ((uid_t)setfsuid((uid_t)-1) != SBX_INNER_ID)
@@ -518,6 +561,7 @@ sbx_child_main(struct sbx_child *c)
 	sbx_mount_system(c);
 	sbx_mount_etc(c);
 	sbx_mount_workspace(c);
+	sbx_mount_objects(c);
 	snprintf(tmpopts, sizeof(tmpopts), "mode=1777,size=%llu,nr_inodes=65536",
 	    (unsigned long long)c->lim->tmp_size);
 	snprintf(shmopts, sizeof(shmopts), "mode=1777,size=%llu,nr_inodes=4096",
@@ -825,7 +869,7 @@ sbx_discard(struct sbx *s, int reaped)
 static struct sbx *
 sbx_prepare(char *err, size_t errsz)
 {
-	struct sbx_child c = { .ws = -1, .art = -1, .devmode = sup.devmode,
+	struct sbx_child c = { .ws = -1, .art = -1, .objs = -1, .devmode = sup.devmode,
 		.lim = &sup.conf.sandbox };
 	int sv[2] = { -1, -1 }, go[2] = { -1, -1 }, ep[2] = { -1, -1 }, pidfd = -1;
 	unsigned char rnd[8];
@@ -844,7 +888,8 @@ sbx_prepare(char *err, size_t errsz)
 		goto fail;
 	if ((c.bin = open(sup.sandbox_exe, O_PATH | O_CLOEXEC)) == -1 ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1 ||
-	    pipe2(go, O_CLOEXEC) == -1 || pipe2(ep, O_CLOEXEC) == -1) {
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, go) == -1 ||
+	    pipe2(ep, O_CLOEXEC) == -1) {
 		snprintf(err, errsz, "sandbox: %s", strerror(errno));
 		goto fail;
 	}
@@ -880,23 +925,34 @@ fail:
 	return NULL;
 }
 
-/* Hand the prepared sandbox its workspace and wait until it runs the tool
- * server.  Returns 0, or -1 with err set (s is then to be discarded). */
+/* Hand the prepared sandbox its workspace (and objs, the mirror's objects
+ * as a detached mount, or -1) and wait until it runs the tool server.
+ * Returns 0, or -1 with err set (s is then to be discarded). */
 static int
-sbx_launch(struct sbx *s, const struct sbx_launch *l, char *err, size_t errsz)
+sbx_launch(struct sbx *s, const struct sbx_launch *l, int objs, char *err, size_t errsz)
 {
-	const char *p = (const char *)l;
-	size_t put = 0;
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { (void *)l, sizeof(*l) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *cm;
 	ssize_t n;
 
-	while (put < sizeof(*l)) {
-		if ((n = write(s->go, p + put, sizeof(*l) - put)) <= 0) {
-			if (n == -1 && errno == EINTR)
-				continue;
-			snprintf(err, errsz, "sandbox: its first process is gone");
-			return -1;
-		}
-		put += (size_t)n;
+	if (objs >= 0) {
+		memset(cbuf, 0, sizeof(cbuf));
+		mh.msg_control = cbuf;
+		mh.msg_controllen = sizeof(cbuf);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &objs, sizeof(int));
+	}
+	do
+		n = sendmsg(s->go, &mh, MSG_NOSIGNAL);
+	while (n == -1 && errno == EINTR);
+	if (n != (ssize_t)sizeof(*l)) {
+		snprintf(err, errsz, "sandbox: its first process is gone");
+		return -1;
 	}
 	close(s->go);
 	s->go = -1;
@@ -1010,13 +1066,58 @@ sbx_workspace(struct sbx *s, const struct sbx_req *req, struct sbx_launch *l, ch
 	return rv;
 }
 
+/*
+ * The mirror's objects for the launch: in root mode *objs gets a detached
+ * copy of their mount, read-only, no suid, no devices, no exec; in
+ * development mode the launch names them.  A mirror without objects (gone
+ * with its connection) mounts nothing.  0, or -1 with err set.
+ */
+static int
+sbx_objects(const char *mirror, struct sbx_launch *l, int *objs, char *err, size_t errsz)
+{
+	struct mount_attr a = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
+		MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC };
+	char path[PATH_MAX];
+	struct stat st;
+	int fd;
+
+	*objs = -1;
+	if (mirror == NULL)
+		return 0;
+	if (fmt_ok(path, sizeof(path), "%s/objects", mirror) == -1) {
+		snprintf(err, errsz, "the mirror's path is too long");
+		return -1;
+	}
+	if (lstat(path, &st) == -1 || !S_ISDIR(st.st_mode)) {
+		log_warnx("sandbox: no mirror objects at %s; git history is not visible", path);
+		return 0;
+	}
+	if (sup.devmode) {
+		l->has_objs = 1;
+		l->objs_dev = st.st_dev;
+		l->objs_ino = st.st_ino;
+		return fmt_ok(l->objs_path, sizeof(l->objs_path), "%s", path);
+	}
+	if ((fd = (int)syscall(SYS_open_tree, AT_FDCWD, path,
+	    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW)) == -1 ||
+	    syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH, &a, sizeof(a)) == -1) {
+		snprintf(err, errsz, "the mirror's objects: %s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	l->has_objs = 1;
+	*objs = fd;
+	return 0;
+}
+
 struct sbx *
 sbx_create(const struct sbx_req *req, int *driver_fd, char *err, size_t errsz)
 {
 	struct sbx_launch l;
 	char real[PATH_MAX];
 	struct sbx *s;
-	int slot;
+	int slot, objs = -1;
 
 	if ((slot = sbx_slot()) == -1) {
 		snprintf(err, errsz, "too many sandboxes (sandbox.max is %llu)",
@@ -1029,11 +1130,16 @@ sbx_create(const struct sbx_req *req, int *driver_fd, char *err, size_t errsz)
 		return NULL;
 	memset(&l, 0, sizeof(l));
 	if (sbx_workspace(s, req, &l, real, sizeof(real), err, errsz) == -1 ||
-	    sbx_launch(s, &l, err, errsz) == -1) {
+	    sbx_objects(req->mirror, &l, &objs, err, errsz) == -1 ||
+	    sbx_launch(s, &l, objs, err, errsz) == -1) {
+		if (objs >= 0)
+			close(objs);
 		sbx_discard(s, 0);
 		sbx_warm_later();
 		return NULL;
 	}
+	if (objs >= 0)
+		close(objs);
 	*driver_fd = s->drv;
 	s->drv = -1;
 	s->done = req->done;

@@ -37,6 +37,8 @@ struct sbx_req {
 	int readonly;          /* access: readOnly */
 	int trusted;           /* workspace is a run's, made by the supervisor under
 	                          the state directory (not an operator's path) */
+	const char *mirror;    /* a run's mirror, whose objects the sandbox sees
+	                          read-only at /mirror/objects; NULL for none */
 	sbx_done_cb done;
 	void *arg;
 };

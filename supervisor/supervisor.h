@@ -188,23 +188,24 @@ void notify_shutdown(void);
 
 /* gitrun.c: the transient git helper, one operation each */
 struct gitrun;
+enum gitrun_kind { GITRUN_FETCH, GITRUN_CHECKOUT, GITRUN_DIFF };
 struct gitrun_req {
-	int diff;                   /* 0: a checkout, 1: a patch */
-	const char *url;            /* checkout: the repository */
-	const unsigned char *token; /* checkout: toklen bytes, may be NULL */
+	enum gitrun_kind kind;
+	const char *url;            /* fetch: the repository; checkout: the origin */
+	const unsigned char *token; /* fetch: toklen bytes, may be NULL */
 	size_t toklen;
-	const char *workspace;      /* an existing directory */
-	const char *gitdir;         /* checkout: NULL or "" for a plain clone into
-	                               workspace, else the bare trusted copy;
-	                               diff: that copy */
+	const char *mirror;         /* the connection's mirror */
+	const char *ref;            /* checkout: "" for the default branch */
+	const char *workspace;      /* checkout, diff: an existing directory */
 	const char *base;           /* diff: the base commit */
 	uint64_t cap;               /* diff: the largest patch */
 	int outfd;                  /* diff: where the patch goes */
 };
-/* ok, with error (a line) when not; base (the commit id) after a
- * checkout, size (the patch's bytes) after a diff */
+/* ok, with error (a line) when not; base (the commit id) and ref (its
+ * name) after a checkout, size (the patch's bytes, the mirror's) after a
+ * diff or a fetch */
 typedef void (*gitrun_cb)(void *arg, int ok, const char *error, const char *base,
-                          uint64_t size);
+                          uint64_t size, const char *ref);
 /* Start the helper for req; cb runs once, later.  Returns NULL with err set
  * when it could not start. */
 struct gitrun *gitrun_start(const struct gitrun_req *req, gitrun_cb cb, void *arg, char *err,
@@ -213,5 +214,28 @@ struct gitrun *gitrun_start(const struct gitrun_req *req, gitrun_cb cb, void *ar
 void gitrun_abandon(struct gitrun *g);
 /* SIGCHLD: 1 when pid was a git helper. */
 int gitrun_reaped(pid_t pid, int status);
+
+/* mirror.c: the connections' mirrors (STATE/mirrors/ID), one fetch at a
+ * time each */
+struct mirror_wait;
+typedef void (*mirror_cb)(void *arg, int ok, const char *error);
+/* STATE/mirrors/ID for the connection id (a UUID): 0, or -1. */
+int mirror_path(const char *id, char *path, size_t pathsz);
+/*
+ * Bring the mirror of connection id up to date from url with the token
+ * (toklen bytes, may be NULL; copied), or join the fetch in flight: cb runs
+ * once, when that fetch is over.  Returns the wait (for
+ * mirror_wait_cancel), or NULL with err set when no fetch could start.
+ */
+struct mirror_wait *mirror_fetch(const char *id, const char *url, const unsigned char *tok,
+                                 size_t toklen, mirror_cb cb, void *arg, char *err,
+                                 size_t errsz);
+/* The asker is gone: its cb will not run (the fetch goes on). */
+void mirror_wait_cancel(struct mirror_wait *w);
+/* Remove the mirrors of connections that no longer exist. */
+void mirror_sweep(void);
+/* The hourly sweep (idempotent). */
+void mirror_init(void);
+
 
 #endif

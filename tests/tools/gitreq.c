@@ -1,12 +1,14 @@
 /*
- * gitreq HELPER URL WORKSPACE [GITDIR]: play the supervisor for one
- * checkout.  Reads the token from standard input (none when it is empty;
- * never argv), sends HELPER (agrippa-git) one IMSG_GIT_CHECKOUT on fd 3 of
- * a socket pair, as supervisor/gitrun.c does, with the same environment
- * (PATH, HOME=/nonexistent and the sanitizer variables), and waits for its
- * IMSG_GIT_RESULT.  Prints "ok BASE" and exits 0, or prints "error: REASON"
- * and exits 1; 2 for a usage or set-up error or a helper that did not
- * answer.
+ * Play the supervisor for one git helper operation:
+ *   gitreq HELPER fetch URL MIRROR <TOKEN     IMSG_GIT_FETCH
+ *   gitreq HELPER checkout MIRROR REF WORKSPACE URL   IMSG_GIT_CHECKOUT
+ * fetch reads the token from standard input (none when it is empty; never
+ * argv).  The request goes to HELPER (agrippa-git) on fd 3 of a socket
+ * pair, as supervisor/gitrun.c sends it, with the same environment (PATH,
+ * HOME=/nonexistent and the sanitizer variables); then its IMSG_GIT_RESULT
+ * is awaited.  Prints "ok BASE REF SIZE" and exits 0, or prints "error:
+ * REASON" and exits 1; 2 for a usage or set-up error or a helper that did
+ * not answer.
  *
  * For tests/integration/test_git_https.sh, which needs the workspace the
  * helper leaves behind (the daemon's `repo test` removes its own).
@@ -70,17 +72,24 @@ main(int argc, char *argv[])
 	int sv[2], status, rc;
 	pid_t pid;
 
-	if (argc != 4 && argc != 5) {
-		fprintf(stderr, "usage: gitreq HELPER URL WORKSPACE [GITDIR] <TOKEN\n");
+	if (argc == 5 && strcmp(argv[2], "fetch") == 0) {
+		toklen = read_token(token, sizeof(token));
+		ipc_wbuf_begin(&w, IMSG_GIT_FETCH, 0, 3);
+		ipc_put_str(&w, argv[3]);
+		ipc_put_bin(&w, token, toklen);
+		ipc_put_str(&w, argv[4]);
+		memset(token, 0, sizeof(token));
+	} else if (argc == 7 && strcmp(argv[2], "checkout") == 0) {
+		ipc_wbuf_begin(&w, IMSG_GIT_CHECKOUT, 0, 4);
+		ipc_put_str(&w, argv[3]);
+		ipc_put_str(&w, argv[4]);
+		ipc_put_str(&w, argv[5]);
+		ipc_put_str(&w, argv[6]);
+	} else {
+		fprintf(stderr, "usage: gitreq HELPER fetch URL MIRROR <TOKEN\n"
+		                "       gitreq HELPER checkout MIRROR REF WORKSPACE URL\n");
 		return 2;
 	}
-	toklen = read_token(token, sizeof(token));
-	ipc_wbuf_begin(&w, IMSG_GIT_CHECKOUT, 0, 4);
-	ipc_put_str(&w, argv[2]);
-	ipc_put_bin(&w, token, toklen);
-	ipc_put_str(&w, argv[3]);
-	ipc_put_str(&w, argc == 5 ? argv[4] : "");
-	memset(token, 0, sizeof(token));
 	if (ipc_wbuf_finish(&w, IPC_MAX_FRAME_DEFAULT) == -1 ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1) {
 		fprintf(stderr, "gitreq: set-up failed\n");
@@ -114,7 +123,8 @@ main(int argc, char *argv[])
 		return 2;
 	}
 	if (r.ok)
-		printf("ok %s\n", r.base);
+		printf("ok %s %s %llu\n", r.base[0] != '\0' ? r.base : "-", r.ref[0] != '\0' ? r.ref : "-",
+		       (unsigned long long)r.size);
 	else
 		printf("error: %.*s\n", (int)r.errlen, r.error);
 	ipc_msg_free(&m);

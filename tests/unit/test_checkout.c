@@ -1,12 +1,15 @@
 /*
- * The git helper's checkout (githelper/checkout.c) against real local
- * repositories built here with libgit2: a clean clone records its base
- * commit; what a hostile repository ships to steer the agent or the daemon
- * (.claude/, .mcp.json, .agrippa as a directory or as a link to /) is gone
- * and nothing outside the workspace changed; paths that would escape are
- * refused; bad URLs and workspaces are refused before anything is written;
- * a token never reaches the clone's configuration.  The split layout
- * (gh_checkout_split): a bare trusted copy beside the work tree.
+ * The git helper's mirror (githelper/mirror.c, with the git program) and
+ * the workspace written from it (githelper/checkout.c), against real local
+ * repositories built here with libgit2 and git: a clean checkout records
+ * its base commit and holds no copy of the history; what a hostile
+ * repository ships to steer the agent or the daemon (.claude/, .mcp.json,
+ * .agrippa as a directory or as a link to /) is gone and nothing outside
+ * the workspace changed; paths that would escape are refused; bad URLs,
+ * refs and workspaces are refused before anything is written; a token
+ * never reaches the mirror's or the workspace's configuration.  The mirror
+ * follows new commits, force-pushes and deleted branches, and one that a
+ * crash or a lost pack damaged is repaired or rebuilt.
  */
 #include <sys/stat.h>
 
@@ -25,14 +28,68 @@
 #include <unistd.h>
 
 #include "githelper/checkout.h"
+#include "githelper/mirror.h"
 #include "tests/unit/gitrepo.h"
 
 struct fx {
 	char root[64];   /* a fresh temporary directory */
 	char src[128];   /* the source repository */
 	char ws[128];    /* the workspace */
+	char mirror[128]; /* the connection's mirror */
 	char canary[128]; /* a file outside the workspace that must not change */
 };
+
+/* Mirror url into f->mirror, then write the workspace at ref from it. */
+static int
+co_ref(struct fx *f, const char *url, const char *token, const char *ref, char *base,
+       char *refname, char *err, size_t errsz)
+{
+	uint64_t size;
+
+	base[0] = '\0';
+	if (gh_fetch(url, token, f->mirror, &size, err, errsz) == -1)
+		return -1;
+	return gh_workspace(f->mirror, ref, f->ws, url, base, refname, err, errsz);
+}
+
+/* The same at the default branch. */
+static int
+co(struct fx *f, const char *url, const char *token, char *base, char *err, size_t errsz)
+{
+	char ref[GH_REF_MAX + 1];
+
+	return co_ref(f, url, token, "", base, ref, err, errsz);
+}
+
+/* Run a shell command (git, as the test's own tool); its status. */
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int
+sh(const char *fmt, ...)
+{
+	char cmd[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	return system(cmd);
+}
+
+/* The first line git prints for args in repo, in out. */
+static void
+git_line(const char *repo, const char *args, char *out, size_t outsz)
+{
+	char cmd[1024];
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "git -C %s %s 2>/dev/null", repo, args);
+	assert_non_null(p = popen(cmd, "r"));
+	out[0] = '\0';
+	if (fgets(out, (int)outsz, p) == NULL)
+		out[0] = '\0';
+	out[strcspn(out, "\n")] = '\0';
+	pclose(p);
+}
 
 static void
 write_file(const char *path, const char *s)
@@ -71,6 +128,7 @@ setup(void **state)
 	snprintf(f->src, sizeof(f->src), "%s/src", f->root);
 	snprintf(f->ws, sizeof(f->ws), "%s/ws", f->root);
 	snprintf(f->canary, sizeof(f->canary), "%s/canary", f->root);
+	snprintf(f->mirror, sizeof(f->mirror), "%s/mirror", f->root);
 	assert_int_equal(mkdir(f->ws, 0755), 0);
 	write_file(f->canary, "untouched\n");
 	git_libgit2_init();
@@ -97,6 +155,17 @@ assert_canary(const struct fx *f)
 	assert_string_equal(read_file(f->canary), "untouched\n");
 }
 
+/* The mirror carries a fetch's or a damage's mark. */
+static int
+gh_has_marks(const struct fx *f)
+{
+	char p[256], q[256];
+
+	snprintf(p, sizeof(p), "%s/" GH_FETCH_MARK, f->mirror);
+	snprintf(q, sizeof(q), "%s/" GH_DAMAGED_MARK, f->mirror);
+	return access(p, F_OK) == 0 || access(q, F_OK) == 0;
+}
+
 /* A clean repository: its files, its base commit, nothing stripped that
  * should stay, and a remote URL without any token. */
 static void
@@ -112,7 +181,7 @@ t_clean_clone(void **state)
 	char *c;
 
 	make_repo(f->src, files, 3, want);
-	assert_int_equal(gh_checkout(f->src, "tok-SECRET", f->ws, base, err, sizeof(err)), 0);
+	assert_int_equal(co(f, f->src, "tok-SECRET", base, err, sizeof(err)), 0);
 	assert_string_equal(base, want);
 	assert_int_equal((int)strlen(base), 40);
 	snprintf(cfg, sizeof(cfg), "%s/src/main.c", f->ws);
@@ -123,6 +192,9 @@ t_clean_clone(void **state)
 	assert_non_null(c = read_file(cfg));
 	assert_null(strstr(c, "SECRET"));
 	assert_non_null(strstr(c, f->src));
+	snprintf(cfg, sizeof(cfg), "%s/config", f->mirror);
+	assert_non_null(c = read_file(cfg));
+	assert_null(strstr(c, "SECRET"));
 }
 
 /* file:// URLs work the same way. */
@@ -135,25 +207,47 @@ t_file_url(void **state)
 
 	make_repo(f->src, files, 1, want);
 	snprintf(url, sizeof(url), "file://%s", f->src);
-	assert_int_equal(gh_checkout(url, NULL, f->ws, base, err, sizeof(err)), 0);
+	assert_int_equal(co(f, url, NULL, base, err, sizeof(err)), 0);
 	assert_string_equal(base, want);
 }
 
-/* The clone's objects are its own: no hard link into the source. */
+/*
+ * No copy of the history in the workspace: its .git holds no object, only
+ * the alternates entry that names where the sandbox sees the mirror's; the
+ * mirror's objects are its own (no hard link into the source); with the
+ * mirror's objects added, git reads the whole history from the workspace.
+ */
 static void
-t_no_hard_links(void **state)
+t_no_history(void **state)
 {
 	struct fx *f = *state;
 	static const struct file files[] = {{"a", "a\n", 0100644, 0}, {"b", "b\n", 0100644, 0}};
-	char want[GH_OID_HEX_MAX + 1], base[GH_OID_HEX_MAX + 1], err[256], p[512];
+	char want[GH_OID_HEX_MAX + 1], base[GH_OID_HEX_MAX + 1], err[256], p[512], line[256];
+	int i;
 
 	make_repo(f->src, files, 2, want);
-	assert_int_equal(gh_checkout(f->src, NULL, f->ws, base, err, sizeof(err)), 0);
-	/* the clone has objects, and every regular file under .git has one link */
-	snprintf(p, sizeof(p), "find %s/.git/objects -type f | grep -q .", f->ws);
+	for (i = 0; i < 30; i++)
+		assert_int_equal(sh("cd %s && echo %d >>a && git add a && git -c user.name=t "
+		                    "-c user.email=t@t commit -qm c%d", f->src, i, i), 0);
+	git_line(f->src, "rev-parse HEAD", want, sizeof(want));
+	assert_int_equal(co(f, f->src, NULL, base, err, sizeof(err)), 0);
+	assert_string_equal(base, want);
+	snprintf(p, sizeof(p), "%s/.git/objects/info/alternates", f->ws);
+	assert_string_equal(read_file(p), GH_SANDBOX_OBJECTS "\n");
+	snprintf(p, sizeof(p), "test -z \"$(find %s/.git/objects -type f ! -name alternates)\"",
+	         f->ws);
 	assert_int_equal(system(p), 0);
-	snprintf(p, sizeof(p), "find %s/.git -type f -links +1 | grep -q .", f->ws);
+	snprintf(p, sizeof(p), "find %s -type f -links +1 | grep -q .", f->mirror);
 	assert_int_not_equal(system(p), 0);
+	/* git sees the 31 commits through the mirror's objects, and a clean tree */
+	snprintf(p, sizeof(p), "cd %s && test \"$(GIT_ALTERNATE_OBJECT_DIRECTORIES=%s/objects "
+	         "git rev-list --count HEAD)\" = 31", f->ws, f->mirror);
+	assert_int_equal(system(p), 0);
+	snprintf(p, sizeof(p), "cd %s && GIT_ALTERNATE_OBJECT_DIRECTORIES=%s/objects "
+	         "git status --porcelain | grep -q .", f->ws, f->mirror);
+	assert_int_not_equal(system(p), 0);
+	snprintf(line, sizeof(line), "%s/.git/HEAD", f->ws);
+	assert_string_equal(read_file(line), "ref: refs/heads/master\n");
 }
 
 /* What a repository may not bring: all gone, whatever form it takes, and
@@ -175,7 +269,7 @@ t_strip(void **state)
 	size_t i;
 
 	make_repo(f->src, files, 5, want);
-	assert_int_equal(gh_checkout(f->src, NULL, f->ws, base, err, sizeof(err)), 0);
+	assert_int_equal(co(f, f->src, NULL, base, err, sizeof(err)), 0);
 	for (i = 0; i < 3; i++) {
 		snprintf(p, sizeof(p), "%s/%s", f->ws, gone[i]);
 		assert_int_equal(lstat(p, &st), -1);
@@ -196,7 +290,7 @@ t_strip_link_to_outside(void **state)
 	struct file files[] = {{".agrippa", f->root, 0120000, 0}, {"x", "x\n", 0100644, 0}};
 
 	make_repo(f->src, files, 2, want);
-	assert_int_equal(gh_checkout(f->src, NULL, f->ws, base, err, sizeof(err)), 0);
+	assert_int_equal(co(f, f->src, NULL, base, err, sizeof(err)), 0);
 	snprintf(p, sizeof(p), "%s/.agrippa", f->ws);
 	assert_int_equal(access(p, F_OK), -1);
 	assert_canary(f);
@@ -212,34 +306,49 @@ t_refusals(void **state)
 	char want[GH_OID_HEX_MAX + 1], base[GH_OID_HEX_MAX + 1], err[256], p[256];
 
 	make_repo(f->src, files, 1, want);
-	assert_int_equal(gh_checkout("ssh://host/repo", NULL, f->ws, base, err, sizeof(err)), -1);
+	assert_int_equal(co(f, "ssh://host/repo", NULL, base, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "URL"));
-	assert_int_equal(gh_checkout("git://host/repo", NULL, f->ws, base, err, sizeof(err)), -1);
-	assert_int_equal(gh_checkout("relative/path", NULL, f->ws, base, err, sizeof(err)), -1);
-	assert_int_equal(
-	    gh_checkout("https://user:pw@host/r.git", NULL, f->ws, base, err, sizeof(err)), -1);
+	assert_int_equal(co(f, "git://host/repo", NULL, base, err, sizeof(err)), -1);
+	assert_int_equal(co(f, "ext::sh -c touch% /tmp/agrippa-pwned", NULL, base, err,
+	                    sizeof(err)), -1);
+	assert_int_equal(co(f, "relative/path", NULL, base, err, sizeof(err)), -1);
+	assert_int_equal(co(f, "file://host/r", NULL, base, err, sizeof(err)), -1);
+	assert_int_equal(co(f, "https://user:pw@host/r.git", NULL, base, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "without credentials"));
 	assert_null(strstr(err, "pw"));
-	assert_int_equal(gh_checkout("https:///r.git", NULL, f->ws, base, err, sizeof(err)), -1);
-	assert_int_equal(gh_checkout(f->src, NULL, "relative/ws", base, err, sizeof(err)), -1);
-	assert_int_equal(gh_checkout(f->src, NULL, f->canary, base, err, sizeof(err)), -1);
+	assert_int_equal(co(f, "https:///r.git", NULL, base, err, sizeof(err)), -1);
+	assert_int_equal(access(f->mirror, F_OK), -1); /* nothing was fetched */
+	assert_int_equal(gh_fetch(f->src, NULL, "relative/mirror", &(uint64_t){0}, err,
+	                          sizeof(err)), -1);
+	/* the workspace */
+	assert_int_equal(gh_fetch(f->src, NULL, f->mirror, &(uint64_t){0}, err, sizeof(err)), 0);
+	assert_int_equal(gh_workspace(f->mirror, "", "relative/ws", f->src, base, p, err,
+	                              sizeof(err)), -1);
+	assert_int_equal(gh_workspace(f->mirror, "", f->canary, f->src, base, p, err, sizeof(err)),
+	                 -1);
 	assert_non_null(strstr(err, "not a directory"));
 	/* a workspace that is not empty */
 	snprintf(p, sizeof(p), "%s/old", f->ws);
 	write_file(p, "stale\n");
-	assert_int_equal(gh_checkout(f->src, NULL, f->ws, base, err, sizeof(err)), -1);
+	assert_int_equal(co(f, f->src, NULL, base, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "not empty"));
 	assert_string_equal(read_file(p), "stale\n");
 	unlink(p);
 	/* a workspace that is a link to a directory */
 	snprintf(p, sizeof(p), "%s/wslink", f->root);
 	assert_int_equal(symlink(f->ws, p), 0);
-	assert_int_equal(gh_checkout(f->src, NULL, p, base, err, sizeof(err)), -1);
+	assert_int_equal(gh_workspace(f->mirror, "", p, f->src, base, p + 200, err, sizeof(err)),
+	                 -1);
 	assert_string_equal(base, "");
 	/* a repository that does not exist */
 	snprintf(p, sizeof(p), "%s/nope", f->root);
-	assert_int_equal(gh_checkout(p, NULL, f->ws, base, err, sizeof(err)), -1);
+	snprintf(f->mirror, sizeof(f->mirror), "%s/mirror2", f->root);
+	assert_int_equal(co(f, p, NULL, base, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "clone"));
+	assert_int_equal(access(f->mirror, F_OK), -1);
+	snprintf(p, sizeof(p), "%s.new", f->mirror);
+	assert_int_equal(access(p, F_OK), -1); /* no partial mirror stays */
+	assert_int_equal(access("/tmp/agrippa-pwned", F_OK), -1);
 	assert_canary(f);
 }
 
@@ -309,14 +418,16 @@ t_hostile_names(void **state)
 	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		snprintf(src, sizeof(src), "%s/raw%zu", f->root, i);
 		make_raw_repo(src, t[i].name, t[i].tree);
-		if (gh_checkout(src, NULL, f->ws, base, err, sizeof(err)) != -1)
+		snprintf(f->mirror, sizeof(f->mirror), "%s/mirror%zu", f->root, i);
+		if (co(f, src, NULL, base, err, sizeof(err)) != -1)
 			fail_msg("a tree entry \"%s\" (%s) was checked out", t[i].name,
 			         t[i].tree ? "tree" : "file");
 		assert_string_equal(base, "");
 		/* no hook was planted and nothing landed beside the workspace */
 		snprintf(p, sizeof(p), "%s/.git/hooks/post-checkout", f->ws);
 		assert_true(read_file(p) == NULL || strstr(read_file(p), "pwned") == NULL);
-		snprintf(p, sizeof(p), "grep -rqs pwned %s --exclude-dir=raw* --exclude-dir=.git", f->root);
+		snprintf(p, sizeof(p), "grep -rqs pwned %s --exclude-dir=raw* --exclude-dir=mirror* "
+		         "--exclude-dir=.git", f->root);
 		assert_int_not_equal(system(p), 0);
 		assert_canary(f);
 		fd = open(f->root, O_RDONLY | O_DIRECTORY);
@@ -365,7 +476,7 @@ t_write_through_link(void **state)
 	git_signature_free(sig);
 	git_tree_free(t);
 	git_repository_free(repo);
-	rc = gh_checkout(f->src, NULL, f->ws, base, err, sizeof(err));
+	rc = co(f, f->src, NULL, base, err, sizeof(err));
 	snprintf(p, sizeof(p), "%s/b", outside);
 	if (access(p, F_OK) == 0)
 		fail_msg("the checkout wrote %s through the link", p);
@@ -388,7 +499,7 @@ t_verify_paths(void **state)
 	int fd;
 
 	make_repo(f->src, files, 1, want);
-	assert_int_equal(gh_checkout(f->src, NULL, f->ws, base, err, sizeof(err)), 0);
+	assert_int_equal(co(f, f->src, NULL, base, err, sizeof(err)), 0);
 	assert_int_equal(gh_verify(f->ws, err, sizeof(err)), 0);
 	snprintf(o, sizeof(o), "%s/outside", f->root);
 	assert_int_equal(mkdir(o, 0755), 0);
@@ -404,7 +515,7 @@ t_verify_paths(void **state)
 	assert_non_null(strstr(err, "open"));
 }
 
-/* An https remote that cannot be reached fails with libgit2's reason and
+/* An https remote that cannot be reached fails with git's reason and
  * never echoes the token. */
 static void
 t_https_unreachable(void **state)
@@ -412,149 +523,171 @@ t_https_unreachable(void **state)
 	struct fx *f = *state;
 	char base[GH_OID_HEX_MAX + 1], err[512];
 
-	assert_int_equal(gh_checkout("https://127.0.0.1:1/r.git", "tok-SECRET", f->ws, base, err,
-	                             sizeof(err)),
+	assert_int_equal(co(f, "https://127.0.0.1:1/r.git", "tok-SECRET", base, err, sizeof(err)),
 	                 -1);
 	assert_non_null(strstr(err, "clone"));
 	assert_null(strstr(err, "SECRET"));
 }
 
-/* The split layout: a bare trusted copy in gitdir, never checked out; a
- * work tree in the workspace at the same commit, its own objects (no hard
- * link), origin back to the URL without the token, stripped like
- * gh_checkout's. */
+/* A new empty workspace. */
 static void
-t_split(void **state)
+fresh_ws(struct fx *f)
 {
-	struct fx *f = *state;
-	static const struct file files[] = {
-	    {"README.md", "hello\n", 0100644, 0},
-	    {"src/main.c", "int main(void) { return 0; }\n", 0100644, 0},
-	    {".claude/settings.json", "{}\n", 0100644, 0},
-	    {".mcp.json", "{}\n", 0100644, 0},
-	    {".agrippa", "/", 0120000, 0},
-	};
-	const char *gone[] = {".claude", ".mcp.json", ".agrippa"};
-	char want[GH_OID_HEX_MAX + 1], base[GH_OID_HEX_MAX + 1], err[256], git[128], p[512];
-	git_repository *repo;
-	git_remote *origin;
-	git_oid head;
-	struct stat st;
-	char *c;
-	size_t i;
+	int fd = open(f->root, O_RDONLY | O_DIRECTORY);
 
-	make_repo(f->src, files, 5, want);
-	snprintf(git, sizeof(git), "%s/git", f->root);
-	assert_int_equal(mkdir(git, 0700), 0);
-	if (gh_checkout_split(f->src, "tok-SECRET", git, f->ws, base, err, sizeof(err)) != 0)
-		fail_msg("gh_checkout_split: %s", err);
-	assert_string_equal(base, want);
-	/* the trusted copy: bare, at the commit, nothing checked out */
-	assert_int_equal(git_repository_open(&repo, git), 0);
-	assert_true(git_repository_is_bare(repo));
-	assert_int_equal(git_reference_name_to_id(&head, repo, "HEAD"), 0);
-	git_oid_tostr(p, GH_OID_HEX_MAX + 1, &head);
-	assert_string_equal(p, want);
-	git_repository_free(repo);
-	snprintf(p, sizeof(p), "%s/README.md", git);
-	assert_int_equal(access(p, F_OK), -1);
-	snprintf(p, sizeof(p), "%s/config", git);
-	assert_non_null(c = read_file(p));
-	assert_null(strstr(c, "SECRET"));
-	/* the work tree: files, same commit, origin is the URL */
-	snprintf(p, sizeof(p), "%s/src/main.c", f->ws);
-	assert_string_equal(read_file(p), "int main(void) { return 0; }\n");
-	assert_int_equal(git_repository_open(&repo, f->ws), 0);
-	assert_false(git_repository_is_bare(repo));
-	assert_int_equal(git_reference_name_to_id(&head, repo, "HEAD"), 0);
-	git_oid_tostr(p, GH_OID_HEX_MAX + 1, &head);
-	assert_string_equal(p, want);
-	assert_int_equal(git_remote_lookup(&origin, repo, "origin"), 0);
-	assert_string_equal(git_remote_url(origin), f->src);
-	git_remote_free(origin);
-	git_repository_free(repo);
-	snprintf(p, sizeof(p), "%s/.git/config", f->ws);
-	assert_non_null(c = read_file(p));
-	assert_null(strstr(c, "SECRET"));
-	assert_null(strstr(c, git)); /* the trusted copy's path is not handed out */
-	snprintf(p, sizeof(p), "grep -rqsF %s %s/.git", git, f->ws);
-	assert_int_not_equal(system(p), 0);
-	for (i = 0; i < 3; i++) {
-		snprintf(p, sizeof(p), "%s/%s", f->ws, gone[i]);
-		assert_int_equal(lstat(p, &st), -1);
-	}
-	/* objects copied, not linked: none between the clones or the source */
-	snprintf(p, sizeof(p), "find %s/.git/objects -type f | grep -q .", f->ws);
-	assert_int_equal(system(p), 0);
-	snprintf(p, sizeof(p), "find %s %s/.git -type f -links +1 | grep -q .", git, f->ws);
-	assert_int_not_equal(system(p), 0);
-	assert_canary(f);
-}
-
-/* file:// URLs: origin keeps the URL as given. */
-static void
-t_split_file_url(void **state)
-{
-	struct fx *f = *state;
-	static const struct file files[] = {{"a", "a\n", 0100644, 0}};
-	char want[GH_OID_HEX_MAX + 1], base[GH_OID_HEX_MAX + 1], err[256], url[256], git[128];
-	git_repository *repo;
-	git_remote *origin;
-
-	make_repo(f->src, files, 1, want);
-	snprintf(url, sizeof(url), "file://%s", f->src);
-	snprintf(git, sizeof(git), "%s/git", f->root);
-	assert_int_equal(mkdir(git, 0700), 0);
-	assert_int_equal(gh_checkout_split(url, NULL, git, f->ws, base, err, sizeof(err)), 0);
-	assert_string_equal(base, want);
-	assert_int_equal(git_repository_open(&repo, f->ws), 0);
-	assert_int_equal(git_remote_lookup(&origin, repo, "origin"), 0);
-	assert_string_equal(git_remote_url(origin), url);
-	git_remote_free(origin);
-	git_repository_free(repo);
-}
-
-/* Bad layouts are refused before anything is written; hostile trees are
- * refused as gh_checkout refuses them. */
-static void
-t_split_refusals(void **state)
-{
-	struct fx *f = *state;
-	static const struct file files[] = {{"a", "a\n", 0100644, 0}};
-	char want[GH_OID_HEX_MAX + 1], base[GH_OID_HEX_MAX + 1], err[256], git[128], p[512];
-	int fd;
-
-	make_repo(f->src, files, 1, want);
-	snprintf(git, sizeof(git), "%s/git", f->root);
-	assert_int_equal(mkdir(git, 0700), 0);
-	/* one directory for both, directly or through a link */
-	assert_int_equal(gh_checkout_split(f->src, NULL, f->ws, f->ws, base, err, sizeof(err)), -1);
-	assert_non_null(strstr(err, "one directory"));
-	snprintf(p, sizeof(p), "%s/ws/../ws", f->root);
-	assert_int_equal(gh_checkout_split(f->src, NULL, p, f->ws, base, err, sizeof(err)), -1);
-	assert_non_null(strstr(err, "one directory"));
-	assert_int_equal(gh_checkout_split(f->src, NULL, "git", f->ws, base, err, sizeof(err)), -1);
-	assert_non_null(strstr(err, "absolute"));
-	assert_int_equal(gh_checkout_split("ssh://h/r", NULL, git, f->ws, base, err, sizeof(err)),
-	                 -1);
-	assert_non_null(strstr(err, "URL"));
-	snprintf(p, sizeof(p), "%s/stale", git);
-	write_file(p, "stale\n");
-	assert_int_equal(gh_checkout_split(f->src, NULL, git, f->ws, base, err, sizeof(err)), -1);
-	assert_string_equal(err, "the repository directory is not empty");
-	assert_string_equal(read_file(p), "stale\n");
-	unlink(p);
-	/* a tree entry ".git" holding a hook: refused, nothing planted */
-	snprintf(p, sizeof(p), "%s/raw", f->root);
-	make_raw_repo(p, ".git", 1);
-	assert_int_equal(gh_checkout_split(p, NULL, git, f->ws, base, err, sizeof(err)), -1);
-	assert_string_equal(base, "");
-	snprintf(p, sizeof(p), "grep -rqs pwned %s/.git/hooks %s/hooks", f->ws, git);
-	assert_int_not_equal(system(p), 0);
-	fd = open(f->root, O_RDONLY | O_DIRECTORY);
 	assert_int_equal(gh_remove_tree(fd, "ws"), 0);
 	close(fd);
-	assert_canary(f);
+	assert_int_equal(mkdir(f->ws, 0755), 0);
+}
+
+/* ref: a branch, a tag (annotated or not, by short or full name), a full
+ * commit id; a missing one is named; a bad one never reaches git. */
+static void
+t_refs(void **state)
+{
+	struct fx *f = *state;
+	static const struct file files[] = {{"a", "one\n", 0100644, 0}};
+	static const char *const bad[] = {"a..b", "x.lock", "-x", "a b", "@{1}", "HEAD~1", "x:y",
+	                                  "/x", "x/", "refs/remotes/x"};
+	static const struct {
+		const char *ref, *name;
+		int second;
+	} good[] = {
+	    {"", "master", 0},
+	    {"master", "master", 0},
+	    {"topic", "topic", 1},
+	    {"refs/heads/topic", "topic", 1},
+	    {"light", "light", 0},
+	    {"annotated", "annotated", 0},
+	    {"refs/tags/annotated", "annotated", 0},
+	};
+	char c1[GH_OID_HEX_MAX + 1], c2[GH_OID_HEX_MAX + 1], base[GH_OID_HEX_MAX + 1];
+	char ref[GH_REF_MAX + 1], err[512], p[256];
+	size_t i;
+
+	make_repo(f->src, files, 1, c1);
+	assert_int_equal(sh("cd %s && git tag light && git tag -a -m ann annotated && "
+	                    "git checkout -qb topic && echo two >a && git -c user.name=t "
+	                    "-c user.email=t@t commit -qam two && git checkout -q master",
+	                    f->src), 0);
+	git_line(f->src, "rev-parse topic", c2, sizeof(c2));
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		if (co_ref(f, f->src, NULL, good[i].ref, base, ref, err, sizeof(err)) != 0)
+			fail_msg("ref \"%s\": %s", good[i].ref, err);
+		assert_string_equal(base, good[i].second ? c2 : c1);
+		assert_string_equal(ref, good[i].name);
+		snprintf(p, sizeof(p), "%s/a", f->ws);
+		assert_string_equal(read_file(p), good[i].second ? "two\n" : "one\n");
+		fresh_ws(f);
+	}
+	assert_int_equal(co_ref(f, f->src, NULL, c2, base, ref, err, sizeof(err)), 0);
+	assert_string_equal(base, c2);
+	assert_string_equal(ref, c2);
+	snprintf(p, sizeof(p), "%s/.git/HEAD", f->ws);
+	assert_non_null(read_file(p));
+	assert_int_equal(strncmp(read_file(p), c2, 40), 0); /* detached */
+	fresh_ws(f);
+	assert_int_equal(co_ref(f, f->src, NULL, "nosuch", base, ref, err, sizeof(err)), -1);
+	assert_string_equal(err, "ref nosuch: no such branch, tag or commit in the repository");
+	assert_int_equal(co_ref(f, f->src, NULL, "0123456789012345678901234567890123456789", base,
+	                        ref, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "no such commit"));
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (co_ref(f, f->src, NULL, bad[i], base, ref, err, sizeof(err)) != -1)
+			fail_msg("ref \"%s\" was taken", bad[i]);
+		assert_string_equal(base, "");
+	}
+	snprintf(p, sizeof(p), "test -z \"$(ls -A %s)\"", f->ws);
+	assert_int_equal(system(p), 0);
+}
+
+/* The mirror follows upstream: a new commit, a force-push, a deleted
+ * branch, a new tag. */
+static void
+t_follow(void **state)
+{
+	struct fx *f = *state;
+	static const struct file files[] = {{"a", "one\n", 0100644, 0}};
+	char c1[GH_OID_HEX_MAX + 1], c[GH_OID_HEX_MAX + 1], line[256], err[512];
+	uint64_t size = 0;
+
+	make_repo(f->src, files, 1, c1);
+	assert_int_equal(sh("cd %s && git branch doomed", f->src), 0);
+	assert_int_equal(gh_fetch(f->src, NULL, f->mirror, &size, err, sizeof(err)), 0);
+	assert_true(size > 0);
+	git_line(f->mirror, "rev-parse master", line, sizeof(line));
+	assert_string_equal(line, c1);
+	/* a new commit */
+	assert_int_equal(sh("cd %s && echo two >a && git -c user.name=t -c user.email=t@t "
+	                    "commit -qam two", f->src), 0);
+	git_line(f->src, "rev-parse master", c, sizeof(c));
+	assert_int_equal(gh_fetch(f->src, NULL, f->mirror, &size, err, sizeof(err)), 0);
+	git_line(f->mirror, "rev-parse master", line, sizeof(line));
+	assert_string_equal(line, c);
+	/* a force-push: master rewritten, doomed deleted, a tag added */
+	assert_int_equal(sh("cd %s && git reset -q --hard %s && echo three >a && git -c "
+	                    "user.name=t -c user.email=t@t commit -qam three && git branch -qD "
+	                    "doomed && git tag t1", f->src, c1), 0);
+	git_line(f->src, "rev-parse master", c, sizeof(c));
+	assert_int_equal(gh_fetch(f->src, NULL, f->mirror, &size, err, sizeof(err)), 0);
+	git_line(f->mirror, "rev-parse master", line, sizeof(line));
+	assert_string_equal(line, c);
+	git_line(f->mirror, "rev-parse t1", line, sizeof(line));
+	assert_string_equal(line, c);
+	assert_int_not_equal(sh("git -C %s rev-parse -q --verify refs/heads/doomed >/dev/null",
+	                        f->mirror), 0);
+	assert_false(gh_has_marks(f));
+}
+
+/*
+ * What a crash leaves: a fetch killed half-way (its mark, a stale lock, a
+ * temporary pack) is tidied and the fetch goes on; a mirror whose objects
+ * are gone is found damaged by the checkout and rebuilt by the next fetch,
+ * and the workspace written from it is whole.
+ */
+static void
+t_repair(void **state)
+{
+	struct fx *f = *state;
+	static const struct file files[] = {{"a", "one\n", 0100644, 0}};
+	char c1[GH_OID_HEX_MAX + 1], base[GH_OID_HEX_MAX + 1], ref[GH_REF_MAX + 1], err[512];
+	char p[512], tmp[512];
+	uint64_t size;
+
+	make_repo(f->src, files, 1, c1);
+	assert_int_equal(gh_fetch(f->src, NULL, f->mirror, &size, err, sizeof(err)), 0);
+	/* a crash mid-fetch */
+	snprintf(p, sizeof(p), "%s/" GH_FETCH_MARK, f->mirror);
+	write_file(p, "");
+	snprintf(p, sizeof(p), "%s/packed-refs.lock", f->mirror);
+	write_file(p, "");
+	snprintf(tmp, sizeof(tmp), "%s/objects/pack/tmp_pack_XXXX", f->mirror);
+	write_file(tmp, "half a pack");
+	assert_int_equal(sh("cd %s && echo two >a && git -c user.name=t -c user.email=t@t "
+	                    "commit -qam two", f->src), 0);
+	git_line(f->src, "rev-parse master", c1, sizeof(c1));
+	if (gh_fetch(f->src, NULL, f->mirror, &size, err, sizeof(err)) != 0)
+		fail_msg("after a crash: %s", err);
+	assert_int_equal(access(p, F_OK), -1);
+	assert_int_equal(access(tmp, F_OK), -1);
+	assert_false(gh_has_marks(f));
+	git_line(f->mirror, "rev-parse master", p, sizeof(p));
+	assert_string_equal(p, c1);
+	/* the objects lost */
+	assert_int_equal(sh("rm -rf %s/objects/pack/* %s/objects/[0-9a-f][0-9a-f]", f->mirror,
+	                    f->mirror), 0);
+	assert_int_equal(gh_workspace(f->mirror, "", f->ws, f->src, base, ref, err, sizeof(err)),
+	                 -1);
+	assert_non_null(strstr(err, "the mirror is damaged"));
+	snprintf(p, sizeof(p), "%s/" GH_DAMAGED_MARK, f->mirror);
+	assert_int_equal(access(p, F_OK), 0);
+	fresh_ws(f);
+	if (co(f, f->src, NULL, base, err, sizeof(err)) != 0)
+		fail_msg("after the loss: %s", err);
+	assert_string_equal(base, c1);
+	assert_false(gh_has_marks(f));
+	snprintf(p, sizeof(p), "ls -d %s.trash-* 2>/dev/null | grep -q .", f->mirror);
+	assert_int_not_equal(system(p), 0); /* what was moved aside is gone */
 }
 
 /* gh_remove_tree: files, nested directories, links (never followed). */
@@ -592,7 +725,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(t_clean_clone, setup, teardown),
 	    cmocka_unit_test_setup_teardown(t_file_url, setup, teardown),
-	    cmocka_unit_test_setup_teardown(t_no_hard_links, setup, teardown),
+	    cmocka_unit_test_setup_teardown(t_no_history, setup, teardown),
 	    cmocka_unit_test_setup_teardown(t_strip, setup, teardown),
 	    cmocka_unit_test_setup_teardown(t_strip_link_to_outside, setup, teardown),
 	    cmocka_unit_test_setup_teardown(t_refusals, setup, teardown),
@@ -601,9 +734,9 @@ main(void)
 	    cmocka_unit_test_setup_teardown(t_verify_paths, setup, teardown),
 	    cmocka_unit_test_setup_teardown(t_https_unreachable, setup, teardown),
 	    cmocka_unit_test_setup_teardown(t_remove_tree, setup, teardown),
-	    cmocka_unit_test_setup_teardown(t_split, setup, teardown),
-	    cmocka_unit_test_setup_teardown(t_split_file_url, setup, teardown),
-	    cmocka_unit_test_setup_teardown(t_split_refusals, setup, teardown),
+	    cmocka_unit_test_setup_teardown(t_refs, setup, teardown),
+	    cmocka_unit_test_setup_teardown(t_follow, setup, teardown),
+	    cmocka_unit_test_setup_teardown(t_repair, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,6 +1,7 @@
 /*
  * The git helper's diff (githelper/diff.c) against real repositories built
- * here with libgit2 and laid out by gh_checkout_split: each kind of change
+ * here with libgit2, mirrored (gh_fetch) and written out (gh_workspace) as
+ * a run's would be: each kind of change
  * shows in git's patch format (modified, new in a new directory, deleted,
  * made executable, binary, a link); a patch applies with git_apply to a
  * fresh clone and gives the same files; what the hostile work tree plants
@@ -29,6 +30,7 @@
 #include "githelper/checkout.h"
 #include "tests/unit/gitrepo.h"
 #include "githelper/diff.h"
+#include "githelper/mirror.h"
 
 /* Every test that could block gets this long, then SIGALRM kills it. */
 #define HANG_SECONDS 20
@@ -36,7 +38,7 @@
 struct fx {
 	char root[64]; /* a fresh temporary directory */
 	char src[128]; /* the source repository */
-	char git[128]; /* the trusted bare copy */
+	char git[128]; /* the mirror (the trusted store) */
 	char wd[128];  /* the work tree the agent changes */
 	char out[128]; /* the patch file */
 	char base[GH_OID_HEX_MAX + 1];
@@ -102,7 +104,8 @@ static int
 setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
-	char want[GH_OID_HEX_MAX + 1], err[256];
+	char want[GH_OID_HEX_MAX + 1], err[256], ref[GH_REF_MAX + 1];
+	uint64_t size;
 
 	assert_non_null(f);
 	strcpy(f->root, "/tmp/agrippa-diff.XXXXXX");
@@ -111,12 +114,12 @@ setup(void **state)
 	snprintf(f->git, sizeof(f->git), "%s/git", f->root);
 	snprintf(f->wd, sizeof(f->wd), "%s/wd", f->root);
 	snprintf(f->out, sizeof(f->out), "%s/patch", f->root);
-	assert_int_equal(mkdir(f->git, 0700), 0);
 	assert_int_equal(mkdir(f->wd, 0755), 0);
 	git_libgit2_init();
 	make_repo(f->src, base_files, sizeof(base_files) / sizeof(base_files[0]), want);
-	if (gh_checkout_split(f->src, NULL, f->git, f->wd, f->base, err, sizeof(err)) != 0)
-		fail_msg("gh_checkout_split: %s", err);
+	if (gh_fetch(f->src, NULL, f->git, &size, err, sizeof(err)) != 0 ||
+	    gh_workspace(f->git, "", f->wd, f->src, f->base, ref, err, sizeof(err)) != 0)
+		fail_msg("the mirror and its workspace: %s", err);
 	assert_string_equal(f->base, want);
 	*state = f;
 	return 0;
@@ -719,16 +722,17 @@ apply_fresh(struct fx *f, git_apply_location_t loc)
 	git_repository *repo;
 	git_diff *diff;
 	git_checkout_options co;
-	char err[256], base[GH_OID_HEX_MAX + 1], ws[128];
+	char err[256], base[GH_OID_HEX_MAX + 1], ws[128], cmd[512];
 	const char *d;
 	size_t i;
 
 	d = diff_ok(f);
 	snprintf(ws, sizeof(ws), "%s/fresh", f->root);
-	assert_int_equal(mkdir(ws, 0755), 0);
-	if (gh_checkout(f->src, NULL, ws, base, err, sizeof(err)) != 0)
-		fail_msg("gh_checkout: %s", err);
-	assert_string_equal(base, f->base);
+	snprintf(cmd, sizeof(cmd), "git clone -q %s %s/fresh", f->src, f->root);
+	if (system(cmd) != 0)
+		fail_msg("%s failed", cmd);
+	(void)err;
+	(void)base;
 	assert_int_equal(git_repository_open(&repo, ws), 0);
 	if (git_diff_from_buffer(&diff, d, f->len) != 0)
 		fail_msg("parse: %s", git_error_last()->message);

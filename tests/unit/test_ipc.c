@@ -2080,46 +2080,75 @@ t_v_artifact(void **state)
 		assert_int_equal(valid(IMSG_REPO_SEALED, 2, "BB", big, (size_t)24, big,
 		                       (size_t)IPC_SECRET_MAX + 17), -1);
 	}
-	/* GIT_CHECKOUT: a URL, a token (maybe empty), an absolute workspace, a
-	 * gitdir that is absolute or "" */
+	/* GIT_FETCH: a URL, a token (maybe empty), an absolute mirror;
+	 * GIT_CHECKOUT: an absolute mirror, a ref ("" or printable, no
+	 * leading '-'), an absolute workspace, a URL */
 	{
+		struct ipc_git_fetch gf;
 		struct ipc_git_checkout g;
 		struct ipc_git_result gr;
 		struct ipc_git_diff gd;
 		static const char oid[] = "0123456789abcdef0123456789abcdef01234567";
+		char longref[IPC_GIT_REF_MAX + 2];
 
-		assert_int_equal(valid(IMSG_GIT_CHECKOUT, 4, "sBss", "https://h/r.git", "tok", (size_t)3,
-		                       "/var/agrippa/work/x", ""),
-		                 0);
-		assert_int_equal(valid(IMSG_GIT_CHECKOUT, 4, "sBss", "/srv/r", "", (size_t)0, "/w", "/g"), 0);
-		assert_int_equal(valid(IMSG_GIT_CHECKOUT, 4, "sBss", "/srv/r", "", (size_t)0, "/w", "g"), -1);
-		assert_int_equal(valid(IMSG_GIT_CHECKOUT, 4, "sBss", "", "", (size_t)0, "/w", ""), -1);
-		assert_int_equal(valid(IMSG_GIT_CHECKOUT, 4, "sBss", "/srv/r", "", (size_t)0, "w", ""), -1);
-		assert_int_equal(valid(IMSG_GIT_CHECKOUT, 4, "sBss", "/srv/r", "", (size_t)0, "", ""), -1);
-		assert_int_equal(valid(IMSG_GIT_CHECKOUT, 4, "ssss", "/srv/r", "tok", "/w", ""), -1);
-		assert_int_equal(valid(IMSG_GIT_CHECKOUT, 3, "sBs", "/srv/r", "", (size_t)0, "/w"), -1);
-		build(&m, IMSG_GIT_CHECKOUT, 4, "sBss", "file:///srv/r", "secret", (size_t)6, "/w/x", "/g/y");
-		assert_int_equal(ipc_dec_git_checkout(m.body, &g), 0);
-		assert_string_equal(g.url, "file:///srv/r");
-		assert_int_equal(g.toklen, 6);
-		assert_memory_equal(g.token, "secret", 6);
-		assert_string_equal(g.workspace, "/w/x");
-		assert_string_equal(g.gitdir, "/g/y");
+		assert_int_equal(valid(IMSG_GIT_FETCH, 3, "sBs", "https://h/r.git", "tok", (size_t)3,
+		                       "/var/agrippa/mirrors/x"), 0);
+		assert_int_equal(valid(IMSG_GIT_FETCH, 3, "sBs", "/srv/r", "", (size_t)0, "/m"), 0);
+		assert_int_equal(valid(IMSG_GIT_FETCH, 3, "sBs", "/srv/r", "", (size_t)0, "m"), -1);
+		assert_int_equal(valid(IMSG_GIT_FETCH, 3, "sBs", "", "", (size_t)0, "/m"), -1);
+		assert_int_equal(valid(IMSG_GIT_FETCH, 3, "sBs", "/srv/r", "", (size_t)0, ""), -1);
+		assert_int_equal(valid(IMSG_GIT_FETCH, 3, "sss", "/srv/r", "tok", "/m"), -1);
+		assert_int_equal(valid(IMSG_GIT_FETCH, 2, "sB", "/srv/r", "", (size_t)0), -1);
+		build(&m, IMSG_GIT_FETCH, 3, "sBs", "file:///srv/r", "secret", (size_t)6, "/m/x");
+		assert_int_equal(ipc_dec_git_fetch(m.body, &gf), 0);
+		assert_string_equal(gf.url, "file:///srv/r");
+		assert_int_equal(gf.toklen, 6);
+		assert_memory_equal(gf.token, "secret", 6);
+		assert_string_equal(gf.mirror, "/m/x");
 		ipc_msg_free(&m);
-		/* GIT_RESULT: ok with a 40 or 64 hex id, or not ok with none; a size */
-		assert_int_equal(valid(IMSG_GIT_RESULT, 4, "bssU", 1, "", oid, (uint64_t)0), 0);
-		assert_int_equal(valid(IMSG_GIT_RESULT, 4, "bssU", 0, "clone: refused", "", (uint64_t)0), 0);
-		assert_int_equal(valid(IMSG_GIT_RESULT, 4, "bssU", 1, "", "", (uint64_t)0), -1);
-		assert_int_equal(valid(IMSG_GIT_RESULT, 4, "bssU", 1, "", "0123", (uint64_t)0), -1);
-		assert_int_equal(valid(IMSG_GIT_RESULT, 4, "bssU", 0, "x", oid, (uint64_t)0), -1);
-		assert_int_equal(valid(IMSG_GIT_RESULT, 4, "bssU", 1, "",
-		                       "0123456789ABCDEF0123456789abcdef01234567", (uint64_t)0),
+		assert_int_equal(valid(IMSG_GIT_CHECKOUT, 4, "ssss", "/m", "", "/w", "https://h/r"), 0);
+		assert_int_equal(valid(IMSG_GIT_CHECKOUT, 4, "ssss", "/m", "release/1.x", "/w", "/r"),
+		                 0);
+		assert_int_equal(valid(IMSG_GIT_CHECKOUT, 4, "ssss", "/m", oid, "/w", "/r"), 0);
+		assert_int_equal(valid(IMSG_GIT_CHECKOUT, 4, "ssss", "m", "", "/w", "/r"), -1);
+		assert_int_equal(valid(IMSG_GIT_CHECKOUT, 4, "ssss", "/m", "", "w", "/r"), -1);
+		assert_int_equal(valid(IMSG_GIT_CHECKOUT, 4, "ssss", "/m", "", "/w", ""), -1);
+		assert_int_equal(valid(IMSG_GIT_CHECKOUT, 4, "ssss", "/m", "-x", "/w", "/r"), -1);
+		assert_int_equal(valid(IMSG_GIT_CHECKOUT, 4, "ssss", "/m", "a b", "/w", "/r"), -1);
+		assert_int_equal(valid(IMSG_GIT_CHECKOUT, 4, "ssss", "/m", "a\nb", "/w", "/r"), -1);
+		memset(longref, 'a', sizeof(longref) - 1);
+		longref[sizeof(longref) - 1] = '\0';
+		assert_int_equal(valid(IMSG_GIT_CHECKOUT, 4, "ssss", "/m", longref, "/w", "/r"), -1);
+		longref[IPC_GIT_REF_MAX] = '\0';
+		assert_int_equal(valid(IMSG_GIT_CHECKOUT, 4, "ssss", "/m", longref, "/w", "/r"), 0);
+		assert_int_equal(valid(IMSG_GIT_CHECKOUT, 3, "sss", "/m", "", "/w"), -1);
+		build(&m, IMSG_GIT_CHECKOUT, 4, "ssss", "/m/y", "v1.0", "/w/x", "https://h/r");
+		assert_int_equal(ipc_dec_git_checkout(m.body, &g), 0);
+		assert_string_equal(g.mirror, "/m/y");
+		assert_string_equal(g.ref, "v1.0");
+		assert_string_equal(g.workspace, "/w/x");
+		assert_string_equal(g.url, "https://h/r");
+		ipc_msg_free(&m);
+		/* GIT_RESULT: ok with no id (a fetch, a diff) or a 40 or 64 hex id,
+		 * a size and a ref; not ok with neither */
+		assert_int_equal(valid(IMSG_GIT_RESULT, 5, "bssUs", 1, "", oid, (uint64_t)0, "main"), 0);
+		assert_int_equal(valid(IMSG_GIT_RESULT, 5, "bssUs", 1, "", "", (uint64_t)9, ""), 0);
+		assert_int_equal(valid(IMSG_GIT_RESULT, 5, "bssUs", 0, "clone: refused", "",
+		                       (uint64_t)0, ""), 0);
+		assert_int_equal(valid(IMSG_GIT_RESULT, 5, "bssUs", 1, "", "0123", (uint64_t)0, ""), -1);
+		assert_int_equal(valid(IMSG_GIT_RESULT, 5, "bssUs", 0, "x", oid, (uint64_t)0, ""), -1);
+		assert_int_equal(valid(IMSG_GIT_RESULT, 5, "bssUs", 0, "x", "", (uint64_t)0, "main"),
 		                 -1);
-		assert_int_equal(valid(IMSG_GIT_RESULT, 3, "bss", 1, "", oid), -1);
-		build(&m, IMSG_GIT_RESULT, 4, "bssU", 1, "", oid, (uint64_t)1234);
+		assert_int_equal(valid(IMSG_GIT_RESULT, 5, "bssUs", 1, "", oid, (uint64_t)0, "-x"), -1);
+		assert_int_equal(valid(IMSG_GIT_RESULT, 5, "bssUs", 1, "",
+		                       "0123456789ABCDEF0123456789abcdef01234567", (uint64_t)0, ""),
+		                 -1);
+		assert_int_equal(valid(IMSG_GIT_RESULT, 4, "bssU", 1, "", oid, (uint64_t)0), -1);
+		build(&m, IMSG_GIT_RESULT, 5, "bssUs", 1, "", oid, (uint64_t)1234, "v1");
 		assert_int_equal(ipc_dec_git_result(m.body, &gr), 0);
 		assert_true(gr.ok);
 		assert_string_equal(gr.base, oid);
+		assert_string_equal(gr.ref, "v1");
 		assert_true(gr.size == 1234);
 		ipc_msg_free(&m);
 		/* GIT_DIFF: two absolute paths, a commit id, a cap > 0 (and a file) */
