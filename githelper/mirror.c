@@ -2,6 +2,7 @@
  * Mirrors fetched with the git program (githelper/mirror.h).
  */
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -118,23 +119,28 @@ gh_tail_add(struct gh_git *g, const char *p, size_t n)
 	g->tail[g->taillen] = '\0';
 }
 
-/* The last line of git's output that begins with prefix, or NULL. */
+/* The first (or last) line of git's output that begins with prefix, or
+ * NULL. */
 static const char *
-gh_last_line(const char *text, const char *prefix)
+gh_find_line(const char *text, const char *prefix, int last)
 {
 	const char *p, *found = NULL;
 	size_t pl = strlen(prefix);
 
 	for (p = text; *p != '\0'; p += strcspn(p, "\n"), p += *p != '\0')
-		if (p[0] != '\n' && strncmp(p, prefix, pl) == 0)
+		if (p[0] != '\n' && strncmp(p, prefix, pl) == 0) {
 			found = p;
+			if (!last)
+				break;
+		}
 	return found;
 }
 
 /*
- * git's reason: its last "fatal:" line, else its last "error:" line, else
- * its last line; printable, with the token (should a server ever echo it)
- * starred out.
+ * git's reason: its first "fatal:" line (the cause; the later ones say
+ * what failed because of it), else its last "error:" line, else its last
+ * line; printable, with the token (should a server ever echo it) starred
+ * out.
  */
 static void
 gh_git_reason(struct gh_git *g, char *out, size_t outsz)
@@ -149,10 +155,10 @@ gh_git_reason(struct gh_git *g, char *out, size_t outsz)
 	if (g->token != NULL && (tl = strlen(g->token)) > 0)
 		for (s = g->tail; (t = strstr(s, g->token)) != NULL; s = t + tl)
 			memset(t, '*', tl);
-	if ((line = gh_last_line(g->tail, "fatal: ")) != NULL ||
-	    (line = gh_last_line(g->tail, "error: ")) != NULL)
+	if ((line = gh_find_line(g->tail, "fatal: ", 0)) != NULL ||
+	    (line = gh_find_line(g->tail, "error: ", 1)) != NULL)
 		line += 7;
-	else if ((line = gh_last_line(g->tail, "")) == NULL) {
+	else if ((line = gh_find_line(g->tail, "", 1)) == NULL) {
 		snprintf(out, outsz, "git failed without a word");
 		return;
 	}
@@ -188,16 +194,40 @@ gh_git_answer(struct gh_git *g, int fd)
 	sodium_free(ans); /* wipes it */
 }
 
+/*
+ * git's "global" configuration, in memory (fd GH_CONF_FD in git and its
+ * children): git reads no file of ours or anybody's.  It holds only what
+ * must reach the git processes a local transport starts (upload-pack in a
+ * local source), which are not given our -c options: a local source
+ * belongs to whoever made it, and only its objects are read.
+ */
+#define GH_CONF_FD (GH_CRED_FD + 1)
+_Static_assert(GH_CONF_FD == 4, "GIT_CONFIG_GLOBAL below names /dev/fd/4");
+static int
+gh_git_conf(void)
+{
+	static const char conf[] = "[safe]\n\tdirectory = *\n";
+	int fd;
+
+	if ((fd = memfd_create("agrippa-gitconfig", MFD_CLOEXEC)) == -1)
+		return -1;
+	if (write(fd, conf, sizeof(conf) - 1) != (ssize_t)(sizeof(conf) - 1)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 /* In the child: become git.  Never returns. */
 static void __attribute__((noreturn))
-gh_git_exec(char *const argv[], int out, int cred)
+gh_git_exec(char *const argv[], int out, int cred, int conf)
 {
 	static char *const env[] = {
 	    "PATH=/usr/bin:/bin",
 	    "HOME=/nonexistent",
 	    "XDG_CONFIG_HOME=/nonexistent",
 	    "GIT_CONFIG_NOSYSTEM=1",
-	    "GIT_CONFIG_GLOBAL=/dev/null",
+	    "GIT_CONFIG_GLOBAL=/dev/fd/4",
 	    "GIT_TERMINAL_PROMPT=0",
 	    "GIT_ALLOW_PROTOCOL=https:file",
 	    "GIT_PROTOCOL_FROM_USER=0",
@@ -209,9 +239,10 @@ gh_git_exec(char *const argv[], int out, int cred)
 
 	setpgid(0, 0);
 	if ((nul = open("/dev/null", O_RDONLY)) == -1 || dup2(nul, 0) == -1 || dup2(out, 1) == -1 ||
-	    dup2(out, 2) == -1 || (cred >= 0 ? dup2(cred, GH_CRED_FD) : dup2(nul, GH_CRED_FD)) == -1)
+	    dup2(out, 2) == -1 || (cred >= 0 ? dup2(cred, GH_CRED_FD) : dup2(nul, GH_CRED_FD)) == -1 ||
+	    dup2(conf, GH_CONF_FD) == -1)
 		_exit(126);
-	closefrom(GH_CRED_FD + 1);
+	closefrom(GH_CONF_FD + 1);
 	execve(GH_GIT_PROGRAM, argv, env);
 	_exit(127);
 }
@@ -273,15 +304,11 @@ gh_git_run(struct gh_git *g, const char *gitdir, const char *const args[], const
 	    "-c", "protocol.file.allow=always", "-c", "gc.auto=0",
 	    "-c", "maintenance.auto=false",   "-c", "fetch.recurseSubmodules=false",
 	    "-c", "submodule.recurse=false",  "-c", "fetch.writeCommitGraph=false",
-	    /* a local source belongs to whoever made it: its objects are all
-	     * that is read from it, and git runs nothing of its configuration
-	     * with these settings */
-	    "-c", "safe.directory=*",
 	};
 	const char *argv[80];
 	char gd[PATH_MAX + 16], helper[PATH_MAX + 64], self[PATH_MAX], reason[512];
 	size_t n = 0, i;
-	int pv[2], cs[2] = {-1, -1}, rv;
+	int pv[2], cs[2] = {-1, -1}, conf, rv;
 	ssize_t sl;
 	pid_t pid;
 
@@ -311,11 +338,16 @@ gh_git_run(struct gh_git *g, const char *gitdir, const char *const args[], const
 	for (i = 0; args[i] != NULL && n < sizeof(argv) / sizeof(argv[0]) - 1; i++)
 		argv[n++] = args[i];
 	argv[n] = NULL;
+	if ((conf = gh_git_conf()) == -1)
+		return gh_fail(err, errsz, "%s: git's configuration: %s", what, strerror(errno));
 	if (pipe2(pv, O_CLOEXEC) == -1 ||
 	    (g->token != NULL &&
-	     socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, cs) == -1))
+	     socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, cs) == -1)) {
+		close(conf);
 		return gh_fail(err, errsz, "%s: %s", what, strerror(errno));
+	}
 	if ((pid = fork()) == -1) {
+		close(conf);
 		close(pv[0]);
 		close(pv[1]);
 		if (cs[0] >= 0) {
@@ -325,7 +357,8 @@ gh_git_run(struct gh_git *g, const char *gitdir, const char *const args[], const
 		return gh_fail(err, errsz, "%s: fork: %s", what, strerror(errno));
 	}
 	if (pid == 0)
-		gh_git_exec((char *const *)argv, pv[1], cs[1]);
+		gh_git_exec((char *const *)argv, pv[1], cs[1], conf);
+	close(conf);
 	close(pv[1]);
 	if (cs[1] >= 0)
 		close(cs[1]);

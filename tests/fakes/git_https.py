@@ -19,6 +19,10 @@ certificate after the handshake) as
     SCHEME<TAB>NO-REQUEST<TAB>-<TAB>-
 The two ports are written to --ports as "TLS_PORT PLAIN_PORT" once both
 listen.  The token is read from --token-file, never from argv.
+
+With --hold FILE, a git-upload-pack POST (the request that carries the
+pack) waits while FILE exists (at most 120 s), so that a test can keep a
+fetch in flight; its log line is written when it arrives.
 """
 import argparse
 import base64
@@ -28,6 +32,7 @@ import ssl
 import subprocess
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -84,6 +89,12 @@ class Handler(BaseHTTPRequestHandler):
         auth = self.headers.get("Authorization") or "-"
         log_line(self.server.log_path, self.server.scheme, self.command, self.path, auth)
         body = self._body()
+        hold = self.server.hold
+        if (hold and self.command == "POST" and self.path.endswith("/git-upload-pack")
+                and self._authorized()):
+            deadline = time.monotonic() + 120
+            while os.path.exists(hold) and time.monotonic() < deadline:
+                time.sleep(0.05)
         if self.server.scheme != "https" or not self._authorized():
             self._send(401, [("WWW-Authenticate", 'Basic realm="x"'),
                              ("Content-Type", "text/plain")], b"authentication required\n")
@@ -141,6 +152,7 @@ class Server(ThreadingHTTPServer):
         self.ctx = ctx
         self.log_path = args.log
         self.root = args.root
+        self.hold = args.hold
         self.expected_auth = expected_auth
         super().__init__(("127.0.0.1", 0), Handler)
 
@@ -168,6 +180,8 @@ def main():
     ap.add_argument("--token-file", required=True)
     ap.add_argument("--log", required=True)
     ap.add_argument("--ports", required=True)
+    ap.add_argument("--hold", default=None,
+                    help="while this file exists, upload-pack requests wait")
     args = ap.parse_args()
     with open(args.token_file, encoding="utf-8") as f:
         token = f.read().strip()

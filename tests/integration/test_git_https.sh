@@ -4,17 +4,18 @@
 # smart-HTTP protocol (git http-backend) over TLS and asks for HTTP Basic
 # credentials on every request.
 #
-# Trust: libgit2 here is Debian's, built with mbedTLS, which reads only its
-# compiled-in bundle /etc/ssl/certs/ca-certificates.crt (no SSL_CERT_FILE;
-# and the supervisor passes the helper only PATH, HOME and the sanitizer
-# variables anyway).  So the test CA is made trusted without touching the
+# Trust: the git program (libcurl) reads Debian's bundle
+# /etc/ssl/certs/ca-certificates.crt (and the supervisor passes the helper,
+# and the helper git, no SSL_CERT_FILE or GIT_SSL_* variable anyway).  So the test CA is made trusted without touching the
 # host or the daemon's code: each trusting process runs in its own mount
 # namespace (unshare -m, private propagation) where the test's CA file is
 # bind-mounted over that bundle.
 #
 # Part 1 plays the supervisor with tests/tools/gitreq, which sends one
-# IMSG_GIT_CHECKOUT to agrippa-git exactly as supervisor/gitrun.c does, so
-# that the workspace it leaves can be searched for the token.  Part 2 runs
+# IMSG_GIT_FETCH or IMSG_GIT_CHECKOUT to agrippa-git exactly as
+# supervisor/gitrun.c does, so that the mirror and the workspace it leaves
+# can be searched for the token, and git's processes for it while a fetch
+# is held at the server.  Part 2 runs
 # the real daemon (in such a namespace) and has `agrippactl repo test`
 # clone over https with a sealed token.
 . tests/integration/lib.sh
@@ -42,7 +43,7 @@ BADAUTH="Basic $(printf 'x-access-token:%s' "$BAD" | base64 -w0)"
 # Nor may its base64 forms leak: alone, and as in the Basic header (where
 # it starts on a 3-byte boundary, so the two share this prefix).
 B64A=$(printf '%s' "$TOKEN" | base64 -w0 | cut -c1-16)
-mkdir -p "$T/tls" "$T/srv" "$T/ws"
+mkdir -p "$T/tls" "$T/srv" "$T/ws" "$T/m"
 
 # A throwaway CA and a server certificate for 127.0.0.1 (mbedTLS 2.28
 # matches the host name against the DNS names only, so 127.0.0.1 is one).
@@ -67,7 +68,7 @@ chmod 0600 "$T/srv/token"
 
 python3 "$ROOT/tests/fakes/git_https.py" --root "$T/srv" --cert "$T/tls/srv.crt" \
 	--key "$T/tls/srv.key" --token-file "$T/srv/token" --log "$T/requests.log" \
-	--ports "$T/ports" >"$T/server.out" 2>&1 &
+	--ports "$T/ports" --hold "$T/hold" >"$T/server.out" 2>&1 &
 SRV_PID=$!
 touch "$T/requests.log"
 if ! wait_for 10 test -s "$T/ports"; then
@@ -86,12 +87,18 @@ trusted() {
 	unshare -m --propagation private sh -c \
 		'mount --bind "$0" "$1" && shift && exec "$@"' "$T/tls/ca.crt" "$BUNDLE" "$@"
 }
-# req TOKEN URL WS [GITDIR]: one checkout through agrippa-git, trusted; its
-# line in $OUT, its status in $RC.
-req() {
+# fetch TOKEN URL MIRROR: one fetch through agrippa-git, trusted; its line
+# in $OUT, its status in $RC.
+fetch() {
 	tok=$1
 	shift
-	printf '%s' "$tok" | trusted "$GITREQ" "$HELPER" "$@" >"$T/out" 2>&1
+	printf '%s' "$tok" | trusted "$GITREQ" "$HELPER" fetch "$@" >"$T/out" 2>&1
+	RC=$?
+	OUT=$(cat "$T/out")
+}
+# checkout MIRROR WS URL: the workspace from the mirror (no token, no network).
+checkout() {
+	"$GITREQ" "$HELPER" checkout "$1" "" "$2" "$3" >"$T/out" 2>&1
 	RC=$?
 	OUT=$(cat "$T/out")
 }
@@ -109,77 +116,105 @@ clean_reflog() { [ -f "$1/.git/logs/HEAD" ] && ! grep -q -e '@' -e x-access-toke
 not_same() { ! cmp -s "$1" "$2"; }
 # no_token DIR: neither the token nor its base64 anywhere below DIR.
 no_token() { ! grep -r -a -q -e "$TOKEN" -e "$B64A" "$1"; }
+# absent PATH...: none of them exists.
+absent() { for p in "$@"; do [ ! -e "$p" ] || return 1; done; }
 
 # --- the certificate is verified: untrusted, the token is never sent ------
 M=$(mark)
-mkdir "$T/ws/untrusted"
-printf '%s' "$TOKEN" | "$GITREQ" "$HELPER" "$URL" "$T/ws/untrusted" >"$T/out" 2>&1
+printf '%s' "$TOKEN" | "$GITREQ" "$HELPER" fetch "$URL" "$T/m/untrusted" >"$T/out" 2>&1
 RC=$?
 OUT=$(cat "$T/out")
-expect 1 '^error: clone: the SSL certificate is invalid' \
-	"without the test CA in the bundle the clone fails on the certificate ($OUT)"
+expect 1 '^error: clone: unable to access .*certificate' \
+	"without the test CA in the bundle the fetch fails on the certificate ($OUT)"
 # (the server logs NO-REQUEST from its connection thread once it sees the
 # client close, which may be just after the client exited: wait for it)
-only_no_request() { [ "$(since "$1" | cut -f2)" = "NO-REQUEST" ]; }
+only_no_request() { [ "$(since "$1" | cut -f2 | sort -u)" = "NO-REQUEST" ]; }
 wait_for 5 only_no_request "$M"
 check "... the server saw the connection but not one request" only_no_request "$M"
-check "... and the workspace is empty" empty "$T/ws/untrusted"
+check "... and no mirror, whole or partial, is left" absent "$T/m/untrusted" "$T/m/untrusted.new"
 
-# --- a plain clone with the right token -----------------------------------
+# --- a mirror with the right token ----------------------------------------
 M=$(mark)
-mkdir "$T/ws/plain"
-req "$TOKEN" "$URL" "$T/ws/plain"
-check "clone over https with the right token: ok with the commit id ($OUT)" \
-	[ $RC -eq 0 -a "$OUT" = "ok $BASE" ]
-check "... the work tree is checked out" [ -f "$T/ws/plain/README.md" -a -f "$T/ws/plain/src/main.c" ]
+fetch "$TOKEN" "$URL" "$T/m/good"
+check "a mirror over https with the right token: ok ($OUT)" [ $RC -eq 0 ]
 since "$M" >"$T/plain.log"
 check "... the server saw Authorization: Basic base64(x-access-token:TOKEN)" \
 	saw_since "$M" POST /repo.git/git-upload-pack "$AUTH"
 check "... every request that carried credentials carried exactly those" \
 	[ "$(cut -f4 "$T/plain.log" | grep -v '^-$' | grep -c -v -F -x "$AUTH")" = 0 ]
+check "... the mirror is a bare repository at the commit" \
+	[ "$(git --git-dir="$T/m/good" rev-parse HEAD)" = "$BASE" ]
+check "... the token is nowhere in the mirror (config, refs, logs)" no_token "$T/m/good"
+check "... and no credential helper but the helper's own is in its config" \
+	[ -z "$(git config -f "$T/m/good/config" --get-all credential.helper)" ]
+mkdir "$T/ws/plain"
+checkout "$T/m/good" "$T/ws/plain" "$URL"
+check "the workspace from the mirror: ok with the commit and its branch ($OUT)" \
+	[ $RC -eq 0 -a "$OUT" = "ok $BASE master 0" ]
+check "... the work tree is written" [ -f "$T/ws/plain/README.md" -a -f "$T/ws/plain/src/main.c" ]
 check "... the token is nowhere in the workspace (files, .git/config, reflogs)" no_token "$T/ws/plain"
 check "... the remote URL is the URL as given, without credentials" \
 	[ "$(git config -f "$T/ws/plain/.git/config" remote.origin.url)" = "$URL" ]
 check "... the reflog exists and names no credentials" clean_reflog "$T/ws/plain"
-
-# --- the split checkout the daemon uses for runs --------------------------
 M=$(mark)
-mkdir "$T/ws/split-git" "$T/ws/split-work"
-req "$TOKEN" "$URL" "$T/ws/split-work" "$T/ws/split-git"
-check "split checkout (trusted bare copy + workspace) over https: ok ($OUT)" \
-	[ $RC -eq 0 -a "$OUT" = "ok $BASE" ]
-check "... the server saw the token on the upload-pack request" \
-	saw_since "$M" POST /repo.git/git-upload-pack "$AUTH"
-check "... the token is nowhere in the bare copy" no_token "$T/ws/split-git"
-check "... nor in the workspace" no_token "$T/ws/split-work"
-check "... both remote URLs are the URL as given" \
-	[ "$(git config -f "$T/ws/split-git/config" remote.origin.url)" = "$URL" -a \
-	  "$(git config -f "$T/ws/split-work/.git/config" remote.origin.url)" = "$URL" ]
+fetch "$TOKEN" "$URL" "$T/m/good"
+check "a second fetch of the mirror: ok ($OUT)" [ $RC -eq 0 ]
+check "... over https with the token" \
+	saw_since "$M" GET "/repo.git/info/refs?service=git-upload-pack" "$AUTH"
+
+# --- the token is in no argv and no environment while git works -----------
+: >"$T/hold"
+fetch_bg() {
+	printf '%s' "$TOKEN" | trusted "$GITREQ" "$HELPER" fetch "$URL" "$T/m/held" \
+		>"$T/held.out" 2>&1
+}
+M=$(mark)
+fetch_bg &
+HELD=$!
+held() { since "$M" | grep -q "POST	/repo.git/git-upload-pack	$AUTH"; }
+wait_for 20 held
+check "a fetch is held at the server with the token given" held
+leaks=0
+seen=0
+for p in /proc/[0-9]*; do
+	case "$(cat "$p/comm" 2>/dev/null)" in git*|agrippa-git) seen=$((seen + 1)) ;; esac
+	if { tr '\0' '\n' <"$p/cmdline"; } 2>/dev/null | grep -q -e "$TOKEN" -e "$B64A" ||
+	   { tr '\0' '\n' <"$p/environ"; } 2>/dev/null | grep -q -e "$TOKEN" -e "$B64A"; then
+		leaks=$((leaks + 1))
+		echo "# the token in the argv or environment of $(cat "$p/comm") ($p)"
+	fi
+done
+check "... git's processes run meanwhile ($seen)" [ "$seen" -ge 2 ]
+check "... and no process has the token in its argv or environment" [ "$leaks" = 0 ]
+rm -f "$T/hold"
+wait "$HELD"
+check "... the held fetch then ends well ($(cat "$T/held.out"))" grep -q '^ok ' "$T/held.out"
 
 # --- a wrong token ---------------------------------------------------------
 M=$(mark)
-mkdir "$T/ws/bad"
-req "$BAD" "$URL" "$T/ws/bad"
+fetch "$BAD" "$URL" "$T/m/bad"
 expect 1 '^error: clone: the server refused the token' \
-	"a wrong token: the clone fails saying the server refused the token ($OUT)"
+	"a wrong token: the fetch fails saying the server refused the token ($OUT)"
 check "... the error names no token" [ "$(printf '%s' "$OUT" | grep -c -e "$BAD" -e "$TOKEN")" = 0 ]
 check "... the wrong token was offered once, not replayed" \
 	[ "$(since "$M" | cut -f4 | grep -c -F -x "$BADAUTH")" = 1 ]
-check "... nothing is left in the workspace (not even .git)" empty "$T/ws/bad"
-mkdir "$T/ws/bad-git" "$T/ws/bad-work"
-req "$BAD" "$URL" "$T/ws/bad-work" "$T/ws/bad-git"
-expect 1 '^error: clone: the server refused the token' "a wrong token, split: fails the same way ($OUT)"
-check "... both directories are left empty" empty "$T/ws/bad-git" "$T/ws/bad-work"
+check "... no mirror, whole or partial, is left" absent "$T/m/bad" "$T/m/bad.new"
+M=$(mark)
+fetch "$BAD" "$URL" "$T/m/good"
+expect 1 '^error: fetch: the server refused the token' \
+	"a wrong token on an existing mirror: the fetch fails the same way ($OUT)"
+check "... and the mirror is as it was" [ "$(git --git-dir="$T/m/good" rev-parse HEAD)" = "$BASE" ]
+fetch "" "$URL" "$T/m/none"
+expect 1 'the server asks for credentials and the connection has no token' \
+	"no token where the server asks for one: said so ($OUT)"
 
 # --- no token without TLS ---------------------------------------------------
 M=$(mark)
-mkdir "$T/ws/http"
-req "$TOKEN" "http://127.0.0.1:$PORT_PLAIN/repo.git" "$T/ws/http"
+fetch "$TOKEN" "http://127.0.0.1:$PORT_PLAIN/repo.git" "$T/m/http"
 check "an http:// URL is refused before any connection ($OUT)" \
 	[ $RC -eq 1 -a -z "$(since "$M")" ]
 M=$(mark)
-mkdir "$T/ws/userinfo"
-req "$TOKEN" "https://x-access-token:$TOKEN@127.0.0.1:$PORT_TLS/repo.git" "$T/ws/userinfo"
+fetch "$TOKEN" "https://x-access-token:$TOKEN@127.0.0.1:$PORT_TLS/repo.git" "$T/m/userinfo"
 check "a URL with credentials in it is refused before any connection" \
 	[ $RC -eq 1 -a -z "$(since "$M")" ]
 check "no git request reached the plain-http listener" \
