@@ -3,6 +3,7 @@
  */
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -218,6 +219,14 @@ gh_git_conf(void)
 	return fd;
 }
 
+/*
+ * The mirror's lock (flock), passed down to git and every process it starts,
+ * so that it is held until the last of them is gone: a helper killed
+ * half-way does not let the next fetch in beside its git's children.
+ */
+#define GH_LOCK_FD (GH_CONF_FD + 1)
+static int gh_lock_fd = -1;
+
 /* In the child: become git.  Never returns. */
 static void __attribute__((noreturn))
 gh_git_exec(char *const argv[], int out, int cred, int conf)
@@ -238,11 +247,15 @@ gh_git_exec(char *const argv[], int out, int cred, int conf)
 	int nul;
 
 	setpgid(0, 0);
+	/* git dies with the helper (its children see their pipes close) */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == -1 || getppid() == 1)
+		_exit(126);
 	if ((nul = open("/dev/null", O_RDONLY)) == -1 || dup2(nul, 0) == -1 || dup2(out, 1) == -1 ||
 	    dup2(out, 2) == -1 || (cred >= 0 ? dup2(cred, GH_CRED_FD) : dup2(nul, GH_CRED_FD)) == -1 ||
-	    dup2(conf, GH_CONF_FD) == -1)
+	    dup2(conf, GH_CONF_FD) == -1 ||
+	    (gh_lock_fd >= 0 ? dup2(gh_lock_fd, GH_LOCK_FD) : dup2(nul, GH_LOCK_FD)) == -1)
 		_exit(126);
-	closefrom(GH_CONF_FD + 1);
+	closefrom(GH_LOCK_FD + 1);
 	execve(GH_GIT_PROGRAM, argv, env);
 	_exit(127);
 }
@@ -675,7 +688,9 @@ gh_fetch(const char *url, const char *token, const char *dir, uint64_t *size, ch
 		close(lfd);
 		return gh_fail(err, errsz, "the mirror's lock: %s", strerror(errno));
 	}
+	gh_lock_fd = lfd;
 	rv = gh_fetch_locked(&g, url, dir, err, errsz);
+	gh_lock_fd = -1;
 	*size = gh_tree_size(dir);
 	close(lfd);
 	return rv;

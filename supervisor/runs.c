@@ -866,7 +866,7 @@ fetched_done(void *arg, int ok, const char *error)
 		return;
 	}
 	if (!ok) {
-		snprintf(why, sizeof(why), "fetch failed: %s", error);
+		snprintf(why, sizeof(why), "checkout failed: %s", error);
 		srun_fail(r, why);
 		return;
 	}
