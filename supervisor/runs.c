@@ -831,7 +831,7 @@ checkout_done(void *arg, int ok, const char *error, const char *base, uint64_t s
 	}
 	log_info("run %s: checked out %s", r->p.run, base);
 	snprintf(r->base, sizeof(r->base), "%s", base);
-	sop_submit(r, "sup_run_checked_out", checked_out_done, 3, r->p.run, r->p.owner, base);
+	sop_submit(r, "sup_run_checked_out", checked_out_done, 4, r->p.run, r->p.owner, base, "");
 }
 
 /* dir, made when missing, owned by uid:gid with mode. */

@@ -4,8 +4,10 @@
 -- parameters; at submit that is expanded with the run's params and judged
 -- here by the same rules (ref_problem), so that a ref that reaches the git
 -- helper is never an option, a revision expression or a path trick.  The
--- run keeps it in runs.ref (NULL: the remote's default branch), and the
--- API shows it.  Tested in tests/integration/test_ref_sql.sh (with
+-- run keeps it in runs.ref (NULL: the remote's default branch); run_setup
+-- gives it to the supervisor with the repository connection's id; and
+-- run_checked_out records in the event workspace.ready which ref the
+-- checkout resolved.  Tested in tests/integration/test_ref_sql.sh (with
 -- the cases of tests/ref_cases.txt, which tests/unit/test_tmpl.c checks
 -- against the C rules too) and test_api_runs.sh.
 
@@ -354,5 +356,81 @@ BEGIN
 	PERFORM pg_notify('run_queued', v_run.id::text);
 	SELECT * INTO v_run FROM runs WHERE id = v_run.id;
 	RETURN api_ok(201, run_json(v_run), v_role);
+END
+$$;
+
+------------------------------------------------------------------------
+-- The supervisor's part: setting a run up, recording its checkout
+------------------------------------------------------------------------
+
+-- run_setup(run): 0005's, with two more columns after the others:
+-- repo_id, the id of the workspace's repository connection (NULL when the
+-- template names none, or it no longer exists: repo_missing), and ref, the
+-- run's ref (NULL: the remote's default branch).  Its row type changes, so
+-- it is dropped and made again.
+DROP FUNCTION run_setup(uuid);
+CREATE FUNCTION run_setup(p_run uuid)
+RETURNS TABLE (status text, url text, token_ciphertext bytea, token_nonce bytea,
+               access text, base_commit text, repo_missing boolean, repo_id uuid, ref text)
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+	r      runs;
+	v_ws   jsonb;
+	v_repo text;
+	v_id   uuid;
+	c      repo_connections;
+BEGIN
+	SELECT * INTO r FROM runs WHERE id = p_run;
+	IF NOT FOUND THEN
+		RETURN;
+	END IF;
+	SELECT t.compiled->'workspace' INTO v_ws FROM templates t WHERE t.id = r.template_id;
+	status := r.status;
+	access := coalesce(v_ws->>'access', 'readWrite');
+	base_commit := r.base_commit;
+	repo_missing := false;
+	ref := r.ref;
+	v_repo := coalesce(v_ws->>'repo', '');
+	IF v_repo <> '' THEN
+		IF v_repo ~ '^\$\{params\.[a-z_][a-z0-9_]*\}$' THEN
+			v_id := (r.manifest->'repos'->substr(v_repo, 10, length(v_repo) - 10)->>'id')::uuid;
+			SELECT * INTO c FROM repo_connections
+			WHERE id = v_id AND project_id = r.project_id;
+		ELSE
+			SELECT * INTO c FROM repo_connections
+			WHERE name = v_repo AND project_id = r.project_id;
+		END IF;
+		IF c.id IS NULL THEN
+			repo_missing := true;
+		ELSE
+			url := c.url;
+			token_ciphertext := c.token_ciphertext;
+			token_nonce := c.token_nonce;
+			repo_id := c.id;
+		END IF;
+	END IF;
+	RETURN NEXT;
+END
+$$;
+
+-- run_checked_out(run, owner, base, ref) -> recorded?  The base commit of
+-- the run's workspace, once, with the event workspace.ready {base_commit,
+-- ref}, ref being the ref the checkout resolved (the default branch's
+-- name, the tag, the commit id itself ...) as the supervisor gives it, ''
+-- included.  In place of 0005's run_checked_out(run, owner, base).
+DROP FUNCTION run_checked_out(uuid, text, text);
+CREATE FUNCTION run_checked_out(p_run uuid, p_owner text, p_base text, p_ref text)
+RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+	IF (run_lock(p_run, p_owner)).id IS NULL THEN
+		RETURN false;
+	END IF;
+	UPDATE runs SET base_commit = p_base WHERE id = p_run AND base_commit IS NULL;
+	IF NOT FOUND THEN
+		RETURN false;
+	END IF;
+	PERFORM append_run_event(p_run, 'workspace.ready',
+	    jsonb_build_object('base_commit', p_base, 'ref', p_ref));
+	RETURN true;
 END
 $$;

@@ -11,7 +11,12 @@
 #    expanded from the params as stored (defaults applied) is stored and
 #    shown; an empty one or none is NULL; a bad one is a 422 invalid_ref
 #    naming workspace.ref and its parameters that stores nothing, also on
-#    a retry with an Idempotency-Key.
+#    a retry with an Idempotency-Key;
+#  - run_setup's columns, in order, ending with repo_id and ref (through
+#    the op file the supervisor prepares);
+#  - run_checked_out(run, owner, base, ref) in place of the 3-argument one:
+#    under the lease only, once, workspace.ready {base_commit, ref} with
+#    the ref as given ('' too), runs.ref untouched.
 . tests/integration/lib.sh
 need_root ref_sql
 make_env
@@ -184,5 +189,56 @@ J=$(submit byparam '{"repo": "myrepo", "branch": "a b"}' key-1)
 jq_is "... the key with a bad ref: 422 invalid_ref like a first submit" "$J" \
 	"d['status'] == 422 and d['error']['code'] == 'invalid_ref'"
 check "... which stored nothing" [ "$(fingerprint)" = "$BEFORE" ]
+
+### run_setup
+is "run_setup's columns, in order" \
+	"SELECT array_to_string(proargnames, ',') FROM pg_proc WHERE proname = 'run_setup'" \
+	"p_run,status,url,token_ciphertext,token_nonce,access,base_commit,repo_missing,repo_id,ref"
+# the supervisor's op, prepared as the supervisor prepares it
+setup_op() {
+	sql=$(grep -v '^--' sql/ops/sup_run_setup.sql)
+	val "PREPARE s(uuid) AS $sql; EXECUTE s('$1')" | tr '|' ','
+}
+check "sup_run_setup: ..., repo_missing, then repo_id and ref" \
+	[ "$(setup_op "$RUN")" = "queued,/tmp/x,,,readWrite,,f,$RC1,main" ]
+RN=$(printf '%s' "$(submit noref '{"repo": "myrepo"}')" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["body"]["id"])')
+check "... a run without a ref: ref NULL, repo_id the connection" \
+	[ "$(setup_op "$RN")" = "queued,/tmp/x,,,readWrite,,f,$RC1," ]
+RB=$(val "INSERT INTO runs (project_id, template_id, template_name, template_version, submitted_by, ref)
+          VALUES ('$P1', '$TPL', 'bare', 1, '$U1', 'v9') RETURNING id" | head -1)
+check "... a template without a repository: no url, repo_id NULL" \
+	[ "$(setup_op "$RB")" = "queued,,,,readWrite,,f,,v9" ]
+sq -c "UPDATE runs SET manifest = jsonb_set(manifest, '{repos,repo,id}', '\"$U1\"') WHERE id = '$RN'" >/dev/null
+check "... a connection that is gone: repo_missing, repo_id NULL" \
+	[ "$(setup_op "$RN")" = "queued,,,,readWrite,,t,," ]
+
+### run_checked_out
+is "run_checked_out has one form, (uuid, text, text, text)" \
+	"SELECT string_agg(pg_get_function_identity_arguments(oid), ';') FROM pg_proc WHERE proname = 'run_checked_out'" \
+	"p_run uuid, p_owner text, p_base text, p_ref text"
+BASE=0123456789abcdef0123456789abcdef01234567
+sq -c "UPDATE runs SET status = 'running', started_at = now(), lease_owner = 'e1',
+       lease_expires_at = now() + interval '1 hour' WHERE id IN ('$RUN', '$RN')" >/dev/null
+checked_out() {
+	sql=$(grep -v '^--' sql/ops/sup_run_checked_out.sql)
+	val "PREPARE c(uuid, text, text, text) AS $sql; EXECUTE c('$1', '$2', '$3', '$4')"
+}
+ready() {
+	val "SELECT coalesce(string_agg(payload::text, ' ' ORDER BY seq), 'none') FROM run_events
+	     WHERE run_id = '$1' AND type = 'workspace.ready'"
+}
+check "another owner: not recorded" [ "$(checked_out "$RUN" e2 "$BASE" main)" = f ]
+check "... no event, no base commit" [ "$(ready "$RUN") $(val "SELECT coalesce(base_commit, '-') FROM runs WHERE id = '$RUN'")" = "none -" ]
+check "the owner, through sup_run_checked_out: recorded" [ "$(checked_out "$RUN" e1 "$BASE" main)" = t ]
+check "... workspace.ready {base_commit, ref}" \
+	[ "$(ready "$RUN")" = "{\"ref\": \"main\", \"base_commit\": \"$BASE\"}" ]
+check "... base_commit stored, runs.ref untouched" \
+	[ "$(val "SELECT base_commit || ' ' || ref FROM runs WHERE id = '$RUN'")" = "$BASE main" ]
+check "a second time: not recorded" [ "$(checked_out "$RUN" e1 "$BASE" other)" = f ]
+check "... still one event" [ "$(ready "$RUN")" = "{\"ref\": \"main\", \"base_commit\": \"$BASE\"}" ]
+check "p_ref '' is taken and emitted as it is" [ "$(checked_out "$RN" e1 "$BASE" "")" = t ]
+check "... workspace.ready {base_commit, ref: \"\"}" \
+	[ "$(ready "$RN")" = "{\"ref\": \"\", \"base_commit\": \"$BASE\"}" ]
+check "... and runs.ref stays NULL" [ "$(stored "$RN")" = NULL ]
 
 finish ref_sql
