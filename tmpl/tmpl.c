@@ -867,6 +867,37 @@ tmpl_refs(struct tmpl_parse *p, const struct tn *n, const char *label)
 	return bad;
 }
 
+/*
+ * Once tmpl_refs found every reference of the scalar n good: report each
+ * one naming a parameter of another type than type (one whose type is
+ * unknown was reported already).  Returns the number of errors reported.
+ */
+static int
+tmpl_refs_typed(struct tmpl_parse *p, const struct tn *n, const char *label, int type)
+{
+	const char *s = n->s, *in, *end;
+	const struct tparam *t;
+	size_t i, len;
+	int bad = 0;
+
+	for (i = 0; i + 1 < n->len; i++) {
+		if (s[i] != '$' || s[i + 1] != '{')
+			continue;
+		in = s + i + 2;
+		if ((end = memchr(in, '}', n->len - i - 2)) == NULL)
+			break;
+		len = (size_t)(end - in);
+		i = (size_t)(end - s);
+		if (len <= 7 || (t = tmpl_param(p, in + 7, len - 7)) == NULL || t->type == type ||
+		    t->type == PT_UNKNOWN)
+			continue;
+		tmpl_lerr(p, n, label, "${params.%s} is not a %s parameter", t->name,
+		          tmpl_ptypes[type]);
+		bad++;
+	}
+	return bad;
+}
+
 /* When n is exactly "${params.NAME}" of a declared parameter, that one. */
 static const struct tparam *
 tmpl_exact_ref(const struct tmpl_parse *p, const struct tn *n)
@@ -997,8 +1028,8 @@ tmpl_params(struct tmpl_parse *p, const struct tn *m)
 
 /* ---- workspace and budget ----------------------------------------------- */
 
-enum { W_REPO, W_ACCESS, W_NKEYS };
-static const char *const tmpl_ws_keys[W_NKEYS] = {"repo", "access"};
+enum { W_REPO, W_REF, W_ACCESS, W_NKEYS };
+static const char *const tmpl_ws_keys[W_NKEYS] = {"repo", "ref", "access"};
 static const char *const tmpl_access[] = {"readWrite", "readOnly"};
 
 /* workspace.repo: exactly ${params.NAME} of a repoRef parameter. */
@@ -1021,6 +1052,66 @@ tmpl_ws_repo(struct tmpl_parse *p, const struct tn *n)
 	return s;
 }
 
+/*
+ * The scalar n (at most TMPL_REF_MAX bytes, its references good) with each
+ * ${...} replaced by "x" into buf (TMPL_REF_MAX + 1 bytes); returns the
+ * length.  What the ref rules refuse in that text they refuse whatever the
+ * references become: "x" neither ends, starts nor joins any sequence they
+ * refuse, so what they find is in the text around the references, and the
+ * text only shrinks.
+ */
+static size_t
+tmpl_ref_sample(const struct tn *n, char *buf)
+{
+	const char *end;
+	size_t i, len = 0;
+
+	for (i = 0; i < n->len; i++) {
+		if (n->s[i] == '$' && i + 1 < n->len && n->s[i + 1] == '{' &&
+		    (end = memchr(n->s + i, '}', n->len - i)) != NULL) {
+			buf[len++] = 'x';
+			i = (size_t)(end - n->s);
+		} else {
+			buf[len++] = n->s[i];
+		}
+	}
+	return len;
+}
+
+/*
+ * workspace.ref, optional (null): a literal judged here by the ref rules
+ * (tmpl_ref_problem), or text holding references to string parameters,
+ * judged by the same rules once expanded at submit (api_submit_run), and
+ * here as far as the text around the references goes.  Other types of
+ * parameter never make a ref: a repoRef names a connection, and an int or
+ * a bool is no branch, tag or commit id.
+ */
+static json_t *
+tmpl_ws_ref(struct tmpl_parse *p, const struct tn *n)
+{
+	char sample[TMPL_REF_MAX + 1];
+	const char *why = NULL;
+	json_t *s;
+
+	if (n == NULL)
+		return json_null();
+	if ((s = tmpl_str(p, n, "workspace.ref", 0, TMPL_REF_MAX)) == NULL)
+		return NULL;
+	if (memmem(n->s, n->len, "${", 2) == NULL)
+		why = tmpl_ref_problem(n->s, n->len);
+	else if (tmpl_refs(p, n, "workspace.ref") > 0 ||
+	         tmpl_refs_typed(p, n, "workspace.ref", PT_STRING) > 0)
+		why = ""; /* reported */
+	else
+		why = tmpl_ref_problem(sample, tmpl_ref_sample(n, sample));
+	if (why == NULL)
+		return s;
+	if (*why != '\0')
+		tmpl_lerr(p, n, "workspace.ref", "%s", why);
+	json_decref(s);
+	return NULL;
+}
+
 static json_t *
 tmpl_workspace(struct tmpl_parse *p, const struct tn *m)
 {
@@ -1033,6 +1124,7 @@ tmpl_workspace(struct tmpl_parse *p, const struct tn *m)
 	tmpl_fields(p, m, "workspace", tmpl_ws_keys, W_NKEYS, val, at);
 	if (tmpl_need(p, m, "workspace", val[W_REPO], "repo") == 0)
 		tj_set(p, o, "repo", tmpl_ws_repo(p, val[W_REPO]));
+	tj_set(p, o, "ref", tmpl_ws_ref(p, val[W_REF]));
 	if (val[W_ACCESS] != NULL)
 		access = tmpl_enum(p, val[W_ACCESS], "workspace.access", tmpl_access,
 		                   TMPL_NELEM(tmpl_access));

@@ -18,7 +18,9 @@
  *     "params": { NAME: { "type": "string"|"int"|"bool"|"repoRef",
  *                          "required": bool, "default": value|null,
  *                          "description": str } },
- *     "workspace": { "repo": str (may hold ${params.x}), "access": "readWrite"|"readOnly" },
+ *     "workspace": { "repo": str (may hold ${params.x}),
+ *                    "ref": str (may hold ${params.x} of string parameters) or null,
+ *                    "access": "readWrite"|"readOnly" },
  *     "budget": { "usd_micros": int } or null,
  *     "phases": [ { "name": str, "budget": { "usd_micros": int } or null,
  *                   "steps": [ STEP ] } ] }
@@ -42,6 +44,7 @@
 
 #define TMPL_MAX_SIZE (256 * 1024) /* larger template files are refused */
 #define TMPL_NAME_MAX 64
+#define TMPL_REF_MAX 255 /* bytes of a workspace.ref */
 
 /*
  * Compile buf[0..len) (need not be NUL-terminated; name is used in
@@ -59,5 +62,23 @@ int tmpl_compile(const char *name, const unsigned char *buf, size_t len, json_t 
  * not a regular file", "path: larger than TMPL_MAX_SIZE bytes". */
 int tmpl_compile_file(const char *path, json_t **out, char *errbuf, size_t errsz,
     unsigned *nerr);
+
+/*
+ * Whether s[0..len) (need not be NUL-terminated) may name the revision a
+ * run checks out (workspace.ref): a full commit id (exactly 40 or 64
+ * lower-case hex digits), or a git ref name, optionally prefixed
+ * refs/heads/ or refs/tags/, that breaks none of these rules, judged in
+ * this order: not empty; at most TMPL_REF_MAX bytes; no control character
+ * or DEL; no space; none of ~ ^ : ? * [ \; not starting with '-', after
+ * the prefix neither; not starting with '/'; not ending with '/' or '.';
+ * no "//" (an empty component); no ".."; no "@{"; not "@", after the
+ * prefix neither; no component starting with '.'; no component ending
+ * with ".lock".  That is git check-ref-format's set plus "no leading '-'",
+ * so that a ref is never taken for an option of a git command.  Returns
+ * NULL when it may, else the reason of the first rule broken, a static
+ * string ("must not contain '..'"); ref_problem in
+ * sql/migrations/0009_ref.sql answers the same.
+ */
+const char *tmpl_ref_problem(const char *s, size_t len);
 
 #endif

@@ -2,7 +2,8 @@
 # The runs part of the /v1 API against the real daemon and its database:
 # RBAC of every /v1 route (admin, member, viewer, non-member; revoked and
 # expired tokens), submitting runs (manifest pinning, parameter defaults,
-# Idempotency-Key, also under a race), tenant isolation of repositories and
+# Idempotency-Key, also under a race; a workspace.ref made from a parameter,
+# stored and shown, a bad one refused), tenant isolation of repositories and
 # grants, bad input that changes nothing, pagination, cancelling, approvals
 # (also under a race), artifact downloads, member management with its audit
 # trail, usage, and that no repository token ever leaves the database.
@@ -233,6 +234,50 @@ check "... and one run in the database, with one event and one audit row" \
 	[ "$(psql_q "select count(*) || ' ' || (select count(*) from run_events e join runs r on r.id = e.run_id
 	where r.idempotency_key = '$KR') || ' ' || (select count(*) from audit_log a join runs r on a.object_id = r.id::text
 	where r.idempotency_key = '$KR') from runs where idempotency_key = '$KR'")" = "1 1 1" ]
+
+# --- the revision a run checks out (workspace.ref) ---------------------------------
+cat >"$T/on-branch.yaml" <<'EOF'
+name: on-branch
+version: 1
+params:
+  repo: { type: repoRef, required: true }
+  branch: { type: string, default: main }
+workspace: { repo: "${params.repo}", ref: "${params.branch}" }
+phases: [ { name: p, steps: [ { id: a, kind: command, run: "git log -1" } ] } ]
+EOF
+check "a template whose workspace.ref is \${params.branch} loads" ctl template load "$T/on-branch.yaml"
+api "$TV" GET "/v1/templates/on-branch"
+expect 200 "d['template']['workspace'] == {'repo': '\${params.repo}', 'ref': '\${params.branch}', 'access': 'readWrite'}" \
+	"... its compiled workspace holds the ref as written"
+api "$TV" GET "/v1/templates/run-tests"
+expect 200 "d['template']['workspace']['ref'] is None" "... and a template without one has ref null"
+post "$TM" "/v1/projects/$P1/runs" '{"template": "on-branch", "params": {"repo": "myrepo"}}'
+expect 201 "d['ref'] == 'main' and d['params'] == {'repo': 'myrepo', 'branch': 'main'} and d['base_commit'] is None" \
+	"submit without branch: the default makes ref main"
+RB1=$(val "d['id']")
+check "... stored in runs.ref" [ "$(psql_q "select ref from runs where id = '$RB1'")" = main ]
+post "$TM" "/v1/projects/$P1/runs" '{"template": "on-branch", "params": {"repo": "myrepo", "branch": "release/1.0"}}'
+expect 201 "d['ref'] == 'release/1.0'" "submit with branch release/1.0: ref release/1.0"
+RB2=$(val "d['id']")
+api "$TV" GET "/v1/runs/$RB2"
+expect 200 "d['ref'] == 'release/1.0' and d['base_commit'] is None" "GET /v1/runs/ID shows the ref"
+api "$TV" GET "/v1/projects/$P1/runs?template=on-branch"
+expect 200 "[(r['id'], r['ref']) for r in d['runs']] == [('$RB2', 'release/1.0'), ('$RB1', 'main')]" \
+	"the list shows each run's ref"
+api "$TV" GET "/v1/runs/$R"
+expect 200 "'ref' in d and d['ref'] is None" "a run of a template without a ref: ref null"
+BEFORE=$(counts)
+for bad in "--upload-pack=x" "a..b" "x.lock" "main~1" "refs/heads/"; do
+	post "$TM" "/v1/projects/$P1/runs" "{\"template\": \"on-branch\", \"params\": {\"repo\": \"myrepo\", \"branch\": \"$bad\"}}"
+	expect 422 "d['error']['code'] == 'invalid_ref' and d['error']['field'] == 'workspace.ref' and
+		d['error']['param'] == 'branch' and d['error']['params'] == ['branch'] and
+		d['error']['message'].startswith('workspace.ref: must not ') and
+		d['error']['message'].endswith('(made from parameter branch)')" \
+		"branch $bad: 422 invalid_ref naming workspace.ref and branch"
+done
+check "the refused refs stored nothing (runs, events, audit, ...)" [ "$(counts)" = "$BEFORE" ]
+check "... and no run has such a ref" \
+	[ "$(psql_q "select count(*) from runs where ref is not null and ref not in ('main', 'release/1.0')")" = 0 ]
 
 # --- tenant isolation --------------------------------------------------------------
 BEFORE=$(counts)

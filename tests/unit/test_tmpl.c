@@ -322,7 +322,7 @@ test_compiled_form(void **state)
 	    "{\"name\":\"mini\",\"version\":3,\"description\":\"\","
 	    "\"params\":{\"repo\":{\"type\":\"repoRef\",\"required\":true,\"default\":null,"
 	    "\"description\":\"\"}},"
-	    "\"workspace\":{\"repo\":\"${params.repo}\",\"access\":\"readWrite\"},"
+	    "\"workspace\":{\"repo\":\"${params.repo}\",\"ref\":null,\"access\":\"readWrite\"},"
 	    "\"budget\":null,"
 	    "\"phases\":[{\"name\":\"only\",\"budget\":null,\"steps\":[{\"id\":\"s1\","
 	    "\"kind\":\"command\",\"retry\":0,\"timeout_s\":3600,\"allow_failure\":false,"
@@ -621,6 +621,199 @@ test_workspace(void **state)
 	expect_only_at(WS("{ repo: '${params.repo}', bogus: 1 }"), "bogus",
 	               "workspace: unknown key 'bogus'");
 	expect_only_at(WS("x"), "x\n", "workspace: expected a mapping, found a scalar");
+}
+
+/* workspace.ref: a literal ref, or ${params.NAME} of string parameters in text */
+
+#define WSR(s)                                                                                     \
+	NAMEVER "params:\n" PR "  s: { type: string }\n  t: { type: string, default: x }\n"        \
+	        "  n: { type: int }\n  f: { type: bool }\n"                                        \
+	        "workspace: { repo: '${params.repo}', ref: " s " }\n"                              \
+	        "phases: [ { name: p, steps: [ { id: a, kind: command, run: x } ] } ]\n"
+
+static const char *
+ws_ref(void)
+{
+	json_t *r = json_object_get(json_object_get(doc, "workspace"), "ref");
+
+	if (json_is_null(r))
+		return NULL;
+	if (!json_is_string(r))
+		fail_msg("workspace.ref: neither a string nor null");
+	return json_string_value(r);
+}
+
+static void
+test_workspace_ref(void **state)
+{
+	static const struct {
+		const char *ref, *why;
+	} bad[] = {
+	    {"'--upload-pack=x'", "must not start with '-'"},
+	    {"'refs/heads/-x'", "must not start with '-'"},
+	    {"a..b", "must not contain '..'"},
+	    {"x.lock", "must not have a component ending with '.lock'"},
+	    {"a/.b", "must not have a component starting with '.'"},
+	    {"'a b'", "must not contain a space"},
+	    {"'main~1'", "must not contain '~'"},
+	    {"'main^'", "must not contain '^'"},
+	    {"'a:b'", "must not contain ':'"},
+	    {"'a?'", "must not contain '?'"},
+	    {"'a*'", "must not contain '*'"},
+	    {"'a[b'", "must not contain '['"},
+	    {"'a\\b'", "must not contain '\\'"},
+	    {"'@'", "must not be '@'"},
+	    {"'main@{1}'", "must not contain '@{'"},
+	    {"/main", "must not start with '/'"},
+	    {"main/", "must not end with '/'"},
+	    {"refs/heads/", "must not end with '/'"},
+	    {"main.", "must not end with '.'"},
+	    {"a//b", "must not contain '//'"},
+	};
+	char yaml[1024], want[256], marker[64], lref[300];
+	size_t i;
+
+	expect_ok(WSR("main"));
+	assert_string_equal(ws_ref(), "main");
+	expect_ok(WSR("refs/tags/v1.0"));
+	assert_string_equal(ws_ref(), "refs/tags/v1.0");
+	expect_ok(WSR("0123456789abcdef0123456789abcdef01234567"));
+	assert_string_equal(ws_ref(), "0123456789abcdef0123456789abcdef01234567");
+	expect_ok(WSR("'${params.s}'"));
+	assert_string_equal(ws_ref(), "${params.s}");
+	expect_ok(WSR("'refs/heads/${params.s}'"));
+	assert_string_equal(ws_ref(), "refs/heads/${params.s}");
+	expect_ok(WSR("'release-${params.t}/${params.s}'"));
+	assert_string_equal(ws_ref(), "release-${params.t}/${params.s}");
+	/* what the parameters make is judged at submit; here only what the
+	 * text around them breaks whatever they are */
+	expect_ok(WSR("'${params.s}.${params.t}'"));
+	expect_ok(WSR("'@${params.s}'"));
+	expect_ok(WSR("'x.lock${params.s}'"));
+	expect_ok(WSR("'refs/heads${params.s}'"));
+	expect_ok(WSR("'${params.s}@${params.t}'"));
+	expect_only_at(WSR("'${params.s}..x'"), "ref: ^'$", "workspace.ref: must not contain '..'");
+	expect_only_at(WSR("'-${params.s}'"), "'-", "workspace.ref: must not start with '-'");
+	expect_only_at(WSR("'refs/tags/-${params.s}'"), "'refs",
+	               "workspace.ref: must not start with '-'");
+	expect_only_at(WSR("'${params.s}/'"), "ref: ^'$", "workspace.ref: must not end with '/'");
+	expect_only_at(WSR("'${params.s}.'"), "ref: ^'$", "workspace.ref: must not end with '.'");
+	expect_only_at(WSR("'.${params.s}'"), "'.",
+	               "workspace.ref: must not have a component starting with '.'");
+	expect_only_at(WSR("'${params.s}.lock/${params.t}'"), "ref: ^'$",
+	               "workspace.ref: must not have a component ending with '.lock'");
+	expect_only_at(WSR("'a b${params.s}'"), "'a b", "workspace.ref: must not contain a space");
+	expect_only_at(WSR("'${params.s}@{1}'"), "ref: ^'$",
+	               "workspace.ref: must not contain '@{'");
+	expect_ok(WS("{ repo: '${params.repo}' }"));
+	assert_null(ws_ref());
+	memset(lref, 'a', 255);
+	lref[255] = '\0';
+	snprintf(yaml, sizeof(yaml), WSR("%s"), lref);
+	expect_ok(yaml);
+	assert_int_equal(strlen(ws_ref()), 255);
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(yaml, sizeof(yaml), WSR("%s"), bad[i].ref);
+		snprintf(want, sizeof(want), "workspace.ref: %s", bad[i].why);
+		snprintf(marker, sizeof(marker), "^%s", bad[i].ref); /* '^' marks the spot */
+		expect_only_at(yaml, marker, want);
+	}
+	snprintf(yaml, sizeof(yaml), WSR("%sa"), lref);
+	expect_only_at(yaml, "ref: ^a", "workspace.ref: value too long (at most 255 bytes)");
+	expect_only_at(WSR("\"a\\tb\""), "\"a",
+	               "workspace.ref: control characters are not allowed");
+	expect_only_at(WSR("\"a\\x7fb\""), "\"a",
+	               "workspace.ref: control characters are not allowed");
+	expect_only_at(WSR("''"), "''", "workspace.ref: empty value");
+	expect_only_at(WSR("~"), "~ }", "workspace.ref: empty value");
+	expect_only_at(WSR("[ main ]"), "[ main",
+	               "workspace.ref: expected a string, found a sequence");
+	expect_only_at(WSR("'${params.nope}'"), "'${params.nope",
+	               "workspace.ref: ${params.nope}: no such parameter");
+	expect_only_at(WSR("'${env.HOME}'"), "'${env",
+	               "workspace.ref: unknown reference ${env.HOME}; only ${params.NAME} exists");
+	expect_only_at(WSR("'${params.s'"), "'${params.s'",
+	               "workspace.ref: unterminated reference: '${' without '}'");
+	expect_only_at(WSR("'${params.repo}'"), "ref: ^'${params.repo}'",
+	               "workspace.ref: ${params.repo} is not a string parameter");
+	expect_only_at(WSR("'v${params.n}'"), "'v$",
+	               "workspace.ref: ${params.n} is not a string parameter");
+	expect_only_at(WSR("'${params.f}'"), "'${params.f",
+	               "workspace.ref: ${params.f} is not a string parameter");
+	/* each wrong one is named, the string ones are not */
+	expect_error_at(WSR("'${params.s}-${params.n}-${params.f}'"), "'${params.s}-",
+	                "workspace.ref: ${params.n} is not a string parameter");
+	expect_error_at(WSR("'${params.s}-${params.n}-${params.f}'"), "'${params.s}-",
+	                "workspace.ref: ${params.f} is not a string parameter");
+	assert_int_equal(count_lines(err), 2);
+	/* a parameter whose type is wrong is reported once, at its type */
+	expect_only_at(NAMEVER
+	               "params:\n" PR "  w: { type: text }\n"
+	               "workspace: { repo: '${params.repo}', ref: '${params.w}' }\n"
+	               "phases: [ { name: p, steps: [ { id: a, kind: command, run: x } ] } ]\n",
+	               "text", "params.w.type: expected string, int, bool or repoRef");
+}
+
+/* The ref rules themselves: tests/ref_cases.txt (which the SQL rules are
+ * checked against too), then what that file cannot hold. */
+static void
+test_ref_rules(void **state)
+{
+	static const struct {
+		const char *ref;
+		size_t len;
+		const char *why;
+	} more[] = {
+	    {"", 0, "must not be empty"},
+	    {"a\x01b", 3, "must not contain control characters"},
+	    {"a\x1f", 2, "must not contain control characters"},
+	    {"a\tb", 3, "must not contain control characters"},
+	    {"a\nb", 3, "must not contain control characters"},
+	    {"a\x7f", 2, "must not contain control characters"},
+	    {"a\0b", 3, "must not contain control characters"},
+	    {"-a\x01", 3, "must not contain control characters"}, /* bytes come first */
+	    {"mainXXX", 4, NULL},                                 /* only len bytes count */
+	    {"main..", 4, NULL},
+	    {"main/", 4, NULL},
+	};
+	char line[1024], lref[300], *tab;
+	const char *why;
+	size_t i, n = 0, len;
+	FILE *f = fopen("tests/ref_cases.txt", "r");
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if ((len = strcspn(line, "\n")) == strlen(line))
+			fail_msg("tests/ref_cases.txt: a line without its newline, or too long");
+		line[len] = '\0';
+		if (len == 0 || line[0] == '#')
+			continue;
+		if ((tab = strchr(line, '\t')) == NULL)
+			fail_msg("tests/ref_cases.txt: no tab in '%s'", line);
+		*tab = '\0';
+		why = tmpl_ref_problem(tab + 1, strlen(tab + 1));
+		if (strcmp(line, "ok") == 0 ? why != NULL : why == NULL || strcmp(why, line) != 0)
+			fail_msg("'%s': expected %s, got %s", tab + 1, line,
+			         why != NULL ? why : "ok");
+		n++;
+	}
+	fclose(f);
+	assert_true(n >= 60);
+	for (i = 0; i < sizeof(more) / sizeof(more[0]); i++) {
+		why = tmpl_ref_problem(more[i].ref, more[i].len);
+		if (more[i].why == NULL ? why != NULL
+		                        : why == NULL || strcmp(why, more[i].why) != 0)
+			fail_msg("case %zu: expected %s, got %s", i,
+			         more[i].why != NULL ? more[i].why : "ok",
+			         why != NULL ? why : "ok");
+	}
+	memset(lref, 'a', sizeof(lref));
+	assert_null(tmpl_ref_problem(lref, 255));
+	assert_string_equal(tmpl_ref_problem(lref, 256), "must be at most 255 bytes");
+	memcpy(lref + 200, "..", 2);
+	assert_string_equal(tmpl_ref_problem(lref, 255), "must not contain '..'");
+	assert_string_equal(tmpl_ref_problem(lref, 256), "must be at most 255 bytes");
 }
 
 static void
@@ -1352,6 +1545,8 @@ main(void)
 	    cmocka_unit_test(test_params),
 	    cmocka_unit_test(test_params_limit),
 	    cmocka_unit_test(test_workspace),
+	    cmocka_unit_test(test_workspace_ref),
+	    cmocka_unit_test(test_ref_rules),
 	    cmocka_unit_test(test_budget),
 	    cmocka_unit_test(test_phases),
 	    cmocka_unit_test(test_phase_and_step_limits),
