@@ -500,7 +500,8 @@ sbx_read_launch(struct sbx_child *c)
 		memcpy(&c->objs, CMSG_DATA(cm), sizeof(int));
 	c->l.ws_path[sizeof(c->l.ws_path) - 1] = '\0';
 	c->l.objs_path[sizeof(c->l.objs_path) - 1] = '\0';
-	if (c->l.has_objs != (c->objs >= 0 || c->devmode))
+	/* root mode: the objects come as a descriptor; development mode: by path */
+	if (c->devmode ? c->objs >= 0 : c->l.has_objs != (c->objs >= 0))
 		return -1;
 	return 0;
 }
