@@ -81,6 +81,7 @@ fuzz_decoders(const struct ipc_msg *m)
 	uint32_t u32;
 	const uint8_t *b1, *b2;
 	static struct ipc_git_checkout gco;
+	static struct ipc_git_fetch gfe;
 	struct ipc_git_result gres;
 	static struct ipc_git_diff gdiff;
 	struct ipc_runner_start rst;
@@ -134,11 +135,16 @@ fuzz_decoders(const struct ipc_msg *m)
 	ok[IMSG_AUTH_FLUSH] = ipc_dec_auth_flush(m->body) == 0;
 	ok[IMSG_REPO_SEAL] = ipc_dec_repo_seal(m->body, &b1, &len) == 0;
 	ok[IMSG_REPO_SEALED] = ipc_dec_repo_sealed(m->body, &b1, &b2, &len) == 0;
+	if ((ok[IMSG_GIT_FETCH] = ipc_dec_git_fetch(m->body, &gfe) == 0) &&
+	    (gfe.url[0] == '\0' || gfe.mirror[0] != '/'))
+		__builtin_trap();
 	if ((ok[IMSG_GIT_CHECKOUT] = ipc_dec_git_checkout(m->body, &gco) == 0) &&
-	    (gco.url[0] == '\0' || gco.workspace[0] != '/'))
+	    (gco.url[0] == '\0' || gco.workspace[0] != '/' || gco.mirror[0] != '/' ||
+	     gco.ref[0] == '-' || strpbrk(gco.ref, " \t\n") != NULL))
 		__builtin_trap();
 	if ((ok[IMSG_GIT_RESULT] = ipc_dec_git_result(m->body, &gres) == 0) &&
-	    (gres.ok ? strlen(gres.base) < 40 : gres.base[0] != '\0'))
+	    (gres.ok ? (gres.base[0] != '\0' && strlen(gres.base) < 40)
+	             : (gres.base[0] != '\0' || gres.ref[0] != '\0')))
 		__builtin_trap();
 	if ((ok[IMSG_GIT_DIFF] = ipc_dec_git_diff(m->body, &gdiff) == 0) &&
 	    (gdiff.gitdir[0] != '/' || gdiff.workspace[0] != '/' || gdiff.cap == 0 ||
