@@ -74,12 +74,17 @@ struct sbx {
 static struct sbx *sbxs[SBX_MAX_ALL];
 
 /* What the child needs, prepared before clone (the child only makes syscalls). */
-/* What the child learns at launch, through its go socket: the workspace, by
- * path and by identity (the child reopens it in its own mount namespace);
- * and the mirror's objects: in root mode a detached read-only mount made by
- * the supervisor (open_tree), passed with the launch, since the child may
- * not walk the service user's 0700 directories; in development mode, where
- * the child is the daemon's own user, by path and identity too. */
+/*
+ * What the child learns at launch, through its go socket.  In root mode the
+ * workspace, its .agrippa/artifacts (access: readOnly) and the mirror's
+ * objects come as detached mounts the supervisor cloned (open_tree) with
+ * their flags set, passed with the launch in that order: the child was
+ * prepared before they were known, so a filesystem mounted since (a run's
+ * own disk) is not in its copy of the mount table, and it may not walk the
+ * service user's 0700 directories.  In development mode, where the child is
+ * the daemon's own user and no filesystem is mounted for a run, it gets
+ * them by path and identity and reopens them in its own mount namespace.
+ */
 struct sbx_launch {
 	int readonly;
 	int has_art; /* readOnly: .agrippa/artifacts is bound writable */
@@ -276,6 +281,14 @@ sbx_fdpath(char *buf, size_t sz, int fd)
 	snprintf(buf, sz, "/proc/self/fd/%d", fd);
 }
 
+/* Attach the detached mount fd (root mode) at dst. */
+static void
+sbx_attach(const struct sbx_child *c, int fd, const char *dst)
+{
+	if (syscall(SYS_move_mount, fd, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) == -1)
+		sbx_fail(c, dst, errno);
+}
+
 /* The workspace (through the descriptor the supervisor opened, never a
  * path), read-only except .agrippa/artifacts for access: readOnly. */
 static void
@@ -285,6 +298,12 @@ sbx_mount_workspace(const struct sbx_child *c)
 	unsigned long fl = MS_NOSUID | MS_NODEV;
 
 	sbx_mkdir(c, SBX_NEWROOT "/workspace", 0755);
+	if (!c->devmode) {
+		sbx_attach(c, c->ws, SBX_NEWROOT "/workspace");
+		if (c->art >= 0)
+			sbx_attach(c, c->art, SBX_NEWROOT "/workspace/" ".agrippa/artifacts");
+		return;
+	}
 	sbx_fdpath(src, sizeof(src), c->ws);
 	sbx_bind(c, src, SBX_NEWROOT "/workspace", fl | (c->l.readonly ? MS_RDONLY : 0));
 	if (c->art >= 0) {
@@ -307,9 +326,7 @@ sbx_mount_objects(const struct sbx_child *c)
 	sbx_mkdir(c, SBX_NEWROOT "/mirror", 0755);
 	sbx_mkdir(c, dst, 0755);
 	if (!c->devmode) {
-		if (syscall(SYS_move_mount, c->objs, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) ==
-		    -1)
-			sbx_fail(c, dst, errno);
+		sbx_attach(c, c->objs, dst);
 		return;
 	}
 	sbx_fdpath(src, sizeof(src), c->objs);
@@ -477,16 +494,19 @@ sbx_keep_only(const int *keep, size_t n)
 	close_range(lo, ~0U, 0);
 }
 
-/* The launch, sent whole by the supervisor in one message, with the
- * mirror's objects as a descriptor in root mode; -1 when it gave up. */
+/* The launch, sent whole by the supervisor in one message, with (root
+ * mode) the workspace, the artifacts and the objects as descriptors, those
+ * the launch says are there, in that order; -1 when it gave up or sent
+ * something else. */
 static int
 sbx_read_launch(struct sbx_child *c)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))];
+	char cbuf[CMSG_SPACE(3 * sizeof(int))];
 	struct iovec iov = { &c->l, sizeof(c->l) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
 		.msg_controllen = sizeof(cbuf) };
 	struct cmsghdr *cm;
+	int fds[3], want, got = 0, i = 0;
 	ssize_t n;
 
 	do
@@ -494,15 +514,25 @@ sbx_read_launch(struct sbx_child *c)
 	while (n == -1 && errno == EINTR);
 	if (n != (ssize_t)sizeof(c->l) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
 		return -1;
-	c->objs = -1;
 	if ((cm = CMSG_FIRSTHDR(&mh)) != NULL && cm->cmsg_level == SOL_SOCKET &&
-	    cm->cmsg_type == SCM_RIGHTS && cm->cmsg_len == CMSG_LEN(sizeof(int)))
-		memcpy(&c->objs, CMSG_DATA(cm), sizeof(int));
+	    cm->cmsg_type == SCM_RIGHTS && cm->cmsg_len >= CMSG_LEN(sizeof(int)) &&
+	    cm->cmsg_len <= CMSG_LEN(sizeof(fds))) {
+		got = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		memcpy(fds, CMSG_DATA(cm), (size_t)got * sizeof(int));
+	}
 	c->l.ws_path[sizeof(c->l.ws_path) - 1] = '\0';
 	c->l.objs_path[sizeof(c->l.objs_path) - 1] = '\0';
-	/* root mode: the objects come as a descriptor; development mode: by path */
-	if (c->devmode ? c->objs >= 0 : c->l.has_objs != (c->objs >= 0))
+	c->ws = c->art = c->objs = -1;
+	want = c->devmode ? 0 : 1 + (c->l.has_art != 0) + (c->l.has_objs != 0);
+	if (got != want)
 		return -1;
+	if (!c->devmode) {
+		c->ws = fds[i++];
+		if (c->l.has_art)
+			c->art = fds[i++];
+		if (c->l.has_objs)
+			c->objs = fds[i++];
+	}
 	return 0;
 }
 
@@ -544,12 +574,15 @@ sbx_child_main(struct sbx_child *c)
 	 * and the kernel refuses to create files under an unmapped id.  Create
 	 * them as the sandbox user; the sources of the binds are descriptors or
 	 * world-readable, so nothing needs root's access to files. */
-	c->ws = sbx_reopen(c, AT_FDCWD, c->l.ws_path, c->l.ws_dev, c->l.ws_ino);
-	c->art = -1;
-	if (c->l.has_art)
-		c->art = sbx_reopen(c, c->ws, ".agrippa/artifacts", c->l.art_dev, c->l.art_ino);
-	if (c->l.has_objs && c->devmode)
-		c->objs = sbx_reopen(c, AT_FDCWD, c->l.objs_path, c->l.objs_dev, c->l.objs_ino);
+	if (c->devmode) {
+		c->ws = sbx_reopen(c, AT_FDCWD, c->l.ws_path, c->l.ws_dev, c->l.ws_ino);
+		if (c->l.has_art)
+			c->art = sbx_reopen(c, c->ws, ".agrippa/artifacts", c->l.art_dev,
+			    c->l.art_ino);
+		if (c->l.has_objs)
+			c->objs = sbx_reopen(c, AT_FDCWD, c->l.objs_path, c->l.objs_dev,
+			    c->l.objs_ino);
+	}
 	setfsgid(SBX_INNER_ID);
 	setfsuid(SBX_INNER_ID);
 	if ((uid_t)setfsuid((uid_t)-1) != SBX_INNER_ID)
@@ -926,27 +959,28 @@ fail:
 	return NULL;
 }
 
-/* Hand the prepared sandbox its workspace (and objs, the mirror's objects
- * as a detached mount, or -1) and wait until it runs the tool server.
- * Returns 0, or -1 with err set (s is then to be discarded). */
+/* Hand the prepared sandbox its launch (and in root mode the nfds
+ * detached mounts of fds) and wait until it runs the tool server.  Returns
+ * 0, or -1 with err set (s is then to be discarded). */
 static int
-sbx_launch(struct sbx *s, const struct sbx_launch *l, int objs, char *err, size_t errsz)
+sbx_launch(struct sbx *s, const struct sbx_launch *l, const int *fds, int nfds, char *err,
+    size_t errsz)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))];
+	char cbuf[CMSG_SPACE(3 * sizeof(int))];
 	struct iovec iov = { (void *)l, sizeof(*l) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 	struct cmsghdr *cm;
 	ssize_t n;
 
-	if (objs >= 0) {
+	if (nfds > 0) {
 		memset(cbuf, 0, sizeof(cbuf));
 		mh.msg_control = cbuf;
-		mh.msg_controllen = sizeof(cbuf);
+		mh.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
 		cm = CMSG_FIRSTHDR(&mh);
 		cm->cmsg_level = SOL_SOCKET;
 		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &objs, sizeof(int));
+		cm->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
+		memcpy(CMSG_DATA(cm), fds, (size_t)nfds * sizeof(int));
 	}
 	do
 		n = sendmsg(s->go, &mh, MSG_NOSIGNAL);
@@ -1037,11 +1071,35 @@ sbx_identify(struct sbx_launch *l, int ws, int art, const char *path, char *err,
 	return 0;
 }
 
-/* The workspace of a request: checked (or made), opened, identified. */
+/* A detached copy of the mount at the directory fd, with attrs set: what a
+ * root-mode sandbox attaches.  The descriptor, or -1 with err set. */
+static int
+sbx_clone(int fd, uint64_t attrs, const char *what, char *err, size_t errsz)
+{
+	struct mount_attr a = { .attr_set = attrs };
+	int t;
+
+	if ((t = (int)syscall(SYS_open_tree, fd, "",
+	    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH)) == -1 ||
+	    syscall(SYS_mount_setattr, t, "", AT_EMPTY_PATH, &a, sizeof(a)) == -1) {
+		snprintf(err, errsz, "%s: %s", what, strerror(errno));
+		if (t >= 0)
+			close(t);
+		return -1;
+	}
+	return t;
+}
+
+/*
+ * The workspace of a request: checked (or made), opened, identified; in
+ * root mode also cloned as detached mounts into fds (the workspace, then
+ * its artifacts for readOnly), *nfds of them, the caller's to close.
+ */
 static int
 sbx_workspace(struct sbx *s, const struct sbx_req *req, struct sbx_launch *l, char *real,
-    size_t realsz, char *err, size_t errsz)
+    size_t realsz, int *fds, int *nfds, char *err, size_t errsz)
 {
+	const uint64_t fl = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
 	int ws = -1, art = -1, rv = -1;
 
 	if (req->workspace != NULL && req->trusted) {
@@ -1060,9 +1118,20 @@ sbx_workspace(struct sbx *s, const struct sbx_req *req, struct sbx_launch *l, ch
 		return -1;
 	}
 	l->readonly = req->readonly;
-	if ((!req->readonly || (art = sbx_artifacts_dir(ws, err, errsz)) != -1) &&
-	    sbx_identify(l, ws, art, real, err, errsz) == 0)
-		rv = 0;
+	if ((req->readonly && (art = sbx_artifacts_dir(ws, err, errsz)) == -1) ||
+	    sbx_identify(l, ws, art, real, err, errsz) == -1)
+		goto out;
+	if (!sup.devmode) {
+		if ((fds[(*nfds)++] = sbx_clone(ws, fl | (req->readonly ? MOUNT_ATTR_RDONLY : 0),
+		    "workspace", err, errsz)) == -1 ||
+		    (art >= 0 && (fds[(*nfds)++] = sbx_clone(art, fl, "workspace artifacts", err,
+		    errsz)) == -1)) {
+			(*nfds)--;
+			goto out;
+		}
+	}
+	rv = 0;
+out:
 	sbx_close_all((int[]){ ws, art }, 2);
 	return rv;
 }
@@ -1076,11 +1145,11 @@ sbx_workspace(struct sbx *s, const struct sbx_req *req, struct sbx_launch *l, ch
 static int
 sbx_objects(const char *mirror, struct sbx_launch *l, int *objs, char *err, size_t errsz)
 {
-	struct mount_attr a = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
-		MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC };
+	const uint64_t a = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+	    MOUNT_ATTR_NOEXEC;
 	char path[PATH_MAX];
 	struct stat st;
-	int fd;
+	int fd, dfd;
 
 	*objs = -1;
 	if (mirror == NULL)
@@ -1099,14 +1168,14 @@ sbx_objects(const char *mirror, struct sbx_launch *l, int *objs, char *err, size
 		l->objs_ino = st.st_ino;
 		return fmt_ok(l->objs_path, sizeof(l->objs_path), "%s", path);
 	}
-	if ((fd = (int)syscall(SYS_open_tree, AT_FDCWD, path,
-	    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW)) == -1 ||
-	    syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH, &a, sizeof(a)) == -1) {
+	if ((dfd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
 		snprintf(err, errsz, "the mirror's objects: %s", strerror(errno));
-		if (fd >= 0)
-			close(fd);
 		return -1;
 	}
+	fd = sbx_clone(dfd, a, "the mirror's objects", err, errsz);
+	close(dfd);
+	if (fd == -1)
+		return -1;
 	l->has_objs = 1;
 	*objs = fd;
 	return 0;
@@ -1118,7 +1187,7 @@ sbx_create(const struct sbx_req *req, int *driver_fd, char *err, size_t errsz)
 	struct sbx_launch l;
 	char real[PATH_MAX];
 	struct sbx *s;
-	int slot, objs = -1;
+	int slot, objs = -1, fds[3], nfds = 0, i, rc;
 
 	if ((slot = sbx_slot()) == -1) {
 		snprintf(err, errsz, "too many sandboxes (sandbox.max is %llu)",
@@ -1130,17 +1199,18 @@ sbx_create(const struct sbx_req *req, int *driver_fd, char *err, size_t errsz)
 	else if ((s = sbx_prepare(err, errsz)) == NULL)
 		return NULL;
 	memset(&l, 0, sizeof(l));
-	if (sbx_workspace(s, req, &l, real, sizeof(real), err, errsz) == -1 ||
-	    sbx_objects(req->mirror, &l, &objs, err, errsz) == -1 ||
-	    sbx_launch(s, &l, objs, err, errsz) == -1) {
-		if (objs >= 0)
-			close(objs);
+	rc = sbx_workspace(s, req, &l, real, sizeof(real), fds, &nfds, err, errsz);
+	if (rc == 0 && (rc = sbx_objects(req->mirror, &l, &objs, err, errsz)) == 0 && objs >= 0)
+		fds[nfds++] = objs; /* the last of the launch's descriptors */
+	if (rc == -1 || sbx_launch(s, &l, fds, nfds, err, errsz) == -1) {
+		for (i = 0; i < nfds; i++)
+			close(fds[i]);
 		sbx_discard(s, 0);
 		sbx_warm_later();
 		return NULL;
 	}
-	if (objs >= 0)
-		close(objs);
+	for (i = 0; i < nfds; i++)
+		close(fds[i]);
 	*driver_fd = s->drv;
 	s->drv = -1;
 	s->done = req->done;
