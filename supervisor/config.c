@@ -566,6 +566,7 @@ static const struct conf_key conf_sbx_keys[] = {
     CONF_SBX(output_max, "output_max"),
     CONF_SBX(file_max, "file_max"),
     CONF_SBX(artifact_max, "artifact_max"),
+    CONF_SBX(disk, "disk"),
 };
 /* Ranges, in the order of conf_sbx_keys. */
 static const struct conf_range conf_sbx_ranges[] = {
@@ -582,6 +583,7 @@ static const struct conf_range conf_sbx_ranges[] = {
     {4096, 256ull << 20, 1},                    /* output_max: 4K..256M */
     {4096, 64ull << 20, 1},                     /* file_max: 4K..64M */
     {1, 1ull << 30, 1},                         /* artifact_max: 1..1G */
+    {16ull << 20, 16ull << 40, 1},              /* disk: 16M..16T */
 };
 _Static_assert(CONF_NKEYS(conf_sbx_keys) == CONF_NKEYS(conf_sbx_ranges), "one range per key");
 
@@ -1444,6 +1446,7 @@ config_defaults(struct config *c)
 	c->sandbox.cpu = 100;
 	c->sandbox.tmp_size = 256ull << 20;
 	c->sandbox.file_size = 1ull << 30;
+	c->sandbox.disk = 10ull << 30;
 	c->sandbox.open_files = 1024;
 	c->sandbox.exec_timeout = 600;
 	c->sandbox.output_max = 1ull << 20;

@@ -58,6 +58,9 @@ struct srun {
 	struct proc p; /* the runner */
 	char previous[IPC_STATUS_MAX + 1];
 	char dir[PATH_MAX], ws[PATH_MAX];
+	char img[PATH_MAX], mnt[PATH_MAX]; /* its own disk (disk.c): the image, the mount */
+	char repo_id[IPC_UUID_LEN + 1];    /* the connection, "" for no repository */
+	struct disk_job *djob;             /* its disk being made */
 	char mirror[PATH_MAX]; /* the connection's mirror, "" for no repository */
 	char url[IPC_GIT_URL_MAX + 1];
 	char ref[IPC_GIT_REF_MAX + 1]; /* the template's, "" for the default branch */
@@ -134,6 +137,7 @@ stale_done(uint64_t reqid, int code, const char *err, void *pgres, void *arg)
 {
 	struct stale *x = arg;
 	PGresult *res = pgres;
+	char mnt[PATH_MAX], img[PATH_MAX];
 	const char *st;
 
 	if (code == DB_OK) {
@@ -141,6 +145,9 @@ stale_done(uint64_t reqid, int code, const char *err, void *pgres, void *arg)
 		if (strcmp(st, "succeeded") == 0 || strcmp(st, "failed") == 0 ||
 		    strcmp(st, "cancelled") == 0 || PQntuples(res) == 0) {
 			log_info("removing the directory of finished run %s", x->dir);
+			if (fmt_ok(mnt, sizeof(mnt), "%s/disk", x->dir) == 0 &&
+			    fmt_ok(img, sizeof(img), "%s/disk.img", x->dir) == 0)
+				disk_release(mnt, img);
 			sbx_rmtree(x->dir);
 		}
 	}
@@ -250,7 +257,7 @@ static void
 srun_maybe_free(struct srun *r)
 {
 	if (!r->ended || r->p.pid > 0 || r->p.inflight > 0 || r->setup_ops > 0 ||
-	    r->sbx != NULL || r->gitrun != NULL || r->mwait != NULL)
+	    r->sbx != NULL || r->gitrun != NULL || r->mwait != NULL || r->djob != NULL)
 		return;
 	LIST_REMOVE(r, entry);
 	if (r->sbx_fd >= 0)
@@ -298,12 +305,18 @@ srun_end(struct srun *r, uint32_t outcome)
 		mirror_wait_cancel(r->mwait);
 		r->mwait = NULL;
 	}
+	if (r->djob != NULL) {
+		disk_abandon(r->djob);
+		r->djob = NULL;
+	}
 	if (r->sbx != NULL)
 		sbx_kill(r->sbx);
 	if (r->p.pid > 0)
 		kill(r->p.pid, SIGKILL);
-	if (outcome == IPC_RUN_FINISHED && r->dir[0] != '\0')
+	if (outcome == IPC_RUN_FINISHED && r->dir[0] != '\0') {
+		disk_release(r->mnt, r->img);
 		sbx_rmtree(r->dir);
+	}
 	log_debug("run %s: over here (outcome %u)", r->p.run, outcome);
 	tell_engine(r, outcome);
 	srun_maybe_free(r);
@@ -898,7 +911,9 @@ run_paths(struct srun *r)
 
 	if (fmt_ok(runs, sizeof(runs), "%s/runs", sup.conf.state_dir) == -1 ||
 	    fmt_ok(r->dir, sizeof(r->dir), "%s/%s", runs, r->p.run) == -1 ||
-	    fmt_ok(r->ws, sizeof(r->ws), "%s/ws", r->dir) == -1)
+	    fmt_ok(r->ws, sizeof(r->ws), "%s/ws", r->dir) == -1 ||
+	    fmt_ok(r->img, sizeof(r->img), "%s/disk.img", r->dir) == -1 ||
+	    fmt_ok(r->mnt, sizeof(r->mnt), "%s/disk", r->dir) == -1)
 		return -1;
 	if (mkdir_owned(runs, 0711, 0, 0) == -1 || mkdir_owned(r->dir, 0711, 0, 0) == -1)
 		return -1;
@@ -947,6 +962,110 @@ mcp_done(struct srun *r, int code, const char *err, PGresult *res)
 	}
 }
 
+/*
+ * The workspace is ready to be filled: an empty one for a template without
+ * a repository, else the mirror is fetched (or its fetch in flight joined)
+ * and the workspace written from it (fetched_done, checkout_done).
+ */
+static void
+ws_fill(struct srun *r)
+{
+	char why[512];
+
+	if (r->mirror[0] == '\0') {
+		if (mkdir_owned(r->ws, 0755, (uid_t)sup.conf.sandbox.uid,
+		    (gid_t)sup.conf.sandbox.gid) == -1) {
+			snprintf(why, sizeof(why), "the workspace: %s", strerror(errno));
+			srun_fail(r, why);
+			return;
+		}
+		runner_start(r);
+		return;
+	}
+	sbx_rmtree(r->ws); /* what an earlier setup cut short left */
+	if (mkdir_owned(r->ws, 0755, sup.uid, sup.gid) == -1) {
+		snprintf(why, sizeof(why), "the workspace: %s", strerror(errno));
+		srun_fail(r, why);
+		return;
+	}
+	r->mwait = mirror_fetch(r->repo_id, r->url, r->secret, r->secretlen, fetched_done, r, why,
+	    sizeof(why));
+	if (r->mwait == NULL)
+		srun_fail(r, why);
+}
+
+/* The run's disk is made and mounted (or could not be). */
+static void
+disk_done(void *arg, int ok, const char *error)
+{
+	struct srun *r = arg;
+
+	r->djob = NULL;
+	if (r->ended) {
+		disk_release(r->mnt, r->img);
+		srun_maybe_free(r);
+		return;
+	}
+	if (!ok) {
+		srun_fail(r, error);
+		return;
+	}
+	ws_fill(r);
+}
+
+/* A run checked out before: its workspace, on its disk (mounted again
+ * after a restart) when it has one.  0, or -1 with why set. */
+static int
+ws_resume(struct srun *r, char *why, size_t whysz)
+{
+	struct stat st;
+
+	if (lstat(r->img, &st) == 0) {
+		if (disk_mount(r->img, r->mnt, why, whysz) == -1)
+			return -1;
+		if (fmt_ok(r->ws, sizeof(r->ws), "%s/ws", r->mnt) == -1) {
+			snprintf(why, whysz, "the run's directory's path is too long");
+			return -1;
+		}
+	}
+	if (lstat(r->ws, &st) == -1 || !S_ISDIR(st.st_mode)) {
+		snprintf(why, whysz, "the run's workspace is gone");
+		return -1;
+	}
+	return 0;
+}
+
+/* A workspace from scratch: on a disk of its own where the host can give
+ * one (the workspace is then that disk's directory ws), else a directory. */
+static void
+ws_begin(struct srun *r)
+{
+	char why[512];
+
+	struct stat st;
+
+	if (!disk_enabled()) {
+		ws_fill(r);
+		return;
+	}
+	if (r->mirror[0] == '\0' && lstat(r->img, &st) == 0) {
+		/* a run without a repository taken up again: its workspace as
+		 * it was */
+		if (ws_resume(r, why, sizeof(why)) == -1)
+			srun_fail(r, why);
+		else
+			runner_start(r);
+		return;
+	}
+	disk_release(r->mnt, r->img); /* one an earlier checkout cut short */
+	if (fmt_ok(r->ws, sizeof(r->ws), "%s/ws", r->mnt) == -1) {
+		srun_fail(r, "the run's directory's path is too long");
+		return;
+	}
+	if ((r->djob = disk_make(r->img, r->mnt, 0, 0, disk_done, r, why, sizeof(why))) == NULL)
+		srun_fail(r, why);
+}
+
 /* Columns of sup_run_setup. */
 enum { SETUP_STATUS, SETUP_URL, SETUP_TOKEN, SETUP_NONCE, SETUP_ACCESS, SETUP_BASE,
        SETUP_MISSING, SETUP_REPO_ID, SETUP_REF };
@@ -965,6 +1084,7 @@ setup_repo(struct srun *r, PGresult *res, char *why, size_t whysz)
 		snprintf(why, whysz, "the run's repository cannot be named");
 		return -1;
 	}
+	memcpy(r->repo_id, PQgetvalue(res, 0, SETUP_REPO_ID), IPC_UUID_LEN + 1);
 	return 0;
 }
 
@@ -974,7 +1094,6 @@ setup_done(struct srun *r, int code, const char *err, PGresult *res)
 	unsigned char *tok = NULL;
 	size_t toklen = 0;
 	char why[512];
-	struct stat st;
 
 	if (code != DB_OK) {
 		log_warnx("run %s: setup: %s", r->p.run, err);
@@ -1008,34 +1127,14 @@ setup_done(struct srun *r, int code, const char *err, PGresult *res)
 	r->secretlen = toklen;
 	if (!PQgetisnull(res, 0, SETUP_BASE)) { /* checked out before: resume in it */
 		snprintf(r->base, sizeof(r->base), "%s", PQgetvalue(res, 0, SETUP_BASE));
-		if (lstat(r->ws, &st) == -1 || !S_ISDIR(st.st_mode)) {
-			srun_fail(r, "the run's workspace is gone");
-			return;
-		}
-		runner_start(r);
-		return;
-	}
-	if (r->mirror[0] == '\0') { /* no repository: an empty workspace */
-		if (mkdir_owned(r->ws, 0755, (uid_t)sup.conf.sandbox.uid,
-		    (gid_t)sup.conf.sandbox.gid) == -1) {
-			snprintf(why, sizeof(why), "the workspace: %s", strerror(errno));
+		if (ws_resume(r, why, sizeof(why)) == -1) {
 			srun_fail(r, why);
 			return;
 		}
 		runner_start(r);
 		return;
 	}
-	/* a checkout, from scratch (an earlier one may have been cut short) */
-	sbx_rmtree(r->ws);
-	if (mkdir_owned(r->ws, 0755, sup.uid, sup.gid) == -1) {
-		snprintf(why, sizeof(why), "the workspace: %s", strerror(errno));
-		srun_fail(r, why);
-		return;
-	}
-	r->mwait = mirror_fetch(PQgetvalue(res, 0, SETUP_REPO_ID), r->url, tok, toklen,
-	    fetched_done, r, why, sizeof(why));
-	if (r->mwait == NULL)
-		srun_fail(r, why);
+	ws_begin(r);
 }
 
 void

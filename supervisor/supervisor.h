@@ -215,6 +215,28 @@ void gitrun_abandon(struct gitrun *g);
 /* SIGCHLD: 1 when pid was a git helper. */
 int gitrun_reaped(pid_t pid, int status);
 
+/* disk.c: a run's workspace on a filesystem of its own (sandbox.disk) */
+struct disk_job;
+typedef void (*disk_cb)(void *arg, int ok, const char *error);
+/* Whether runs get their own disk here (root mode, loop devices and
+ * mkfs.ext4 present; said once when not). */
+int disk_enabled(void);
+/* img (sparse, sandbox.disk bytes) made an ext4 filesystem whose root is
+ * uid:gid's, in a child process, then mounted at mnt (made when missing);
+ * cb runs once when that is done.  NULL with err set when it could not
+ * start. */
+struct disk_job *disk_make(const char *img, const char *mnt, uid_t uid, gid_t gid, disk_cb cb,
+                           void *arg, char *err, size_t errsz);
+/* The asker is gone: cb will not run (the image stays for the caller to
+ * release). */
+void disk_abandon(struct disk_job *j);
+/* img mounted at mnt again (a resumed run), unless it is: 0, or -1. */
+int disk_mount(const char *img, const char *mnt, char *err, size_t errsz);
+/* The run's disk given back: unmounted (detached) and its image unlinked. */
+void disk_release(const char *mnt, const char *img);
+/* SIGCHLD: 1 when pid was a mkfs of ours. */
+int disk_reaped(pid_t pid, int status);
+
 /* mirror.c: the connections' mirrors (STATE/mirrors/ID), one fetch at a
  * time each */
 struct mirror_wait;

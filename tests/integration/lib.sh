@@ -193,6 +193,12 @@ cleanup_env() {
 	if [ -n "${T:-}" ] && [ -d "$T/state/pgrun" ]; then
 		pkill -KILL -u _agrippadb -f "$T/state/pg" 2>/dev/null || true
 	fi
+	# the runs' own disks (sandbox.disk) the daemon left mounted
+	if [ -n "${T:-}" ]; then
+		for m in $(awk -v t="$T/" 'index($2, t) == 1 { print $2 }' /proc/mounts); do
+			umount -l "$m" 2>/dev/null || true
+		done
+	fi
 	if [ -z "${KEEP:-}" ] && [ -n "${T:-}" ]; then rm -rf "$T"; fi
 	return 0
 }

@@ -206,6 +206,12 @@ test_sandbox_section(void **state)
 	assert_int_equal(parse("sandbox: { pids: 100 }\n"), 0);
 	assert_int_equal(cfg.sandbox.memory, 2ull << 30);
 	assert_int_equal(cfg.sandbox.artifact_max, 16ull << 20);
+	assert_true(cfg.sandbox.disk == 10ull << 30);
+	assert_int_equal(parse("sandbox: { disk: 64M }\n"), 0);
+	assert_true(cfg.sandbox.disk == 64ull << 20);
+	expect_only("sandbox: { disk: 1M }\n",
+	    "1:18: sandbox.disk: expected an integer from 16777216 to 17592186044416 "
+	    "(K, M and G suffixes allowed)");
 
 	expect_only("sandbox: { artifact_max: 0 }\n",
 	    "1:26: sandbox.artifact_max: expected an integer from 1 to 1073741824 "
