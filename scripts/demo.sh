@@ -116,7 +116,7 @@ TOKEN=$($CTLS token create demo 1 | tail -n 1)
 API="http://127.0.0.1:$PORT"
 AUTH="Authorization: Bearer $TOKEN"
 PROJ=$(curl -s -H "$AUTH" "$API/v1/me" | sed -n 's/.*"projects":\[{"id":"\([0-9a-f-]*\)".*/\1/p')
-BODY='{"template":"run-tests","params":{"repo":"self","test_command":"ls && grep -c . README.md"}}'
+BODY='{"template":"run-tests","params":{"repo":"self","test_command":"ls && git log --oneline | wc -l && git log -1 --format=%s"}}'
 echo "demo: \$ curl -H 'Authorization: Bearer agr_...' -d '$BODY' $API/v1/projects/$PROJ/runs"
 RUN_JSON=$(curl -s -H "$AUTH" -H 'Content-Type: application/json' -d "$BODY" "$API/v1/projects/$PROJ/runs")
 echo "$RUN_JSON" | head -c 300
@@ -146,9 +146,14 @@ approve() {
 	wait_status succeeded failed cancelled || true
 }
 if [ -n "$RUN" ]; then
-	echo "demo: the engine claims it, the git helper clones the repository, the runner runs"
-	echo "demo: the test command in the run's sandbox, makes the patch and waits for an approval"
+	echo "demo: the engine claims it, the git helper brings the repository's mirror up to"
+	echo "demo: date and writes the workspace from it (its .git borrows the mirror's objects,"
+	echo "demo: read-only in the sandbox: git log sees the whole history, nothing is copied);"
+	echo "demo: the runner runs the test command in the run's sandbox, makes the patch and"
+	echo "demo: waits for an approval"
 	if wait_status waiting_approval succeeded failed; then
+		echo "demo: the workspace: $(du -sh "$DEMO/state/runs/$RUN/disk/ws/.git" "$DEMO/state/runs/$RUN/ws/.git" 2>/dev/null |
+			cut -f1 | head -1) in its .git, beside the mirror's $(du -sh "$DEMO/state/mirrors" 2>/dev/null | cut -f1)"
 		approve
 	fi
 	echo "demo: the run is $(run_status); its events:"

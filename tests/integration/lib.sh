@@ -181,6 +181,11 @@ psql_q() {
 	PGPASSWORD=$(cat "$T/state/db.password") psql -X -A -t -h "$T/state/pgrun" -U agrippa agrippa -c "$1"
 }
 
+# run_ws RUN: the run's workspace (on its own disk when it has one)
+run_ws() {
+	if [ -d "$T/state/runs/$1/disk/ws" ]; then echo "$T/state/runs/$1/disk/ws"; else echo "$T/state/runs/$1/ws"; fi
+}
+
 cleanup_env() {
 	# Written to be safe under `set -e` (bench/run.sh): no bare && chains.
 	# Only this test's daemon and its children: another test run on the

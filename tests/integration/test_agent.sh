@@ -300,7 +300,7 @@ R5=$RUN
 wait_for 20 flog "len(L) == 1"
 wait_for 10 eval '[ "$(psql_q "select count(*) from agent_messages where run_id = '"'"'$R5'"'"'")" = 3 ]'
 # the command of the second call has begun: its mark is written
-wait_for 10 test -s "$T/state/runs/$R5/ws/marks"
+wait_for 10 test -s "$(run_ws "$R5")/marks"
 RPID=$(child_pid runner)
 check "the first call's result was stored before the second call ended" \
 	[ "$(psql_q "select jsonb_array_length(message->'content') from agent_messages where run_id = '$R5' and seq = 2")" = 1 ]
@@ -328,7 +328,7 @@ RP=$RUN
 wait_for 20 flog "len(L) == 1"
 PX1=$(child_pid proxy)
 kill -KILL "$PX1"
-wait_for 30 test -e "$T/state/runs/$RP/ws/m2"
+wait_for 30 test -e "$(run_ws "$RP")/m2"
 PX2=$(child_pid proxy)
 kill -KILL "$PX2"
 wait_for 60 ended "$RP"

@@ -353,7 +353,7 @@ submit hold clean
 R7=$RUN
 wait_for 30 step_running "$R7"
 # its command is running (it made "started" in the workspace)
-wait_for 10 test -e "$T/state/runs/$R7/ws/started"
+wait_for 10 test -e "$(run_ws "$R7")/started"
 CODE=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 -X POST -H "Authorization: Bearer $TA" \
 	"http://127.0.0.1:$PORT/v1/runs/$R7/cancel")
 check "cancel of a running run: 202 ($CODE)" [ "$CODE" = 202 ]
@@ -378,7 +378,7 @@ kill_mid() {
 	wait_for 30 step_running "$R"
 	# the command has run "echo $$ >> runs" (step_running is true from the
 	# step's start, before its command runs)
-	wait_for 10 test -s "$T/state/runs/$R/ws/runs"
+	wait_for 10 test -s "$(run_ws "$R")/runs"
 	case $1 in
 	runner) kill -9 "$(child_pid runner)" ;;
 	engine) kill -9 "$(child_pid engine)" ;;
