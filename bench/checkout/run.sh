@@ -77,6 +77,9 @@
 #   BENCH_CHECKOUT_TRANSPORTS  "file https" (default), or one of them
 #   AGRIPPA_BENCH_CACHE  where the generated repository is kept
 #   VERBOSE              the daemon's -v flags; KEEP: keep the directory
+# With today's code (no mirror: every run clones the whole history twice)
+# the whole benchmark takes about 20 minutes on 2 cores once the repository
+# is cached, nearly all of it the twelve Agrippa checkouts.
 # Needs root, python3, git, openssl and unshare (scripts/deps.sh).
 # bench/run.sh runs it unless BENCH_CHECKOUT=0; alone:
 #   make && make tests && sh bench/checkout/run.sh build
