@@ -3,6 +3,9 @@
 # in a temporary state directory, then print
 #   - idle resident memory of all our processes (sum of Pss from smaps_rollup)
 #   - the named-op round trip beside a direct libpq round trip (bench/dbop.c)
+# then runs bench/api, bench/engine, bench/agent and bench/checkout (the
+# checkout benchmark: a generated repository of a real project's size, see
+# its header; BENCH_CHECKOUT=0 skips it), each starting its own daemon.
 set -eu
 BUILD=${1:-build}
 ROOT=$(pwd)
@@ -62,3 +65,10 @@ sh bench/engine/run.sh "$BUILD"
 echo
 echo "agent steps:"
 sh bench/agent/run.sh "$BUILD"
+echo
+echo "checkout:"
+if [ "${BENCH_CHECKOUT:-1}" = 0 ]; then
+	echo "checkout: skipped (BENCH_CHECKOUT=0)"
+else
+	sh bench/checkout/run.sh "$BUILD"
+fi
