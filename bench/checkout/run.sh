@@ -44,7 +44,8 @@
 #         and ref update a small push leaves) just before each run.  Peer:
 #         git clone --depth 1 (after the same kind of commit).
 #         Target: Agrippa <= 1.0x the peer.
-#   disk: per warm run, du -sb of STATE/runs/RUN/ws/.git beside du -sb of
+#   disk: per warm run, du -sb of the run's ws/.git (STATE/runs/RUN/ws, or
+#         STATE/runs/RUN/disk/ws on the run's own disk) beside du -sb of
 #         the connection's mirror (everything under STATE/mirrors: the
 #         cold runs leave exactly that one), in one du call, so that files
 #         the workspace shares with the mirror by hard link are counted
@@ -297,6 +298,8 @@ peer() {
 	echo "$t0 $t1 $b" | awk '{ printf "%.3f %s\n", $2 - $1, $3 }' >>"$3"
 	rm -rf "$dest"
 }
+# inns CMD...: CMD in the daemon's mount namespace
+inns() { nsenter -t "$SUP_PID" -m -- "$@"; }
 # du_b PATH: bytes (0 when absent)
 du_b() { if [ -e "$1" ]; then du -sb "$1" | cut -f1; else echo 0; fi; }
 mirrors() { find "$STATE/mirrors" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
@@ -317,14 +320,19 @@ agrippa() {
 	if [ "$outcome" = ready ]; then
 		ready=$(psql_q "select extract(epoch from created_at) from run_events where run_id = '$run' and type = 'workspace.ready'")
 		started=$(psql_q "select extract(epoch from min(created_at)) from run_events where run_id = '$run' and type = 'run.started'")
+		# the workspace may be on the run's own disk (sandbox.disk), mounted
+		# in the daemon's mount namespace: looked at from there
+		wsgit="$rdir/ws/.git"
+		inns test -d "$rdir/disk/ws/.git" && wsgit="$rdir/disk/ws/.git"
 		if [ -d "$STATE/mirrors" ] && [ "$(mirrors)" -gt 0 ]; then
 			# one du: what the workspace shares by hard link is the mirror's
-			du -sb "$STATE/mirrors" "$rdir/ws/.git" >"$T/du.out" 2>/dev/null || true
+			inns du -sb "$STATE/mirrors" "$wsgit" >"$T/du.out" 2>/dev/null || true
 			mb=$(sed -n 1p "$T/du.out" | cut -f1)
 			wb=$(sed -n 2p "$T/du.out" | cut -f1)
 		else
 			mb=-
-			wb=$(du_b "$rdir/ws/.git")
+			wb=$(inns du -sb "$wsgit" 2>/dev/null | cut -f1)
+			wb=${wb:-0}
 		fi
 		gb=$(du_b "$rdir/git")
 		awk -v s="$tsent" -v r="$ready" -v c="$started" -v w="$wb" -v m="$mb" -v g="$gb" -v n="$(mirrors)" -v id="$run" \
