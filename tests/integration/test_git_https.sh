@@ -4,12 +4,8 @@
 # smart-HTTP protocol (git http-backend) over TLS and asks for HTTP Basic
 # credentials on every request.
 #
-# Trust: the git program (libcurl) reads Debian's bundle
-# /etc/ssl/certs/ca-certificates.crt (and the supervisor passes the helper,
-# and the helper git, no SSL_CERT_FILE or GIT_SSL_* variable anyway).  So the test CA is made trusted without touching the
-# host or the daemon's code: each trusting process runs in its own mount
-# namespace (unshare -m, private propagation) where the test's CA file is
-# bind-mounted over that bundle.
+# Trust: see git_lib.sh (the supervisor passes the helper, and the helper
+# git, no SSL_CERT_FILE or GIT_SSL_* variable anyway).
 #
 # Part 1 plays the supervisor with tests/tools/gitreq, which sends one
 # IMSG_GIT_FETCH or IMSG_GIT_CHECKOUT to agrippa-git exactly as
@@ -20,6 +16,7 @@
 # clone over https with a sealed token.
 . tests/integration/lib.sh
 . tests/integration/ctl_lib.sh
+. tests/integration/git_lib.sh
 need_root git_https
 for prog in openssl git python3 unshare; do
 	if ! command -v "$prog" >/dev/null 2>&1; then
@@ -30,12 +27,10 @@ for prog in openssl git python3 unshare; do
 done
 make_env
 SRV_PID=""
-stop_server() { [ -z "$SRV_PID" ] || kill "$SRV_PID" 2>/dev/null; SRV_PID=""; }
-trap 'stop_server; cleanup_env' EXIT
+trap 'stop_git_server; cleanup_env' EXIT
 
 GITREQ="$TOOLS/gitreq"
 HELPER="$ROOT/$BUILD/agrippa-git"
-BUNDLE=/etc/ssl/certs/ca-certificates.crt
 TOKEN="tok-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 BAD="bad-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 AUTH="Basic $(printf 'x-access-token:%s' "$TOKEN" | base64 -w0)"
@@ -45,20 +40,7 @@ BADAUTH="Basic $(printf 'x-access-token:%s' "$BAD" | base64 -w0)"
 B64A=$(printf '%s' "$TOKEN" | base64 -w0 | cut -c1-16)
 mkdir -p "$T/tls" "$T/srv" "$T/ws" "$T/m"
 
-# A throwaway CA and a server certificate for 127.0.0.1 (mbedTLS 2.28
-# matches the host name against the DNS names only, so 127.0.0.1 is one).
-(
-	cd "$T/tls" || exit 1
-	openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 1 \
-		-subj /CN=agrippa-test-ca -addext basicConstraints=critical,CA:TRUE \
-		-addext keyUsage=critical,keyCertSign,cRLSign &&
-	openssl req -newkey rsa:2048 -nodes -keyout srv.key -out srv.csr -subj /CN=127.0.0.1 &&
-	printf '%s\n' 'subjectAltName=DNS:127.0.0.1,IP:127.0.0.1' \
-		'basicConstraints=CA:FALSE' 'extendedKeyUsage=serverAuth' >ext &&
-	openssl x509 -req -in srv.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 1 \
-		-extfile ext -out srv.crt
-) >"$T/tls/log" 2>&1
-check "a throwaway CA and server certificate" [ -s "$T/tls/srv.crt" ]
+check "a throwaway CA and server certificate" make_ca
 
 BASE=$("$TOOLS/mkrepo" "$T/src")
 git clone -q --bare "$T/src" "$T/srv/repo.git" >/dev/null 2>&1
@@ -66,19 +48,13 @@ check "a bare repository to serve ($BASE)" [ -n "$BASE" -a -f "$T/srv/repo.git/H
 printf '%s\n' "$TOKEN" >"$T/srv/token"
 chmod 0600 "$T/srv/token"
 
-python3 "$ROOT/tests/fakes/git_https.py" --root "$T/srv" --cert "$T/tls/srv.crt" \
-	--key "$T/tls/srv.key" --token-file "$T/srv/token" --log "$T/requests.log" \
-	--ports "$T/ports" --hold "$T/hold" >"$T/server.out" 2>&1 &
-SRV_PID=$!
-touch "$T/requests.log"
-if ! wait_for 10 test -s "$T/ports"; then
+if ! start_git_server; then
 	notok "the fake git server starts"
 	cat "$T/server.out"
 	finish git_https
 	exit 1
 fi
 ok "the fake git server starts"
-read -r PORT_TLS PORT_PLAIN <"$T/ports"
 URL="https://127.0.0.1:$PORT_TLS/repo.git"
 
 # trusted CMD...: CMD in a mount namespace where the test CA is the bundle.
@@ -231,16 +207,7 @@ check "no request over plain http ever carried credentials" \
 # --- the real daemon: repo test over https with a sealed token -------------
 # agrippad itself runs in the trusting mount namespace (exec keeps the pid,
 # so SUP_PID and the daemon helpers of lib.sh see agrippad).
-cat >"$T/agrippad-ns" <<EOS
-#!/bin/sh
-exec unshare -m --propagation private sh -c 'mount --bind "\$0" "\$1" && shift && exec "\$@"' \
-	"$T/tls/ca.crt" "$BUNDLE" "$AGRIPPAD" "\$@"
-EOS
-chmod 0755 "$T/agrippad-ns"
-REAL_AGRIPPAD=$AGRIPPAD
-AGRIPPAD="$T/agrippad-ns"
-start_daemon_or_finish git_https
-AGRIPPAD=$REAL_AGRIPPAD
+start_trusting_daemon git_https
 run() { "$AGRIPPACTL" -s "$CTL" "$@" >"$T/out" 2>&1; RC=$?; OUT=$(cat "$T/out"); }
 run project add p1
 printf '%s' "$TOKEN" | "$AGRIPPACTL" -s "$CTL" repo add p1 good "$URL" >"$T/out" 2>&1

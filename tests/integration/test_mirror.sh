@@ -21,6 +21,7 @@
 #  - removing a connection over the API removes its mirror.
 . tests/integration/lib.sh
 . tests/integration/ctl_lib.sh
+. tests/integration/git_lib.sh
 need_root mirror
 for prog in openssl git python3 unshare curl; do
 	if ! command -v "$prog" >/dev/null 2>&1; then
@@ -31,14 +32,12 @@ for prog in openssl git python3 unshare curl; do
 done
 make_env
 SRV_PID=""
-stop_server() { [ -z "$SRV_PID" ] || kill "$SRV_PID" 2>/dev/null; SRV_PID=""; }
-trap 'stop_server; cleanup_env' EXIT
+trap 'stop_git_server; cleanup_env' EXIT
 cat >>"$CONF" <<EOC
 engine: { concurrency: 16, lease: 10, sweep: 1 }
 sandbox: { max: 24 }
 EOC
 
-BUNDLE=/etc/ssl/certs/ca-certificates.crt
 TOKEN="tok-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 B64A=$(printf '%s' "$TOKEN" | base64 -w0 | cut -c1-16)
 AUTH="Basic $(printf 'x-access-token:%s' "$TOKEN" | base64 -w0)"
@@ -69,42 +68,15 @@ check "an upstream of 300 commits with tags and a branch" \
 chmod -R a+rX "$T/up"
 
 # The https server: a bare copy of the upstream, served with a token.
-(
-	cd "$T/tls" || exit 1
-	openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 1 \
-		-subj /CN=agrippa-test-ca -addext basicConstraints=critical,CA:TRUE \
-		-addext keyUsage=critical,keyCertSign,cRLSign &&
-	openssl req -newkey rsa:2048 -nodes -keyout srv.key -out srv.csr -subj /CN=127.0.0.1 &&
-	printf '%s\n' 'subjectAltName=DNS:127.0.0.1,IP:127.0.0.1' \
-		'basicConstraints=CA:FALSE' 'extendedKeyUsage=serverAuth' >ext &&
-	openssl x509 -req -in srv.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 1 \
-		-extfile ext -out srv.crt
-) >"$T/tls/log" 2>&1
+make_ca
 git clone -q --bare "$UP" "$T/srv/repo.git" >/dev/null 2>&1
 printf '%s\n' "$TOKEN" >"$T/srv/token"
 chmod 0600 "$T/srv/token"
-python3 "$ROOT/tests/fakes/git_https.py" --root "$T/srv" --cert "$T/tls/srv.crt" \
-	--key "$T/tls/srv.key" --token-file "$T/srv/token" --log "$T/requests.log" \
-	--ports "$T/ports" --hold "$T/hold" >"$T/server.out" 2>&1 &
-SRV_PID=$!
-touch "$T/requests.log"
-wait_for 10 test -s "$T/ports"
-check "the fake git server starts" test -s "$T/ports"
-read -r PORT_TLS PORT_PLAIN <"$T/ports"
+start_git_server
+check "the fake git server starts" [ -n "${PORT_TLS:-}" ]
 URL="https://127.0.0.1:$PORT_TLS/repo.git"
 
-# agrippad in a mount namespace where the test CA is the bundle (exec keeps
-# the pid, so SUP_PID and the helpers of lib.sh see agrippad)
-cat >"$T/agrippad-ns" <<EOS
-#!/bin/sh
-exec unshare -m --propagation private sh -c 'mount --bind "\$0" "\$1" && shift && exec "\$@"' \
-	"$T/tls/ca.crt" "$BUNDLE" "$AGRIPPAD" "\$@"
-EOS
-chmod 0755 "$T/agrippad-ns"
-REAL_AGRIPPAD=$AGRIPPAD
-AGRIPPAD="$T/agrippad-ns"
-start_daemon_or_finish mirror
-AGRIPPAD=$REAL_AGRIPPAD
+start_trusting_daemon mirror
 
 # tmpl NAME [REF]: a template with the usual head; steps on stdin.
 tmpl() {
@@ -344,7 +316,7 @@ M=$(wc -l <"$T/requests.log")
 submit quick remote
 R6=$RUN
 wait_for 30 held
-HELPER_PID=$(pgrep -f -x agrippa-git | head -1)
+HELPER_PID=$(pgrep -P "$SUP_PID" -f -x agrippa-git | head -1)
 check "a fetch is held with its git helper running" [ -n "$HELPER_PID" ]
 kill -9 $HELPER_PID
 wait_for 30 ended "$R6"
