@@ -13,6 +13,7 @@
 #include "runner/runner.h"
 #include "httpd/httpd.h"
 #include "proxy/proxy.h"
+#include "remover/remover.h"
 #include "supervisor/config.h"
 #include "supervisor/supervisor.h"
 
@@ -24,8 +25,17 @@ usage(void)
 }
 
 __attribute__((noreturn)) static void
-child_main(const char *role, int foreground)
+child_main(const char *role, int foreground, int argc)
 {
+	/* Transient: no channel, no handshake; started as exactly
+	 * "agrippad -P remove" with the tree on fd 3. */
+	if (strcmp(role, "remove") == 0) {
+		if (argc != 3) {
+			fprintf(stderr, "usage: agrippad -P remove (started by agrippad only)\n");
+			exit(2);
+		}
+		remover_main();
+	}
 	/* Log before anything else can fail; HELLO sets the level later. */
 	log_init(foreground, 0, LOG_DAEMON);
 	if (strcmp(role, "engine") == 0)
@@ -69,6 +79,6 @@ main(int argc, char *argv[])
 	if (argc != optind)
 		usage();
 	if (role != NULL)
-		child_main(role, foreground);
+		child_main(role, foreground, argc);
 	supervisor_main(conf, foreground, verbose, check);
 }

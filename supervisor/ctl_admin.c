@@ -32,7 +32,6 @@
 #include "common/util.h"
 #include "supervisor/db.h"
 #include "supervisor/secret.h"
-#include "supervisor/sbx.h"
 #include "supervisor/supervisor.h"
 #include "tmpl/tmpl.h"
 
@@ -734,7 +733,7 @@ repo_test_done(void *arg, int ok, const char *error, const char *base, uint64_t 
 	struct admin_req *r = arg;
 
 	r->gitrun = NULL;
-	sbx_rmtree(r->scratch);
+	remove_tree(r->scratch);
 	if (ok)
 		admin_reply(r, 0, "repo %s: checked out commit %s", r->argv[1], base);
 	else
@@ -853,7 +852,7 @@ done_repo_test(struct admin_req *r, PGresult *res)
 	if (tok != NULL)
 		sodium_free(tok); /* wipes it: the helper has its own copy */
 	if (r->mwait == NULL) {
-		sbx_rmtree(r->scratch);
+		remove_tree(r->scratch);
 		admin_reply(r, 1, "repo test: %s", err);
 		return;
 	}
@@ -1512,11 +1511,11 @@ ctl_admin_cancel(const struct ipc_chan *ch)
 		db_pool_cancel_owner(r);
 		if (r->mwait != NULL) {
 			mirror_wait_cancel(r->mwait);
-			sbx_rmtree(r->scratch);
+			remove_tree(r->scratch);
 		}
 		if (r->gitrun != NULL) {
 			gitrun_abandon(r->gitrun);
-			sbx_rmtree(r->scratch);
+			remove_tree(r->scratch);
 		}
 		admin_req_free(r);
 	}

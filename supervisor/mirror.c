@@ -28,7 +28,6 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "supervisor/db.h"
-#include "supervisor/sbx.h"
 #include "supervisor/supervisor.h"
 
 #define MIRROR_SWEEP_SECS 3600
@@ -185,7 +184,7 @@ mirror_remove(const char *id)
 	log_info("removing the mirror of removed repository connection %s", id);
 	for (i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++)
 		if (fmt_ok(p, sizeof(p), "%s/mirrors/%s%s", sup.conf.state_dir, id, suffixes[i]) == 0)
-			sbx_rmtree(p);
+			remove_tree(p);
 }
 
 static void

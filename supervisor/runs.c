@@ -18,7 +18,9 @@
  *    database operations must name both (SQL_SCOPE_RUN), and it is given
  *    its end of the sandbox channel in RUNNER_START.
  *  - End: when the runner exits, its sandbox is killed and the engine told
- *    (RUN_ENDED) how it ended; a finished run's directory is removed.
+ *    (RUN_ENDED) how it ended; a finished run's directory is removed in
+ *    the background (supervisor/remove.c) once its runner and its sandbox
+ *    are both gone.
  *  - A cancel is forwarded to the runner (RUNNER_CANCEL); a lost lease
  *    kills it.  When the engine dies, its runners are killed: their leases
  *    lapse and the next engine takes the runs up.
@@ -72,6 +74,7 @@ struct srun {
 	int said;           /* RUNNER_DONE came */
 	uint32_t outcome;
 	int ended;          /* RUN_ENDED sent: the run is over for this supervisor */
+	int finished;       /* ... and finished: its directory goes once all has ended */
 	int setup_ops;      /* the supervisor's own operations in flight */
 	char base[65];      /* the run's base commit, once known */
 	unsigned char *secret; /* the repository token (sodium_malloc), for redaction */
@@ -148,7 +151,7 @@ stale_done(uint64_t reqid, int code, const char *err, void *pgres, void *arg)
 			if (fmt_ok(mnt, sizeof(mnt), "%s/disk", x->dir) == 0 &&
 			    fmt_ok(img, sizeof(img), "%s/disk.img", x->dir) == 0)
 				disk_release(mnt, img);
-			sbx_rmtree(x->dir);
+			remove_tree(x->dir);
 		}
 	}
 	free(x);
@@ -253,6 +256,9 @@ mcp_free(struct srun *r)
 	r->nmcp = 0;
 }
 
+/* Everything of the run has ended here (its runner and its sandbox are
+ * reaped, nothing is in flight): r goes, and a finished run's directory is
+ * removed in the background, with no process left to write in it. */
 static void
 srun_maybe_free(struct srun *r)
 {
@@ -260,6 +266,10 @@ srun_maybe_free(struct srun *r)
 	    r->sbx != NULL || r->gitrun != NULL || r->mwait != NULL || r->djob != NULL)
 		return;
 	LIST_REMOVE(r, entry);
+	if (r->finished && r->dir[0] != '\0') {
+		disk_release(r->mnt, r->img);
+		remove_tree(r->dir);
+	}
 	if (r->sbx_fd >= 0)
 		close(r->sbx_fd);
 	if (r->patch_fd >= 0)
@@ -289,8 +299,8 @@ sbx_done(struct sbx *s, int status, void *arg)
 	srun_maybe_free(r);
 }
 
-/* The run is over here: outcome to the engine, its directory removed when
- * it finished. */
+/* The run is over here: outcome to the engine; its directory is removed
+ * once everything of it has ended (srun_maybe_free) when it finished. */
 static void
 srun_end(struct srun *r, uint32_t outcome)
 {
@@ -313,10 +323,7 @@ srun_end(struct srun *r, uint32_t outcome)
 		sbx_kill(r->sbx);
 	if (r->p.pid > 0)
 		kill(r->p.pid, SIGKILL);
-	if (outcome == IPC_RUN_FINISHED && r->dir[0] != '\0') {
-		disk_release(r->mnt, r->img);
-		sbx_rmtree(r->dir);
-	}
+	r->finished = outcome == IPC_RUN_FINISHED;
 	log_debug("run %s: over here (outcome %u)", r->p.run, outcome);
 	tell_engine(r, outcome);
 	srun_maybe_free(r);
@@ -963,6 +970,56 @@ mcp_done(struct srun *r, int code, const char *err, PGresult *res)
 }
 
 /*
+ * An old workspace in the way of a checkout is renamed aside in the run's
+ * directory (ws.old-XXXXXXXXXXXXXXXX) and removed in the background, so
+ * that the checkout need not wait for it.  0, or -1 with errno set.
+ */
+#define WS_OLD "ws.old-"
+static int
+ws_set_aside(struct srun *r)
+{
+	char old[PATH_MAX];
+	unsigned char rnd[8];
+	int tries;
+
+	for (tries = 0; tries < 8; tries++) {
+		randombytes_buf(rnd, sizeof(rnd));
+		if (fmt_ok(old, sizeof(old), "%s/" WS_OLD "%02x%02x%02x%02x%02x%02x%02x%02x",
+		    r->dir, rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]) == -1) {
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+		if (renameat2(AT_FDCWD, r->ws, AT_FDCWD, old, RENAME_NOREPLACE) == 0) {
+			remove_tree(old);
+			return 0;
+		}
+		if (errno == ENOENT)
+			return 0; /* no old workspace */
+		if (errno != EEXIST)
+			return -1;
+	}
+	return -1;
+}
+
+/* Old workspaces an earlier start set aside and could not finish removing
+ * (the run's directory is the supervisor's and holds a few entries). */
+static void
+ws_old_sweep(struct srun *r)
+{
+	char old[PATH_MAX];
+	struct dirent *de;
+	DIR *d;
+
+	if ((d = opendir(r->dir)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL)
+		if (strncmp(de->d_name, WS_OLD, strlen(WS_OLD)) == 0 &&
+		    fmt_ok(old, sizeof(old), "%s/%s", r->dir, de->d_name) == 0)
+			remove_tree(old);
+	closedir(d);
+}
+
+/*
  * The workspace is ready to be filled: an empty one for a template without
  * a repository, else the mirror is fetched (or its fetch in flight joined)
  * and the workspace written from it (fetched_done, checkout_done).
@@ -982,8 +1039,8 @@ ws_fill(struct srun *r)
 		runner_start(r);
 		return;
 	}
-	sbx_rmtree(r->ws); /* what an earlier setup cut short left */
-	if (mkdir_owned(r->ws, 0755, sup.uid, sup.gid) == -1) {
+	/* what an earlier setup cut short left goes aside */
+	if (ws_set_aside(r) == -1 || mkdir_owned(r->ws, 0755, sup.uid, sup.gid) == -1) {
 		snprintf(why, sizeof(why), "the workspace: %s", strerror(errno));
 		srun_fail(r, why);
 		return;
@@ -1041,7 +1098,6 @@ static void
 ws_begin(struct srun *r)
 {
 	char why[512];
-
 	struct stat st;
 
 	if (!disk_enabled()) {
@@ -1115,6 +1171,7 @@ setup_done(struct srun *r, int code, const char *err, PGresult *res)
 		srun_fail(r, why);
 		return;
 	}
+	ws_old_sweep(r);
 	if (setup_repo(r, res, why, sizeof(why)) == -1) {
 		srun_fail(r, why);
 		return;

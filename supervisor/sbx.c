@@ -757,14 +757,6 @@ sbx_artifacts_dir(int ws, char *err, size_t errsz)
 	return art;
 }
 
-/* Remove a tree without following any symlink in it. */
-void
-sbx_rmtree(const char *path)
-{
-	if (rmtree_at(AT_FDCWD, path) == -1)
-		log_warn("sandbox: cannot remove %s", path);
-}
-
 /* A fresh, empty workspace under the state directory, owned by the sandbox user. */
 static int
 sbx_fresh(struct sbx *s, char *err, size_t errsz)
@@ -892,7 +884,7 @@ sbx_discard(struct sbx *s, int reaped)
 	sbx_close_all((int[]){ s->drv, s->go, s->errr }, 3);
 	cgroup_destroy(&s->cg);
 	if (s->fresh[0] != '\0')
-		sbx_rmtree(s->fresh);
+		remove_tree(s->fresh);
 	free(s);
 }
 
@@ -1294,7 +1286,7 @@ sbx_reaped(pid_t pid, int status)
 		/* The kernel reaped the whole pid namespace before its pid 1. */
 		cgroup_destroy(&s->cg);
 		if (s->fresh[0] != '\0')
-			sbx_rmtree(s->fresh);
+			remove_tree(s->fresh);
 		log_info("sandbox %s ended (%s %d)", s->id,
 		    WIFEXITED(status) ? "status" : "signal",
 		    WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));

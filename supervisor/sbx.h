@@ -67,7 +67,4 @@ void sbx_kill_all(void);
 void sbx_rewarm(void);
 int sbx_count(void);
 
-/* Remove a tree as root without following any link in it (logged). */
-void sbx_rmtree(const char *path);
-
 #endif

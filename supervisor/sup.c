@@ -330,7 +330,8 @@ sup_signal(evutil_socket_t sig, short what, void *arg)
 			if (sup.pg_embedded && pid == sup.pg.pid)
 				sup_pg_reaped(status);
 			else if (!sbx_reaped(pid, status) && !gitrun_reaped(pid, status) &&
-			    !disk_reaped(pid, status) && !runs_reaped(pid, status))
+			    !disk_reaped(pid, status) && !remove_reaped(pid, status) &&
+			    !runs_reaped(pid, status))
 				proc_reaped(pid, status);
 		}
 		if (sup.stopping && proc_all_exited() && sbx_count() == 0)
@@ -514,6 +515,7 @@ supervisor_main(const char *conf_path, int foreground, int verbose, int check_on
 	if (db_pool_init(sup.base, ci, sup.conf.db_pool) == -1)
 		fatalx("database pool");
 	notify_init(sup.base, ci);
+	remove_sweep();
 	proc_start_all();
 	control_start(sup.base, sup.ctl_fd);
 	sbx_rewarm();

@@ -237,6 +237,18 @@ void disk_release(const char *mnt, const char *img);
 /* SIGCHLD: 1 when pid was a mkfs of ours. */
 int disk_reaped(pid_t pid, int status);
 
+/* remove.c: trees removed off the event loop, by transient removers
+ * (agrippad -P remove) running as each tree's owner */
+/* Remove path (a directory tree, or anything else) in the background;
+ * logged when done or when it cannot be.  A path already being removed is
+ * left to that removal. */
+void remove_tree(const char *path);
+/* SIGCHLD: 1 when pid was a remover. */
+int remove_reaped(pid_t pid, int status);
+/* At start: the fresh sandbox workspaces and scratch checkouts an earlier
+ * start left (nothing keeps them across starts). */
+void remove_sweep(void);
+
 /* mirror.c: the connections' mirrors (STATE/mirrors/ID), one fetch at a
  * time each */
 struct mirror_wait;

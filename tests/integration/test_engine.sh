@@ -458,7 +458,8 @@ ATT=$(psql_q "select string_agg(status, ',' order by attempt) from run_steps whe
 check "... the interrupted attempt crashed and the step ran again to success ($ATT)" \
 	eval "echo '$ATT' | grep -Eqx 'crashed(,crashed)*,succeeded'"
 check "... event seqs 1..N" seq_ok "$R"
-check "the directory of the run that ended while no runner held it is removed at start" [ ! -e "$T/state/runs/$R10" ]
+wait_for 10 run_dir_gone "$R10" # removed in the background
+check "the directory of the run that ended while no runner held it is removed at start" run_dir_gone "$R10"
 
 stop_daemon
 check "the daemon stops cleanly" [ "$DAEMON_STATUS" = 0 ]

@@ -39,7 +39,10 @@ run repo test p1 hostile
 check "a repository shipping .claude, .mcp.json and .agrippa -> /: checked out ($OUT)" \
 	[ $RC -eq 0 -a "$OUT" = "repo hostile: checked out commit $HBASE" ]
 check "... / is intact" [ -f /etc/passwd ]
-check "no scratch workspace is left behind" [ -z "$(ls -A "$T/state/work" 2>/dev/null)" ]
+# the scratch workspace is removed in the background once the helper is done
+no_scratch() { [ -z "$(ls -A "$T/state/work" 2>/dev/null)" ]; }
+wait_for 10 no_scratch
+check "no scratch workspace is left behind" no_scratch
 check "no git helper is left running" [ -z "$(pgrep -f "$T" -a 2>/dev/null | grep agrippa-git)" ]
 
 run repo test p1 missing

@@ -222,7 +222,10 @@ check "... the server saw Authorization: Basic base64(x-access-token:TOKEN)" \
 run repo test p1 bad
 expect 1 '^agrippactl: repo bad: clone: the server refused the token' \
 	"repo test with a wrong token: exit 1 with the reason ($OUT)"
-check "no scratch workspace is left behind" [ -z "$(ls -A "$T/state/work" 2>/dev/null)" ]
+# the scratch workspace is removed in the background once the helper is done
+no_scratch() { [ -z "$(ls -A "$T/state/work" 2>/dev/null)" ]; }
+wait_for 10 no_scratch
+check "no scratch workspace is left behind" no_scratch
 check "the token is in no log line" [ "$(grep -c -e "$TOKEN" -e "$B64A" "$LOG")" = 0 ]
 check "the token is nowhere in the daemon's state directory" no_token "$T/state"
 check "daemon healthy" [ "$(healthz_code)" = 200 ]

@@ -1,0 +1,445 @@
+/*
+ * Unit tests for remover/remover.c: remover_empty empties a hostile tree
+ * and nothing else.
+ *
+ * Each test's directory T holds T/tree (what is emptied) and T/outside (a
+ * directory and a file the tree links to).  Run as root, the tree and the
+ * outside are given to an unprivileged uid and the removal runs as that
+ * uid in a child process, as the supervisor runs it: following any link
+ * would then destroy the outside, which that uid may write.  The child
+ * also runs with few descriptors, so that a deep tree must not hold one
+ * per level.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "remover/remover.h"
+
+#define OWNER 65534 /* the tree's owner when the tests run as root */
+#define FEW_FDS 40  /* the child's RLIMIT_NOFILE */
+#define DEEP 5000   /* a directory chain deeper than PATH_MAX allows by path */
+
+struct fixture {
+	char dir[64];     /* T */
+	char tree[96];    /* T/tree */
+	char outside[96]; /* T/outside */
+};
+
+struct result {
+	int rv;
+	uint64_t count;
+	char err[512];
+};
+
+static void
+path_of(char *buf, size_t sz, const struct fixture *f, const char *rel)
+{
+	assert_int_equal(fmt_ok(buf, sz, "%s/%s", f->dir, rel), 0);
+}
+
+static void
+put(const struct fixture *f, const char *rel, const char *data)
+{
+	char p[PATH_MAX];
+	int fd;
+
+	path_of(p, sizeof(p), f, rel);
+	if ((fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
+		fail_msg("create %s: %s", p, strerror(errno));
+	assert_int_equal(write(fd, data, strlen(data)), (ssize_t)strlen(data));
+	assert_int_equal(close(fd), 0);
+}
+
+static void
+mkd(const struct fixture *f, const char *rel, mode_t mode)
+{
+	char p[PATH_MAX];
+
+	path_of(p, sizeof(p), f, rel);
+	if (mkdir(p, mode) == -1)
+		fail_msg("mkdir %s: %s", p, strerror(errno));
+	assert_int_equal(chmod(p, mode), 0);
+}
+
+static void
+lnk(const struct fixture *f, const char *target, const char *rel)
+{
+	char p[PATH_MAX];
+
+	path_of(p, sizeof(p), f, rel);
+	assert_int_equal(symlink(target, p), 0);
+}
+
+static int
+setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	if (f == NULL)
+		return -1;
+	snprintf(f->dir, sizeof(f->dir), "/tmp/agrippa-test-rm-XXXXXX");
+	if (mkdtemp(f->dir) == NULL) {
+		free(f);
+		return -1;
+	}
+	chmod(f->dir, 0755);
+	snprintf(f->tree, sizeof(f->tree), "%s/tree", f->dir);
+	snprintf(f->outside, sizeof(f->outside), "%s/outside", f->dir);
+	mkd(f, "tree", 0755);
+	mkd(f, "outside", 0755);
+	put(f, "outside/keep", "KEEP\n");
+	mkd(f, "outside/sub", 0755);
+	put(f, "outside/sub/keep2", "KEEP2\n");
+	*state = f;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct fixture *f = *state;
+	char cmd[256];
+
+	/* the tree may still hold what a failed test left, mode 000 included */
+	snprintf(cmd, sizeof(cmd), "chmod -R u+rwx %s 2>/dev/null; rm -rf %s", f->dir, f->dir);
+	if (system(cmd) != 0)
+		return -1;
+	free(f);
+	return 0;
+}
+
+/* A chain of n directories "d" below T/rel, by descriptor (its path is far
+ * longer than PATH_MAX), with a file at the bottom. */
+static void
+deep_chain(const struct fixture *f, const char *rel, int n)
+{
+	char p[PATH_MAX];
+	int fd, next, i;
+
+	path_of(p, sizeof(p), f, rel);
+	assert_true((fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0);
+	for (i = 0; i < n; i++) {
+		assert_int_equal(mkdirat(fd, "d", 0755), 0);
+		assert_true((next = openat(fd, "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0);
+		close(fd);
+		fd = next;
+	}
+	assert_true((next = openat(fd, "bottom", O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) >= 0);
+	close(next);
+	close(fd);
+}
+
+/* Run remover_empty on T/tree in a child, as OWNER when we are root (the
+ * tree and the outside given to OWNER first), with FEW_FDS descriptors. */
+static struct result
+remove_as(const struct fixture *f, int give)
+{
+	struct rlimit nofile = {FEW_FDS, FEW_FDS};
+	struct result r;
+	char cmd[256];
+	int p[2], fd, status;
+	pid_t pid;
+
+	memset(&r, 0, sizeof(r));
+	if (give && geteuid() == 0) {
+		snprintf(cmd, sizeof(cmd), "chown -R -h %d:%d %s/tree %s/outside", OWNER, OWNER,
+		         f->dir, f->dir);
+		assert_int_equal(system(cmd), 0);
+	}
+	assert_int_equal(pipe(p), 0);
+	assert_true((pid = fork()) >= 0);
+	if (pid == 0) {
+		close(p[0]);
+		if ((geteuid() == 0 &&
+		     (setgroups(0, NULL) == -1 || setresgid(OWNER, OWNER, OWNER) ||
+		      setresuid(OWNER, OWNER, OWNER))) ||
+		    setrlimit(RLIMIT_NOFILE, &nofile) == -1 ||
+		    (fd = open(f->tree, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1)
+			_exit(3);
+		r.rv = remover_empty(fd, &r.count, r.err, sizeof(r.err));
+		_exit(write(p[1], &r, sizeof(r)) == (ssize_t)sizeof(r) ? 0 : 4);
+	}
+	close(p[1]);
+	assert_int_equal(read(p[0], &r, sizeof(r)), (ssize_t)sizeof(r));
+	close(p[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	return r;
+}
+
+static struct result
+remove_tree_as_owner(const struct fixture *f)
+{
+	return remove_as(f, 1);
+}
+
+/* Entries of T/rel but . and .. */
+static int
+entries(const struct fixture *f, const char *rel)
+{
+	char p[PATH_MAX];
+	struct dirent *de;
+	DIR *d;
+	int n = 0;
+
+	path_of(p, sizeof(p), f, rel);
+	assert_non_null(d = opendir(p));
+	while ((de = readdir(d)) != NULL)
+		n += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
+	closedir(d);
+	return n;
+}
+
+static void
+outside_intact(const struct fixture *f)
+{
+	char p[PATH_MAX], buf[16];
+	ssize_t n;
+	int fd;
+
+	path_of(p, sizeof(p), f, "outside/keep");
+	assert_true((fd = open(p, O_RDONLY | O_CLOEXEC)) >= 0);
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	assert_int_equal(n, 5);
+	assert_memory_equal(buf, "KEEP\n", 5);
+	path_of(p, sizeof(p), f, "outside/sub/keep2");
+	assert_int_equal(access(p, F_OK), 0);
+	assert_int_equal(entries(f, "outside"), 2);
+	assert_int_equal(access("/etc/passwd", F_OK), 0);
+}
+
+/* ---- tests ------------------------------------------------------------------- */
+
+static void
+test_plain(void **state)
+{
+	struct fixture *f = *state;
+	struct result r;
+
+	mkd(f, "tree/a", 0755);
+	mkd(f, "tree/a/b", 0755);
+	put(f, "tree/a/b/c", "c");
+	put(f, "tree/top", "t");
+	r = remove_tree_as_owner(f);
+	assert_int_equal(r.rv, 0);
+	assert_int_equal(r.count, 4);
+	assert_int_equal(entries(f, ""), 2); /* tree itself stays, empty */
+	assert_int_equal(entries(f, "tree"), 0);
+}
+
+static void
+test_links_out(void **state)
+{
+	struct fixture *f = *state;
+	char p[PATH_MAX], q[PATH_MAX];
+	struct result r;
+
+	lnk(f, f->outside, "tree/todir");
+	lnk(f, "../outside/keep", "tree/tofile");
+	lnk(f, "/etc", "tree/etc");
+	lnk(f, "/proc/self/cwd", "tree/magic");
+	lnk(f, "nowhere", "tree/dangling");
+	mkd(f, "tree/inner", 0755);
+	lnk(f, "../../outside/sub", "tree/inner/up");
+	path_of(p, sizeof(p), f, "outside/keep");
+	path_of(q, sizeof(q), f, "tree/hard");
+	assert_int_equal(link(p, q), 0);
+	r = remove_tree_as_owner(f);
+	assert_int_equal(r.rv, 0);
+	assert_int_equal(r.count, 8);
+	assert_int_equal(entries(f, "tree"), 0);
+	outside_intact(f);
+}
+
+static void
+test_special_files(void **state)
+{
+	struct fixture *f = *state;
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	char p[PATH_MAX];
+	struct result r;
+	int s;
+
+	path_of(p, sizeof(p), f, "tree/fifo");
+	assert_int_equal(mkfifo(p, 0600), 0);
+	path_of(p, sizeof(p), f, "tree/sock");
+	assert_int_equal(fmt_ok(sa.sun_path, sizeof(sa.sun_path), "%s", p), 0);
+	assert_true((s = socket(AF_UNIX, SOCK_STREAM, 0)) >= 0);
+	assert_int_equal(bind(s, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	close(s);
+	put(f, "tree/line\nbreak", "x"); /* a name the error line must not carry raw */
+	r = remove_tree_as_owner(f);
+	assert_int_equal(r.rv, 0);
+	assert_int_equal(r.count, 3);
+	assert_int_equal(entries(f, "tree"), 0);
+}
+
+/* Directories the owner closed to itself: mode 000 (with content), 0500
+ * (no write), 0100 (search only), and the tree itself 0500. */
+static void
+test_unreadable(void **state)
+{
+	struct fixture *f = *state;
+	char p[PATH_MAX];
+	struct result r;
+
+	mkd(f, "tree/closed", 0755);
+	mkd(f, "tree/closed/inner", 0755);
+	put(f, "tree/closed/inner/f", "f");
+	put(f, "tree/closed/g", "g");
+	path_of(p, sizeof(p), f, "tree/closed/inner");
+	assert_int_equal(chmod(p, 0), 0);
+	path_of(p, sizeof(p), f, "tree/closed");
+	assert_int_equal(chmod(p, 0), 0);
+	mkd(f, "tree/ro", 0755);
+	put(f, "tree/ro/h", "h");
+	path_of(p, sizeof(p), f, "tree/ro");
+	assert_int_equal(chmod(p, 0500), 0);
+	mkd(f, "tree/xonly", 0755);
+	put(f, "tree/xonly/i", "i");
+	path_of(p, sizeof(p), f, "tree/xonly");
+	assert_int_equal(chmod(p, 0100), 0);
+	assert_int_equal(chmod(f->tree, 0500), 0);
+	r = remove_tree_as_owner(f);
+	assert_int_equal(r.rv, 0);
+	assert_int_equal(r.count, 8);
+	assert_int_equal(entries(f, "tree"), 0);
+}
+
+/* A sticky directory, world-writable, with files in it (and one more
+ * sticky directory in it). */
+static void
+test_sticky(void **state)
+{
+	struct fixture *f = *state;
+	struct result r;
+
+	mkd(f, "tree/tmp", 01777);
+	put(f, "tree/tmp/a", "a");
+	mkd(f, "tree/tmp/more", 01777);
+	put(f, "tree/tmp/more/b", "b");
+	r = remove_tree_as_owner(f);
+	assert_int_equal(r.rv, 0);
+	assert_int_equal(r.count, 4);
+	assert_int_equal(entries(f, "tree"), 0);
+}
+
+/* DEEP levels, removed with FEW_FDS descriptors; links out at the bottom;
+ * names the walk uses for what it moves up are there already. */
+static void
+test_deep(void **state)
+{
+	struct fixture *f = *state;
+	struct result r;
+	int fd, next, i;
+
+	mkd(f, "tree/.agrippa-rm-1", 0755);
+	put(f, "tree/.agrippa-rm-2", "taken");
+	deep_chain(f, "tree", DEEP);
+	/* a link out at depth 100, in a mode-000 directory at depth 200 */
+	assert_true((fd = open(f->tree, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0);
+	for (i = 0; i < 200; i++) {
+		assert_true((next = openat(fd, "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0);
+		close(fd);
+		fd = next;
+		if (i == 99)
+			assert_int_equal(symlinkat(f->outside, fd, "out"), 0);
+	}
+	assert_int_equal(mkdirat(fd, "shut", 0755), 0);
+	assert_int_equal(fchmodat(fd, "shut", 0, 0), 0);
+	close(fd);
+	r = remove_tree_as_owner(f);
+	assert_int_equal(r.rv, 0);
+	assert_int_equal(r.count, DEEP + 1 + 2 + 2);
+	assert_int_equal(entries(f, "tree"), 0);
+	outside_intact(f);
+}
+
+/* A mount point in the tree (root only): not crossed, what it holds stays,
+ * the rest goes, and the removal fails saying so. */
+static void
+test_mount_point(void **state)
+{
+	struct fixture *f = *state;
+	char p[PATH_MAX];
+	struct result r;
+
+	if (geteuid() != 0)
+		skip();
+	mkd(f, "tree/mnt", 0755);
+	put(f, "tree/other", "o");
+	path_of(p, sizeof(p), f, "tree/mnt");
+	if (mount("tmpfs", p, "tmpfs", 0, "size=64k") == -1)
+		skip(); /* no mount here: nothing to test */
+	put(f, "tree/mnt/inside", "i");
+	r = remove_tree_as_owner(f);
+	path_of(p, sizeof(p), f, "tree/mnt/inside");
+	assert_int_equal(access(p, F_OK), 0);
+	path_of(p, sizeof(p), f, "tree/mnt");
+	assert_int_equal(umount(p), 0);
+	assert_int_equal(r.rv, -1);
+	assert_non_null(strstr(r.err, "mnt: a mount point, not crossed"));
+	assert_int_equal(r.count, 1);
+	assert_int_equal(entries(f, "tree"), 1);
+}
+
+/* A file the owner may not remove (in a directory of root's): the removal
+ * fails, naming it on one printable line, and removes the rest. */
+static void
+test_failure_line(void **state)
+{
+	struct fixture *f = *state;
+	char cmd[256];
+	struct result r;
+
+	if (geteuid() != 0)
+		skip(); /* needs a directory of another owner */
+	put(f, "tree/other", "o");
+	snprintf(cmd, sizeof(cmd), "chown -R -h %d:%d %s/tree %s/outside", OWNER, OWNER, f->dir,
+	         f->dir);
+	assert_int_equal(system(cmd), 0);
+	mkd(f, "tree/roots", 0755);
+	put(f, "tree/roots/bad\nname", "x");
+	r = remove_as(f, 0);
+	assert_int_equal(r.rv, -1);
+	assert_null(strchr(r.err, '\n'));
+	assert_non_null(strstr(r.err, "bad?name: unlink: Permission denied"));
+	assert_int_equal(r.count, 1);
+	assert_int_equal(entries(f, "tree"), 1);
+	assert_int_equal(entries(f, "tree/roots"), 1);
+}
+
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    T(test_plain),  T(test_links_out), T(test_special_files), T(test_unreadable),
+	    T(test_sticky), T(test_deep),      T(test_mount_point),   T(test_failure_line),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
