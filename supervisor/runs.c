@@ -980,8 +980,13 @@ ws_set_aside(struct srun *r)
 {
 	char old[PATH_MAX];
 	unsigned char rnd[8];
+	struct stat st;
 	int tries;
 
+	if (lstat(r->ws, &st) == -1)
+		return errno == ENOENT ? 0 : -1; /* no old workspace */
+	/* beside it, on its filesystem (a run's own disk is a fresh one: its
+	 * workspace is never set aside) */
 	for (tries = 0; tries < 8; tries++) {
 		randombytes_buf(rnd, sizeof(rnd));
 		if (fmt_ok(old, sizeof(old), "%s/" WS_OLD "%02x%02x%02x%02x%02x%02x%02x%02x",
