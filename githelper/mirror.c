@@ -462,8 +462,9 @@ gh_unlock_tree(int dfd)
 static void
 gh_mirror_tidy(const char *dir)
 {
-	static const char *const top[] = {"HEAD.lock", "config.lock", "packed-refs.lock",
-	                                  "shallow.lock", "index.lock", "FETCH_HEAD.lock"};
+	static const char *const top[] = {"HEAD.lock",      "config.lock",     "packed-refs.lock",
+	                                  "shallow.lock",   "index.lock",      "FETCH_HEAD.lock",
+	                                  GH_STAMP ".tmp"};
 	struct dirent *de;
 	char p[PATH_MAX];
 	size_t i;
@@ -629,6 +630,36 @@ gh_mirror_exists(const char *dir, char *err, size_t errsz)
 	return 1;
 }
 
+/*
+ * GH_STAMP in the mirror dir after a fetch that succeeded: the time and
+ * size, written beside it and renamed over the old one.  Should that fail
+ * (the disk filled up since), the old stamp goes too, so that no stale
+ * figure is shown; the fetch itself stands.
+ */
+static void
+gh_mirror_stamp(const char *dir, uint64_t size)
+{
+	char p[PATH_MAX], tmp[PATH_MAX], line[GH_STAMP_MAX + 1];
+	int fd, n, ok = 0;
+
+	if (fmt_ok(p, sizeof(p), "%s/" GH_STAMP, dir) == -1 ||
+	    fmt_ok(tmp, sizeof(tmp), "%s/" GH_STAMP ".tmp", dir) == -1)
+		return;
+	n = snprintf(line, sizeof(line), "%llu %llu\n", (unsigned long long)time(NULL),
+	             (unsigned long long)size);
+	unlink(tmp);
+	if (n > 0 && (size_t)n < sizeof(line) &&
+	    (fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644)) != -1) {
+		ok = write(fd, line, (size_t)n) == n && fsync(fd) == 0;
+		ok = close(fd) == 0 && ok;
+		ok = ok && rename(tmp, p) == 0;
+	}
+	if (!ok) {
+		unlink(tmp);
+		unlink(p);
+	}
+}
+
 /* Under the lock: the mirror made, repaired or brought up to date. */
 static int
 gh_fetch_locked(struct gh_git *g, const char *url, const char *dir, char *err, size_t errsz)
@@ -692,6 +723,8 @@ gh_fetch(const char *url, const char *token, const char *dir, uint64_t *size, ch
 	rv = gh_fetch_locked(&g, url, dir, err, errsz);
 	gh_lock_fd = -1;
 	*size = gh_tree_size(dir);
+	if (rv == 0)
+		gh_mirror_stamp(dir, *size);
 	close(lfd);
 	return rv;
 }

@@ -9,7 +9,8 @@
  * refs and workspaces are refused before anything is written; a token
  * never reaches the mirror's or the workspace's configuration.  The mirror
  * follows new commits, force-pushes and deleted branches, and one that a
- * crash or a lost pack damaged is repaired or rebuilt.
+ * crash or a lost pack damaged is repaired or rebuilt; every fetch that
+ * succeeds leaves its stamp (time and size) in the mirror.
  */
 #include <sys/stat.h>
 
@@ -25,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "githelper/checkout.h"
@@ -690,6 +692,64 @@ t_repair(void **state)
 	assert_int_not_equal(system(p), 0); /* what was moved aside is gone */
 }
 
+/* A commit in f->src adding a file of n random bytes. */
+static void
+big_commit(struct fx *f, unsigned n, char *hex)
+{
+	assert_int_equal(sh("cd %s && head -c %u /dev/urandom >big && git add big && git -c "
+	                    "user.name=t -c user.email=t@t commit -qm big", f->src, n), 0);
+	git_line(f->src, "rev-parse master", hex, GH_OID_HEX_MAX + 1);
+}
+
+/* The mirror's stamp: 0 with the time and size, or -1 when it has none. */
+static int
+stamp(const struct fx *f, unsigned long long *when, unsigned long long *size)
+{
+	char p[256], nl;
+	FILE *fp;
+	int n;
+
+	snprintf(p, sizeof(p), "%s/" GH_STAMP, f->mirror);
+	if ((fp = fopen(p, "r")) == NULL)
+		return -1;
+	n = fscanf(fp, "%llu %llu%c", when, size, &nl);
+	fclose(fp);
+	assert_int_equal(n, 3);
+	assert_int_equal(nl, '\n');
+	return 0;
+}
+
+/* Every fetch that succeeds stamps the mirror with its time and size. */
+static void
+t_stamp(void **state)
+{
+	struct fx *f = *state;
+	static const struct file files[] = {{"a", "one\n", 0100644, 0}};
+	char c1[GH_OID_HEX_MAX + 1], p[256];
+	unsigned long long when, sz, when2, sz2;
+	time_t t0 = time(NULL);
+	uint64_t size;
+
+	make_repo(f->src, files, 1, c1);
+	assert_int_equal(gh_fetch("/nonexistent/repo", NULL, f->mirror, &size, p, sizeof(p)), -1);
+	assert_int_equal(stamp(f, &when, &sz), -1); /* no mirror, no stamp */
+	assert_int_equal(gh_fetch(f->src, NULL, f->mirror, &size, p, sizeof(p)), 0);
+	assert_int_equal(stamp(f, &when, &sz), 0);
+	assert_true(when >= (unsigned long long)t0 && when <= (unsigned long long)time(NULL));
+	assert_true(sz == size && sz > 0);
+	big_commit(f, 300000, c1);
+	assert_int_equal(gh_fetch(f->src, NULL, f->mirror, &size, p, sizeof(p)), 0);
+	assert_int_equal(stamp(f, &when2, &sz2), 0);
+	assert_true(when2 >= when && sz2 == size && sz2 > sz + 300000);
+	/* a fetch that fails leaves the last one's stamp */
+	assert_int_equal(sh("mv %s %s.gone", f->src, f->src), 0);
+	assert_int_equal(gh_fetch(f->src, NULL, f->mirror, &size, p, sizeof(p)), -1);
+	assert_int_equal(stamp(f, &when, &sz), 0);
+	assert_true(when == when2 && sz == sz2);
+	snprintf(p, sizeof(p), "%s/" GH_STAMP ".tmp", f->mirror);
+	assert_int_equal(access(p, F_OK), -1);
+}
+
 /* gh_remove_tree: files, nested directories, links (never followed). */
 static void
 t_remove_tree(void **state)
@@ -737,6 +797,7 @@ main(void)
 	    cmocka_unit_test_setup_teardown(t_refs, setup, teardown),
 	    cmocka_unit_test_setup_teardown(t_follow, setup, teardown),
 	    cmocka_unit_test_setup_teardown(t_repair, setup, teardown),
+	    cmocka_unit_test_setup_teardown(t_stamp, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
