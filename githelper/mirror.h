@@ -47,7 +47,11 @@
  *    checkout found damaged (GH_DAMAGED_MARK), or whose fetch failed, is
  *    tidied (stale locks and temporary packs) and checked (git fsck
  *    --connectivity-only); one that fails the check is moved aside and
- *    cloned again, and what was moved aside removed.
+ *    cloned again, and what was moved aside removed;
+ *  - a fetch that failed because the disk is full (ENOSPC, EDQUOT) is never
+ *    taken for damage: a rebuild could only make it worse.  Its temporary
+ *    files are removed, so the space it took is given back; should the
+ *    check then fail, the mirror keeps GH_FETCH_MARK for the next fetch.
  * On success GH_STAMP is written in the mirror.
  * One fetch at a time per mirror: dir.lock is held (flock) throughout.
  * token (NUL-terminated, or NULL) is offered to the url's https host only.
