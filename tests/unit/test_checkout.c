@@ -835,15 +835,15 @@ t_stamp(void **state)
 }
 
 /*
- * An upstream commit larger than the space left: the fetch fails with
- * git's word for it, the mirror's refs and packs are as they were, no
- * temporary object or pack holds on to the space, nothing is marked, moved
- * aside or cloned again; with room again the next fetch brings the commit.
+ * An upstream commit larger than the space left, of nfiles small files
+ * besides its large one: the fetch fails with git's word for it (want),
+ * the mirror's refs and packs are as they were, no temporary object or
+ * pack holds on to the space, nothing is marked, moved aside or cloned
+ * again; with room again the next fetch brings the commit.
  */
 static void
-t_full_disk(void **state)
+full_disk(struct fx *f, unsigned nfiles, const char *want)
 {
-	struct fx *f = *state;
 	static const struct file files[] = {{"a", "one\n", 0100644, 0}};
 	char c1[GH_OID_HEX_MAX + 1], c2[GH_OID_HEX_MAX + 1], line[256], err[512];
 	char before[256], after[256];
@@ -858,15 +858,18 @@ t_full_disk(void **state)
 	snprintf(after, sizeof(after), "%s/after", f->root);
 	refs_and_packs(f, before);
 	room = small_free(f);
+	assert_int_equal(sh("cd %s && mkdir many && i=0 && while [ $i -lt %u ]; do echo $i "
+	                    ">many/$i; i=$((i + 1)); done && git add many", f->src, nfiles), 0);
 	big_commit(f, 4 * 1024 * 1024, c2);
 	assert_int_equal(gh_fetch(f->src, NULL, f->mirror, &size, err, sizeof(err)), -1);
-	assert_string_equal(err, "fetch: unable to write loose object file: No space left on device");
+	assert_string_equal(err, want);
 	refs_and_packs(f, after);
 	assert_int_equal(sh("cmp -s %s %s", before, after), 0);
 	assert_int_equal(sh("test -z \"$(find %s -name 'tmp_*' -o -name '*.lock')\"", f->mirror), 0);
 	assert_true(small_free(f) + 64 * 1024 >= room); /* at most the small objects stay */
 	assert_false(gh_has_marks(f));
-	assert_int_equal(sh("test \"$(ls %s | tr '\\n' ' ')\" = 'mirror mirror.lock '", f->small), 0); /* no .new, no .trash-* */
+	/* no .new, no .trash-* */
+	assert_int_equal(sh("test \"$(ls %s | tr '\\n' ' ')\" = 'mirror mirror.lock '", f->small), 0);
 	git_line(f->mirror, "rev-parse master", line, sizeof(line));
 	assert_string_equal(line, c1);
 	assert_int_equal(stamp(f, &when2, &sz2), 0);
@@ -879,6 +882,20 @@ t_full_disk(void **state)
 	assert_string_equal(line, c2);
 	assert_int_equal(stamp(f, &when2, &sz2), 0);
 	assert_true(sz2 > 4 * 1024 * 1024);
+}
+
+/* Few objects: git unpacks them as loose objects (fetch.unpackLimit). */
+static void
+t_full_disk(void **state)
+{
+	full_disk(*state, 0, "fetch: unable to write loose object file: No space left on device");
+}
+
+/* Many: git keeps them as a pack (index-pack). */
+static void
+t_full_disk_pack(void **state)
+{
+	full_disk(*state, 150, "fetch: write error: No space left on device");
 }
 
 /*
@@ -971,6 +988,7 @@ main(void)
 	    cmocka_unit_test_setup_teardown(t_repair, setup, teardown),
 	    cmocka_unit_test_setup_teardown(t_stamp, setup, teardown),
 	    cmocka_unit_test_setup_teardown(t_full_disk, setup, teardown),
+	    cmocka_unit_test_setup_teardown(t_full_disk_pack, setup, teardown),
 	    cmocka_unit_test_setup_teardown(t_full_disk_damaged, setup, teardown),
 	};
 
