@@ -106,6 +106,29 @@ wipe_realloc(void *p, size_t n)
 	return q;
 }
 
+const char *
+fmt_size(uint64_t bytes, char *buf, size_t bufsz)
+{
+	static const char *const unit[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+	uint64_t whole = bytes, rest = 0;
+	size_t u = 0;
+
+	if (bytes < 1024) {
+		snprintf(buf, bufsz, "%llu B", (unsigned long long)bytes);
+		return buf;
+	}
+	for (;;) { /* whole.rest (in tenths) of unit u */
+		rest = (whole % 1024) * 10 / 1024;
+		whole /= 1024;
+		if (whole < 1024 || u + 1 == sizeof(unit) / sizeof(unit[0]))
+			break;
+		u++;
+	}
+	snprintf(buf, bufsz, "%llu.%llu %s", (unsigned long long)whole, (unsigned long long)rest,
+	         unit[u]);
+	return buf;
+}
+
 int
 rmtree_at(int dfd, const char *name)
 {

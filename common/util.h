@@ -54,6 +54,13 @@ int rmtree_at(int dfd, const char *name);
 int chown_tree_at(int dfd, const char *name, uid_t uid, gid_t gid);
 
 /*
+ * bytes for a person, in binary units with one decimal: "512 B", "4.0 KiB",
+ * "12.3 MiB", "1.5 GiB", up to EiB.  buf holds at least 16 bytes.
+ * Returns buf.
+ */
+const char *fmt_size(uint64_t bytes, char *buf, size_t bufsz);
+
+/*
  * An amount of US dollars as templates and the configuration write it
  * (s, n bytes): digits without a leading zero, optionally a point and one
  * to six more digits ("2", "2.50", "0.000001"); no sign, exponent or

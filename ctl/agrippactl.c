@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "ctl/ctl.h"
 #include "ipc/ipc.h"
 #include "ipc/ipc_msg.h"
@@ -223,9 +224,9 @@ static void
 print_status(json_t *d)
 {
 	json_t *db = json_object_get(d, "database"), *procs = json_object_get(d, "processes");
-	json_t *p;
+	json_t *mirrors = json_object_get(d, "mirrors"), *p;
 	size_t i;
-	char up[32];
+	char up[32], size[32];
 
 	printf("agrippad %s%s\n", json_string_value(json_object_get(d, "version")),
 	    json_is_true(json_object_get(d, "devmode")) ? " (development mode)" : "");
@@ -233,8 +234,14 @@ print_status(json_t *d)
 	    json_string_value(json_object_get(db, "state")),
 	    json_string_value(json_object_get(db, "mode")),
 	    (long long)json_integer_value(json_object_get(db, "connections")));
-	printf("sandboxes: %lld running\n\n",
+	printf("sandboxes: %lld running\n",
 	    (long long)json_integer_value(json_object_get(d, "sandboxes")));
+	if (json_is_object(mirrors))
+		printf("mirrors: %lld (%s)\n",
+		    (long long)json_integer_value(json_object_get(mirrors, "count")),
+		    fmt_size((uint64_t)json_integer_value(json_object_get(mirrors, "bytes")), size,
+		        sizeof(size)));
+	putchar('\n');
 	printf("%-12s %8s %-12s %10s %8s  %s\n", "ROLE", "PID", "USER", "UPTIME", "RESTARTS",
 	    "STATE");
 	json_array_foreach(procs, i, p) {

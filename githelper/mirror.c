@@ -454,20 +454,68 @@ gh_unlock_tree(int dfd)
 	closedir(d);
 }
 
+/* The entries of the directory at path (absolute, or NULL with at an open
+ * directory fd, taken over) whose names begin with one of the prefixes
+ * (NULL-terminated) are removed, whatever they are. */
+static void
+gh_remove_prefixed(const char *path, int at, const char *const prefixes[])
+{
+	struct dirent *de;
+	size_t i;
+	DIR *d;
+	int fd = path != NULL ? open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : at;
+
+	if (fd == -1)
+		return;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL)
+		for (i = 0; prefixes[i] != NULL; i++)
+			if (strncmp(de->d_name, prefixes[i], strlen(prefixes[i])) == 0) {
+				rmtree_at(dirfd(d), de->d_name);
+				break;
+			}
+	closedir(d);
+}
+
+/* The loose objects' directories (objects/XX) of the mirror dir: the
+ * temporary files of objects being written are removed. */
+static void
+gh_tidy_loose(const char *dir)
+{
+	static const char *const tmp[] = {"tmp_obj_", NULL};
+	struct dirent *de;
+	char p[PATH_MAX];
+	DIR *d;
+	int fd;
+
+	if (fmt_ok(p, sizeof(p), "%s/objects", dir) == -1 || (d = opendir(p)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL)
+		if (strlen(de->d_name) == 2 && strspn(de->d_name, "0123456789abcdef") == 2 &&
+		    (fd = openat(dirfd(d), de->d_name,
+		                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) != -1)
+			gh_remove_prefixed(NULL, fd, tmp);
+	closedir(d);
+}
+
 /*
- * What a git killed half-way leaves in a repository: lock files (which
- * make the next fetch fail) and temporary packs.  We hold the mirror's
- * lock, so no git works on it now.
+ * What a git killed half-way, or stopped by a full disk, leaves in a
+ * repository: lock files (which make the next fetch fail), temporary packs
+ * and temporary loose objects (which hold on to the space they took).  We
+ * hold the mirror's lock, so no git works on it now.
  */
 static void
 gh_mirror_tidy(const char *dir)
 {
-	static const char *const top[] = {"HEAD.lock", "config.lock", "packed-refs.lock",
-	                                  "shallow.lock", "index.lock", "FETCH_HEAD.lock"};
-	struct dirent *de;
+	static const char *const top[] = {"HEAD.lock",      "config.lock",     "packed-refs.lock",
+	                                  "shallow.lock",   "index.lock",      "FETCH_HEAD.lock",
+	                                  GH_STAMP ".tmp"};
+	static const char *const packtmp[] = {"tmp_", ".tmp-", NULL};
 	char p[PATH_MAX];
 	size_t i;
-	DIR *d;
 	int fd;
 
 	for (i = 0; i < sizeof(top) / sizeof(top[0]); i++)
@@ -476,17 +524,9 @@ gh_mirror_tidy(const char *dir)
 	if (fmt_ok(p, sizeof(p), "%s/refs", dir) == 0 &&
 	    (fd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) != -1)
 		gh_unlock_tree(fd);
-	if (fmt_ok(p, sizeof(p), "%s/objects/pack", dir) == -1 ||
-	    (fd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1)
-		return;
-	if ((d = fdopendir(fd)) == NULL) {
-		close(fd);
-		return;
-	}
-	while ((de = readdir(d)) != NULL)
-		if (strncmp(de->d_name, "tmp_", 4) == 0 || strncmp(de->d_name, ".tmp-", 5) == 0)
-			rmtree_at(dirfd(d), de->d_name);
-	closedir(d);
+	if (fmt_ok(p, sizeof(p), "%s/objects/pack", dir) == 0)
+		gh_remove_prefixed(p, -1, packtmp);
+	gh_tidy_loose(dir);
 }
 
 /* dir/name exists. */
@@ -629,6 +669,43 @@ gh_mirror_exists(const char *dir, char *err, size_t errsz)
 	return 1;
 }
 
+/*
+ * GH_STAMP in the mirror dir after a fetch that succeeded: the time and
+ * size, written beside it and renamed over the old one.  Should that fail
+ * (the disk filled up since), the old stamp goes too, so that no stale
+ * figure is shown; the fetch itself stands.
+ */
+static void
+gh_mirror_stamp(const char *dir, uint64_t size)
+{
+	char p[PATH_MAX], tmp[PATH_MAX], line[GH_STAMP_MAX + 1];
+	int fd, n, ok = 0;
+
+	if (fmt_ok(p, sizeof(p), "%s/" GH_STAMP, dir) == -1 ||
+	    fmt_ok(tmp, sizeof(tmp), "%s/" GH_STAMP ".tmp", dir) == -1)
+		return;
+	n = snprintf(line, sizeof(line), "%llu %llu\n", (unsigned long long)time(NULL),
+	             (unsigned long long)size);
+	unlink(tmp);
+	if (n > 0 && (size_t)n < sizeof(line) &&
+	    (fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644)) != -1) {
+		ok = write(fd, line, (size_t)n) == n && fsync(fd) == 0;
+		ok = close(fd) == 0 && ok;
+		ok = ok && rename(tmp, p) == 0;
+	}
+	if (!ok) {
+		unlink(tmp);
+		unlink(p);
+	}
+}
+
+/* err is git's word that the disk (or the service user's quota) is full. */
+static int
+gh_disk_full(const char *err)
+{
+	return strstr(err, strerror(ENOSPC)) != NULL || strstr(err, strerror(EDQUOT)) != NULL;
+}
+
 /* Under the lock: the mirror made, repaired or brought up to date. */
 static int
 gh_fetch_locked(struct gh_git *g, const char *url, const char *dir, char *err, size_t errsz)
@@ -651,12 +728,16 @@ gh_fetch_locked(struct gh_git *g, const char *url, const char *dir, char *err, s
 	if (gh_mirror_update(g, url, dir, err, errsz) == 0)
 		return 0;
 	/* the network, the server or a full disk (the mirror is as it was),
-	 * or the mirror itself: only the second is mended here */
+	 * or the mirror itself: only the last is mended here, and never on a
+	 * full disk, where a new clone cannot be written either and the old
+	 * mirror would be lost for nothing (its mark stays for the next fetch) */
 	gh_mirror_tidy(dir);
 	if (gh_mirror_sound(g, dir) == 0) {
 		gh_mark(dir, GH_FETCH_MARK, 0);
 		return -1;
 	}
+	if (gh_disk_full(err))
+		return -1;
 	if (gh_mirror_discard(dir, err, errsz) == -1)
 		return -1;
 	return gh_mirror_clone(g, url, dir, err, errsz);
@@ -692,6 +773,8 @@ gh_fetch(const char *url, const char *token, const char *dir, uint64_t *size, ch
 	rv = gh_fetch_locked(&g, url, dir, err, errsz);
 	gh_lock_fd = -1;
 	*size = gh_tree_size(dir);
+	if (rv == 0)
+		gh_mirror_stamp(dir, *size);
 	close(lfd);
 	return rv;
 }

@@ -25,6 +25,16 @@
 #define GH_FETCH_MARK "agrippa-fetching"
 /* Left by a checkout that could not read the mirror's objects. */
 #define GH_DAMAGED_MARK "agrippa-damaged"
+/*
+ * In the mirror after every fetch that succeeded: one line "SECONDS BYTES"
+ * (decimal, one space, a newline), the time of that fetch (seconds since
+ * the epoch) and the mirror's bytes on disk then.  The supervisor reads it
+ * for agrippactl repo list and status, so that neither needs to walk the
+ * mirror, and so that the figures outlive a restart.  Replaced whole
+ * (rename); a mirror without one has no recorded fetch.
+ */
+#define GH_STAMP "agrippa-fetched"
+#define GH_STAMP_MAX 48 /* two 20-digit numbers, a space and a newline */
 #define GH_CRED_FD 3
 
 /*
@@ -37,7 +47,12 @@
  *    checkout found damaged (GH_DAMAGED_MARK), or whose fetch failed, is
  *    tidied (stale locks and temporary packs) and checked (git fsck
  *    --connectivity-only); one that fails the check is moved aside and
- *    cloned again, and what was moved aside removed.
+ *    cloned again, and what was moved aside removed;
+ *  - a fetch that failed because the disk is full (ENOSPC, EDQUOT) is never
+ *    taken for damage: a rebuild could only make it worse.  Its temporary
+ *    files are removed, so the space it took is given back; should the
+ *    check then fail, the mirror keeps GH_FETCH_MARK for the next fetch.
+ * On success GH_STAMP is written in the mirror.
  * One fetch at a time per mirror: dir.lock is held (flock) throughout.
  * token (NUL-terminated, or NULL) is offered to the url's https host only.
  * *size gets the mirror's bytes on disk afterwards.  Returns 0, or -1 with

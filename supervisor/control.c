@@ -106,18 +106,24 @@ ctl_status(struct ctl_client *cl, uint64_t id, struct ipc_ctl_request *req)
 	struct ipc_wbuf w;
 	char root[64], user[64], dbuser[64];
 	size_t i, n = 1 + nprocs + (sup.pg_embedded ? 1 : 0);
+	uint64_t nmirrors, mbytes;
 
 	if (req->nargs != 0)
 		return -1;
+	mirror_totals(&nmirrors, &mbytes);
 	ctl_username(geteuid(), root, sizeof(root));
 	ctl_username(sup.uid, user, sizeof(user));
 	ctl_username(sup.pg.uid, dbuser, sizeof(dbuser));
 	ipc_wbuf_begin(&w, IMSG_CTL_REPLY, id, 3);
 	ipc_put_u64(&w, 0);
 	ipc_put_str(&w, "ok");
-	ipc_put_map(&w, 5);
+	ipc_put_map(&w, 6);
 	put_kv_str(&w, "version", AGRIPPA_VERSION);
 	put_kv_u64(&w, "sandboxes", (uint64_t)sbx_count());
+	ipc_put_str(&w, "mirrors");
+	ipc_put_map(&w, 2);
+	put_kv_u64(&w, "count", nmirrors);
+	put_kv_u64(&w, "bytes", mbytes);
 	ipc_put_str(&w, "devmode");
 	ipc_put_bool(&w, sup.devmode);
 	ipc_put_str(&w, "database");

@@ -161,12 +161,26 @@ admin_reply(struct admin_req *r, int code, const char *fmt, ...)
 	admin_send(r->ch, &w, r->msgid);
 }
 
-/* A list: data { "columns": [...], "rows": [[str|nil, ...], ...] }. */
+/*
+ * Columns the supervisor adds to a list from what it knows itself: their
+ * names, and a function that puts a row's cells (str or nil) from the
+ * result's last column, which the list does not show.
+ */
+struct admin_extra {
+	const char *const *names;
+	int n;
+	void (*cells)(struct ipc_wbuf *w, const char *last);
+};
+
+/* A list: data { "columns": [...], "rows": [[str|nil, ...], ...] }; with
+ * extra, its columns replace the result's last. */
 static void
-admin_reply_table(struct admin_req *r, PGresult *res)
+admin_reply_table_ext(struct admin_req *r, PGresult *res, const struct admin_extra *extra)
 {
 	int nrows = PQntuples(res), ncols = PQnfields(res), i, j, n = 0;
 	int skip = (r->cmd->flags & ADMIN_F_SKIP_NULL) && ncols > 0;
+	int shown = extra != NULL && ncols > 0 ? ncols - 1 : ncols;
+	int nx = extra != NULL ? extra->n : 0;
 	struct ipc_wbuf w;
 	char msg[32];
 
@@ -179,23 +193,33 @@ admin_reply_table(struct admin_req *r, PGresult *res)
 	ipc_put_str(&w, msg);
 	ipc_put_map(&w, 2);
 	ipc_put_str(&w, "columns");
-	ipc_put_array(&w, (uint32_t)ncols);
-	for (j = 0; j < ncols; j++)
+	ipc_put_array(&w, (uint32_t)(shown + nx));
+	for (j = 0; j < shown; j++)
 		ipc_put_str(&w, PQfname(res, j));
+	for (j = 0; j < nx; j++)
+		ipc_put_str(&w, extra->names[j]);
 	ipc_put_str(&w, "rows");
 	ipc_put_array(&w, (uint32_t)n);
 	for (i = 0; i < nrows; i++) {
 		if (skip && PQgetisnull(res, i, 0))
 			continue;
-		ipc_put_array(&w, (uint32_t)ncols);
-		for (j = 0; j < ncols; j++) {
+		ipc_put_array(&w, (uint32_t)(shown + nx));
+		for (j = 0; j < shown; j++) {
 			if (PQgetisnull(res, i, j))
 				ipc_put_nil(&w);
 			else
 				ipc_put_strn(&w, PQgetvalue(res, i, j), (size_t)PQgetlength(res, i, j));
 		}
+		if (nx > 0)
+			extra->cells(&w, PQgetisnull(res, i, shown) ? "" : PQgetvalue(res, i, shown));
 	}
 	admin_send(r->ch, &w, r->msgid);
+}
+
+static void
+admin_reply_table(struct admin_req *r, PGresult *res)
+{
+	admin_reply_table_ext(r, res, NULL);
 }
 
 /*
@@ -859,6 +883,47 @@ done_repo_test(struct admin_req *r, PGresult *res)
 	r->deferred = 1;
 }
 
+/*
+ * repo list: the mirror of each connection on this host (its size and its
+ * last fetch that succeeded), beside what the database holds.  Two cells:
+ * "none" and "never" without a mirror, nil and nil for one that records
+ * no fetch.
+ */
+static void
+repo_mirror_cells(struct ipc_wbuf *w, const char *id)
+{
+	struct mirror_info mi;
+	char size[32], when[32];
+	struct tm tm;
+
+	mirror_info(id, &mi);
+	if (!mi.present) {
+		ipc_put_str(w, "none");
+		ipc_put_str(w, "never");
+		return;
+	}
+	if (!mi.stamped || gmtime_r(&mi.fetched, &tm) == NULL ||
+	    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm) == 0) {
+		ipc_put_nil(w);
+		ipc_put_nil(w);
+		return;
+	}
+	ipc_put_str(w, fmt_size(mi.bytes, size, sizeof(size)));
+	ipc_put_str(w, when);
+}
+
+static void
+done_repo_list(struct admin_req *r, PGresult *res)
+{
+	static const char *const names[] = {"mirror", "fetched"};
+	static const struct admin_extra extra = {names, 2, repo_mirror_cells};
+
+	if (PQntuples(res) == 0)
+		admin_reply(r, 1, "%s: no such project %s", r->cmd->name, r->argv[0]);
+	else
+		admin_reply_table_ext(r, res, &extra);
+}
+
 /* repo list PROJECT, grant list PROJECT */
 static int
 prep_project(struct admin_req *r, struct admin_args *a, char *err, size_t sz)
@@ -1251,8 +1316,8 @@ static const struct admin_cmd admin_cmds[] = {
 	{ "template list", "ctl_template_list", 0, 0, prep_none, NULL, 0 },
 	{ "repo add", "ctl_repo_add", 3, 4, prep_repo_add, done_repo_add, ADMIN_F_SECRET },
 	{ "repo test", "ctl_repo_secret", 2, 2, prep_repo_test, done_repo_test, 0 },
-	{ "repo list", "ctl_repo_list", 1, 1, prep_project, NULL,
-	    ADMIN_F_NEEDS_ROW | ADMIN_F_SKIP_NULL | ADMIN_F_PROJECT },
+	{ "repo list", "ctl_repo_list", 1, 1, prep_project, done_repo_list,
+	    ADMIN_F_SKIP_NULL },
 	{ "skill add", "ctl_skill_add", 2, 2, prep_skill_add, done_skill_add, 0 },
 	{ "skill list", "ctl_skill_list", 0, 0, prep_none, NULL, 0 },
 	{ "mcp add", "ctl_mcp_add", 2, 3, prep_mcp_add, done_mcp_add, ADMIN_F_SECRET },

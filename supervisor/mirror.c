@@ -7,7 +7,12 @@
  *
  * One fetch at a time per mirror: a run that asks while a fetch is in
  * flight waits for that fetch and takes its result, instead of starting one
- * of its own (the helper also holds STATE/mirrors/ID.lock).  A connection
+ * of its own (the helper also holds STATE/mirrors/ID.lock).
+ *
+ * What agrippactl shows of a mirror (its size, its last fetch) is read from
+ * the stamp the helper leaves in it after each fetch that succeeded
+ * (GH_STAMP): one small file, so a list never walks a mirror on the event
+ * loop, and the figures outlive a restart.  A connection
  * that is gone loses its mirror at the next sweep: at start, after every
  * removal over the API, and hourly (for removals made elsewhere: another
  * host on the same database, a project's deletion).
@@ -18,6 +23,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <event2/event.h>
+#include <fcntl.h>
 #include <libpq-fe.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +33,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "githelper/mirror.h"
 #include "supervisor/db.h"
 #include "supervisor/supervisor.h"
 
@@ -45,8 +52,6 @@ struct mirror {
 	char dir[PATH_MAX];
 	struct gitrun *g;            /* the fetch in flight, or NULL */
 	TAILQ_HEAD(, mirror_wait) waiters;
-	uint64_t size;               /* bytes on disk after the last fetch */
-	time_t fetched;              /* the last fetch that succeeded, 0 for none */
 };
 static LIST_HEAD(, mirror) mirrors = LIST_HEAD_INITIALIZER(mirrors);
 static struct event *mirror_sweep_ev;
@@ -106,11 +111,10 @@ mirror_fetched(void *arg, int ok, const char *error, const char *base, uint64_t 
 	struct mirror_wait *w;
 
 	m->g = NULL;
-	if (ok) {
-		m->size = size;
-		m->fetched = time(NULL);
-	}
-	log_info("mirror %s: %s", m->id, ok ? "fetched" : error);
+	if (ok)
+		log_info("mirror %s: fetched (%llu bytes)", m->id, (unsigned long long)size);
+	else
+		log_info("mirror %s: %s", m->id, error);
 	while ((w = TAILQ_FIRST(&m->waiters)) != NULL) {
 		TAILQ_REMOVE(&m->waiters, w, entry);
 		w->cb(w->arg, ok, error);
@@ -156,6 +160,107 @@ mirror_wait_cancel(struct mirror_wait *w)
 {
 	TAILQ_REMOVE(&w->m->waiters, w, entry);
 	free(w);
+}
+
+/* ---- what is on disk ------------------------------------------------------ */
+
+/*
+ * The stamp in the mirror directory dfd: "SECONDS BYTES\n" and nothing
+ * else.  The service user writes it, so it is opened without following a
+ * link or blocking on anything but a regular file, and parsed strictly.
+ * 0 with mi's figures, or -1.
+ */
+static int
+mirror_stamp_read(int dfd, struct mirror_info *mi)
+{
+	char buf[GH_STAMP_MAX + 1], *sp, *nl;
+	uint64_t when, bytes;
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	if ((fd = openat(dfd, GH_STAMP, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) == -1)
+		return -1;
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    (n = read(fd, buf, sizeof(buf) - 1)) <= 0) {
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	buf[n] = '\0';
+	if ((sp = strchr(buf, ' ')) == NULL || (nl = strchr(sp, '\n')) == NULL || nl[1] != '\0' ||
+	    dec_parse(buf, (size_t)(sp - buf), INT64_MAX, &when) == -1 ||
+	    dec_parse(sp + 1, (size_t)(nl - sp - 1), UINT64_MAX, &bytes) == -1)
+		return -1;
+	mi->stamped = 1;
+	mi->fetched = (time_t)when;
+	mi->bytes = bytes;
+	return 0;
+}
+
+/* The mirror dir (a name in the directory rootfd): mi filled. */
+static void
+mirror_info_at(int rootfd, const char *name, struct mirror_info *mi)
+{
+	int dfd;
+
+	memset(mi, 0, sizeof(*mi));
+	if ((dfd = openat(rootfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1)
+		return;
+	mi->present = 1;
+	(void)mirror_stamp_read(dfd, mi);
+	close(dfd);
+}
+
+/* STATE/mirrors, open; -1 when there is none. */
+static int
+mirror_root_open(void)
+{
+	char dir[PATH_MAX];
+
+	if (fmt_ok(dir, sizeof(dir), "%s/mirrors", sup.conf.state_dir) == -1)
+		return -1;
+	return open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+void
+mirror_info(const char *id, struct mirror_info *mi)
+{
+	int rfd;
+
+	memset(mi, 0, sizeof(*mi));
+	if (!ipc_is_uuid(id, strlen(id)) || (rfd = mirror_root_open()) == -1)
+		return;
+	mirror_info_at(rfd, id, mi);
+	close(rfd);
+}
+
+void
+mirror_totals(uint64_t *count, uint64_t *bytes)
+{
+	struct mirror_info mi;
+	struct dirent *de;
+	DIR *d;
+	int rfd;
+
+	*count = *bytes = 0;
+	if ((rfd = mirror_root_open()) == -1)
+		return;
+	if ((d = fdopendir(rfd)) == NULL) {
+		close(rfd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (!ipc_is_uuid(de->d_name, strlen(de->d_name)))
+			continue;
+		mirror_info_at(dirfd(d), de->d_name, &mi);
+		if (!mi.present)
+			continue;
+		(*count)++;
+		if (mi.stamped && *bytes <= UINT64_MAX - mi.bytes)
+			*bytes += mi.bytes;
+	}
+	closedir(d);
 }
 
 /* ---- the sweep ----------------------------------------------------------- */

@@ -266,6 +266,19 @@ struct mirror_wait *mirror_fetch(const char *id, const char *url, const unsigned
                                  size_t errsz);
 /* The asker is gone: its cb will not run (the fetch goes on). */
 void mirror_wait_cancel(struct mirror_wait *w);
+/* What this host has of a connection's mirror, from its directory and the
+ * stamp the git helper leaves in it (githelper/mirror.h, GH_STAMP). */
+struct mirror_info {
+	int present;     /* STATE/mirrors/ID is there */
+	int stamped;     /* and records a fetch: bytes and fetched hold */
+	uint64_t bytes;  /* its size on disk after that fetch */
+	time_t fetched;  /* when that fetch ended */
+};
+/* mi for the connection id (all zero for no mirror or a bad id).  A few
+ * system calls on small files: fit for the event loop. */
+void mirror_info(const char *id, struct mirror_info *mi);
+/* The mirrors on this host, and the bytes their stamps record. */
+void mirror_totals(uint64_t *count, uint64_t *bytes);
 /* Remove the mirrors of connections that no longer exist. */
 void mirror_sweep(void);
 /* The hourly sweep (idempotent). */

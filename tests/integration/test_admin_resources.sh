@@ -112,11 +112,18 @@ check "the supervisor refuses a token with a control character from a raw client
 	has "the token must be at most 4096 bytes without control characters"
 check "refused repo adds stored nothing (6 repositories)" [ "$(count repo_connections)" = 6 ]
 run repo list web
-expect 0 "^NAME  *URL  *HAS_TOKEN  *CREATED$" "repo list prints a header"
+expect 0 "^NAME  *URL  *HAS_TOKEN  *CREATED  *MIRROR  *FETCHED$" "repo list prints a header"
 check "repo list shows main with a token" sh -c "printf '%s\n' \"\$0\" | grep -q '^main  *https://git.example.com/web.git  *yes  '" "$OUT"
 check "repo list shows local without a token" sh -c "printf '%s\n' \"\$0\" | grep -q '^local  */srv/git/web.git  *no  '" "$OUT"
+check "... and neither has a mirror on this host yet: none, never" \
+	sh -c "[ \"\$(printf '%s\n' \"\$0\" | grep -c -e '^main .*  none  *never$' -e '^local .*  none  *never$')\" = 2 ]" "$OUT"
 run -j repo list web
 check "repo list -j is valid JSON" is_json
+check "... with the columns of the table, the connection's id not among them" sh -c "printf '%s\n' \"\$0\" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)[\"data\"]
+assert d[\"columns\"] == [\"name\", \"url\", \"has_token\", \"created\", \"mirror\", \"fetched\"], d
+assert all(len(r) == 6 and r[4:] == [\"none\", \"never\"] for r in d[\"rows\"]), d'" "$OUT"
 run repo list nosuch
 expect 1 "no such project nosuch" "repo list of a missing project: exit 1"
 run project add empty

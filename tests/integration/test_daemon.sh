@@ -95,8 +95,12 @@ st=$("$AGRIPPACTL" -s "$CTL" status)
 check "agrippactl status lists engine, httpd, proxy running" \
 	sh -c "echo '$st' | grep -q '^engine .* running' && echo '$st' | grep -q '^httpd .* running' && echo '$st' | grep -q '^proxy .* running'"
 check "agrippactl status shows the database up" sh -c "echo '$st' | grep -q '^database: up'"
+check "agrippactl status shows no mirror on a new host" sh -c "echo '$st' | grep -qx 'mirrors: 0 (0 B)'"
 js=$("$AGRIPPACTL" -j -s "$CTL" status)
 check "agrippactl -j status prints JSON" sh -c "echo '$js' | grep -q '\"processes\"' && echo '$js' | grep -q '\"ok\": true'"
+check "... with the mirrors' count and bytes" sh -c "echo '$js' | python3 -c '
+import json, sys
+assert json.load(sys.stdin)[\"data\"][\"mirrors\"] == {\"count\": 0, \"bytes\": 0}'"
 check "agrippactl log verbose" "$AGRIPPACTL" -s "$CTL" log verbose
 err=$("$AGRIPPACTL" -s "$CTL" log loud 2>&1)
 rc=$?

@@ -5,6 +5,8 @@
 # commit.  It runs as the service user (a repository only root can read
 # fails), leaves no scratch directory and no process behind, refuses what it
 # should, and no copy of the token stays in the supervisor's memory.
+# repo list and status show the connections' mirrors (size, last fetch),
+# the same after a restart of the daemon.
 . tests/integration/lib.sh
 . tests/integration/ctl_lib.sh
 need_root git_helper
@@ -79,6 +81,88 @@ check "the token is in no log line" [ "$(grep -c "$TOKEN" "$LOG")" = 0 ]
 check "agrippa-git with an argument: usage, exit 2" [ $? -eq 2 ]
 "$ROOT/$BUILD/agrippa-git" </dev/null >/dev/null 2>&1 3</dev/null
 check "agrippa-git without a request from the supervisor: fails" [ $? -ne 0 ]
+
+# --- the mirrors in repo list and status ----------------------------------------
+M="$T/state/mirrors"
+CLEAN_ID=$(psql_q "select id from repo_connections where name = 'clean'")
+run -j repo list p1
+printf '%s\n' "$OUT" >"$T/list.json"
+# the stamp of each mirror, as repo list should show it: NAME SIZE FETCHED
+python3 - "$T/list.json" "$M" "$(psql_q "select name || '=' || id from repo_connections" | tr '\n' ' ')" >"$T/list.check" <<'PY'
+import json, os, sys, time
+d = json.load(open(sys.argv[1]))["data"]
+ids = dict(x.split("=") for x in sys.argv[3].split())
+def size(b):
+    if b < 1024:
+        return "%d B" % b
+    u, units = 0, ["KiB", "MiB", "GiB", "TiB"]
+    while True:
+        rest, b = (b % 1024) * 10 // 1024, b // 1024
+        if b < 1024:
+            return "%d.%d %s" % (b, rest, units[u])
+        u += 1
+bad = 0
+for r in d["rows"]:
+    p = os.path.join(sys.argv[2], ids[r[0]])
+    if os.path.isdir(p):
+        when, b = open(os.path.join(p, "agrippa-fetched")).read().split()
+        want = [size(int(b)), time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(when)))]
+    else:
+        want = ["none", "never"]
+    if r[4:] != want:
+        bad += 1
+        print("# %s: %s, not %s" % (r[0], r[4:], want))
+print("mismatches %d" % bad)
+PY
+check "repo list shows each mirror's size and last fetch from its stamp ($(tail -1 "$T/list.check"))" \
+	grep -qx 'mismatches 0' "$T/list.check"
+run repo list p1
+printf '%s\n' "$OUT" >"$T/list.before"
+check "... a connection whose fetch never succeeded: none, never" \
+	sh -c "printf '%s\n' \"\$0\" | grep -q '^missing  .*  none  *never$'" "$OUT"
+check "... a mirror fetched here: a size in KiB and a time in UTC" \
+	sh -c "printf '%s\n' \"\$0\" | grep -q '^clean  .*  [0-9]*\.[0-9] KiB  *20[0-9-]*T[0-9:]*Z$'" "$OUT"
+read -r WHEN BYTES <"$M/$CLEAN_ID/agrippa-fetched"
+DU=$(du -s -B1 "$M/$CLEAN_ID" | cut -f1)
+check "the stamp's size ($BYTES) is the mirror's on disk ($DU, less the stamp itself)" \
+	[ "$BYTES" -le "$DU" -a "$((DU - BYTES))" -le 8192 ]
+check "... and its time is this test's" [ "$WHEN" -le "$(date +%s)" -a "$WHEN" -ge "$(($(date +%s) - 600))" ]
+NM=$(ls "$M" | grep -c '^[0-9a-f-]*$')
+SUM=0
+for f in "$M"/*/agrippa-fetched; do read -r _ b <"$f"; SUM=$((SUM + b)); done
+run -j status
+check "status -j counts the mirrors ($NM) and their bytes ($SUM)" sh -c "printf '%s\n' \"\$0\" | python3 -c '
+import json, sys
+m = json.load(sys.stdin)[\"data\"][\"mirrors\"]
+assert m == {\"count\": $NM, \"bytes\": $SUM}, m'" "$OUT"
+run status
+check "status prints them as a line ($(printf '%s\n' "$OUT" | grep '^mirrors:'))" \
+	sh -c "printf '%s\n' \"\$0\" | grep -q '^mirrors: $NM ([0-9.]* [KM]iB)$'" "$OUT"
+printf '%s\n' "$OUT" | grep '^mirrors:' >"$T/status.before"
+# The figures are on disk: a restart of the daemon shows the same.
+stop_daemon
+check "the daemon stops" [ "$DAEMON_STATUS" -eq 0 ]
+start_daemon_or_finish git_helper
+run repo list p1
+printf '%s\n' "$OUT" >"$T/list.after"
+check "after a restart repo list shows the same mirrors, sizes and times" cmp -s "$T/list.before" "$T/list.after"
+run status
+check "... and status the same total" \
+	[ "$(printf '%s\n' "$OUT" | grep '^mirrors:')" = "$(cat "$T/status.before")" ]
+# a planted stamp that is not a regular file, or not a stamp, is no figure
+rm -f "$M/$CLEAN_ID/agrippa-fetched"
+mkfifo "$M/$CLEAN_ID/agrippa-fetched"
+run repo list p1
+check "a FIFO for a stamp neither blocks nor counts: the size and time are unknown (-)" \
+	sh -c "[ $RC -eq 0 ] && printf '%s\n' \"\$0\" | grep -q '^clean  .*  -  *-$'" "$OUT"
+rm -f "$M/$CLEAN_ID/agrippa-fetched"
+printf '12 34 56\n' >"$M/$CLEAN_ID/agrippa-fetched"
+run repo list p1
+check "... nor does a malformed stamp" sh -c "printf '%s\n' \"\$0\" | grep -q '^clean  .*  -  *-$'" "$OUT"
+run repo test p1 clean
+run repo list p1
+check "the next fetch stamps the mirror again" \
+	sh -c "printf '%s\n' \"\$0\" | grep -q '^clean  .*  [0-9]*\.[0-9] KiB  *20[0-9-]*T[0-9:]*Z$'" "$OUT"
 
 check "daemon healthy" [ "$(healthz_code)" = 200 ]
 check "no sanitizer report" [ "$(grep -c 'runtime error\|AddressSanitizer\|LeakSanitizer' "$LOG")" = 0 ]

@@ -176,8 +176,12 @@ cancel() {
 		"http://127.0.0.1:$PORT/v1/runs/$1/cancel"
 }
 fetches() { grep -c "mirror $1: fetched" "$LOG"; }
-# tree_sum DIR: every file's path and digest, and every directory's, sorted
-tree_sum() { (cd "$1" && find . -printf '%p %y %m\n' | sort && find . -type f -print0 | sort -z | xargs -0 sha256sum); }
+# tree_sum DIR: every file's path and digest, and every directory's, sorted;
+# but the fetch's stamp, which each run's fetch rewrites (its time)
+tree_sum() {
+	(cd "$1" && find . ! -name agrippa-fetched -printf '%p %y %m\n' | sort &&
+		find . -type f ! -name agrippa-fetched -print0 | sort -z | xargs -0 sha256sum)
+}
 
 # --- a run on 300 commits -----------------------------------------------------
 submit look local

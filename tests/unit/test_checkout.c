@@ -9,9 +9,14 @@
  * refs and workspaces are refused before anything is written; a token
  * never reaches the mirror's or the workspace's configuration.  The mirror
  * follows new commits, force-pushes and deleted branches, and one that a
- * crash or a lost pack damaged is repaired or rebuilt.
+ * crash or a lost pack damaged is repaired or rebuilt; a fetch stopped by a
+ * full disk (a small tmpfs) leaves the mirror as it was, gives the space
+ * back and is never taken for damage; every fetch that succeeds leaves its
+ * stamp (time and size) in the mirror.
  */
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,11 +25,14 @@
 
 #include <cmocka.h>
 
+#include <errno.h>
 #include <fcntl.h>
 #include <git2.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "githelper/checkout.h"
@@ -37,6 +45,7 @@ struct fx {
 	char ws[128];    /* the workspace */
 	char mirror[128]; /* the connection's mirror */
 	char canary[128]; /* a file outside the workspace that must not change */
+	char small[96];   /* a small file system (small_fs), or "" */
 };
 
 /* Mirror url into f->mirror, then write the workspace at ref from it. */
@@ -142,6 +151,8 @@ teardown(void **state)
 	struct fx *f = *state;
 	int fd = open("/tmp", O_RDONLY | O_DIRECTORY);
 
+	if (f->small[0] != '\0')
+		umount2(f->small, MNT_DETACH);
 	gh_remove_tree(fd, f->root + strlen("/tmp/"));
 	close(fd);
 	git_libgit2_shutdown();
@@ -690,6 +701,244 @@ t_repair(void **state)
 	assert_int_not_equal(system(p), 0); /* what was moved aside is gone */
 }
 
+/* ---- a full disk ------------------------------------------------------------ */
+
+/*
+ * This process in a mount namespace of its own (and, when it is not root,
+ * a user namespace where it keeps its uid): once.  0, or -1 when the kernel
+ * offers neither.
+ */
+static int
+own_mounts(void)
+{
+	static int done;
+	char map[64];
+	uid_t uid = geteuid();
+	gid_t gid = getegid();
+
+	if (done)
+		return 0;
+	if (uid != 0) {
+		if (unshare(CLONE_NEWUSER | CLONE_NEWNS) == -1)
+			return -1;
+		snprintf(map, sizeof(map), "%lu %lu 1", (unsigned long)uid, (unsigned long)uid);
+		write_file("/proc/self/uid_map", map);
+		write_file("/proc/self/setgroups", "deny");
+		snprintf(map, sizeof(map), "%lu %lu 1", (unsigned long)gid, (unsigned long)gid);
+		write_file("/proc/self/gid_map", map);
+	} else if (unshare(CLONE_NEWNS) == -1) {
+		return -1;
+	}
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == -1)
+		return -1;
+	done = 1;
+	return 0;
+}
+
+/* f->mirror on a tmpfs of opts ("size=..."), mounted at f->small. */
+static void
+small_fs(struct fx *f, const char *opts)
+{
+	if (own_mounts() == -1) {
+		fprintf(stderr, "skipped: the kernel gives this process no mount namespace (%s)\n",
+		        strerror(errno));
+		skip();
+	}
+	snprintf(f->small, sizeof(f->small), "%s/small", f->root);
+	assert_int_equal(mkdir(f->small, 0755), 0);
+	if (mount("agrippa-test", f->small, "tmpfs", MS_NOSUID | MS_NODEV, opts) == -1)
+		fail_msg("mount tmpfs %s: %s", opts, strerror(errno));
+	snprintf(f->mirror, sizeof(f->mirror), "%s/mirror", f->small);
+}
+
+static void
+small_fs_resize(struct fx *f, const char *opts)
+{
+	if (mount(NULL, f->small, NULL, MS_REMOUNT | MS_NOSUID | MS_NODEV, opts) == -1)
+		fail_msg("remount %s: %s", opts, strerror(errno));
+}
+
+/* Free bytes of the small file system. */
+static unsigned long long
+small_free(const struct fx *f)
+{
+	struct statvfs v;
+
+	assert_int_equal(statvfs(f->small, &v), 0);
+	return (unsigned long long)v.f_bavail * v.f_frsize;
+}
+
+/* A commit in f->src adding a file of n random bytes. */
+static void
+big_commit(struct fx *f, unsigned n, char *hex)
+{
+	assert_int_equal(sh("cd %s && head -c %u /dev/urandom >big && git add big && git -c "
+	                    "user.name=t -c user.email=t@t commit -qm big", f->src, n), 0);
+	git_line(f->src, "rev-parse master", hex, GH_OID_HEX_MAX + 1);
+}
+
+/* The digests of the mirror's refs and packs, in out. */
+static void
+refs_and_packs(const struct fx *f, const char *out)
+{
+	assert_int_equal(sh("cd %s && find HEAD config packed-refs refs objects/pack -type f "
+	                    "2>/dev/null | sort | xargs sha256sum >%s", f->mirror, out), 0);
+}
+
+/* The mirror's stamp: 0 with the time and size, or -1 when it has none. */
+static int
+stamp(const struct fx *f, unsigned long long *when, unsigned long long *size)
+{
+	char p[256], nl;
+	FILE *fp;
+	int n;
+
+	snprintf(p, sizeof(p), "%s/" GH_STAMP, f->mirror);
+	if ((fp = fopen(p, "r")) == NULL)
+		return -1;
+	n = fscanf(fp, "%llu %llu%c", when, size, &nl);
+	fclose(fp);
+	assert_int_equal(n, 3);
+	assert_int_equal(nl, '\n');
+	return 0;
+}
+
+/* Every fetch that succeeds stamps the mirror with its time and size. */
+static void
+t_stamp(void **state)
+{
+	struct fx *f = *state;
+	static const struct file files[] = {{"a", "one\n", 0100644, 0}};
+	char c1[GH_OID_HEX_MAX + 1], p[256];
+	unsigned long long when, sz, when2, sz2;
+	time_t t0 = time(NULL);
+	uint64_t size;
+
+	make_repo(f->src, files, 1, c1);
+	assert_int_equal(gh_fetch("/nonexistent/repo", NULL, f->mirror, &size, p, sizeof(p)), -1);
+	assert_int_equal(stamp(f, &when, &sz), -1); /* no mirror, no stamp */
+	assert_int_equal(gh_fetch(f->src, NULL, f->mirror, &size, p, sizeof(p)), 0);
+	assert_int_equal(stamp(f, &when, &sz), 0);
+	assert_true(when >= (unsigned long long)t0 && when <= (unsigned long long)time(NULL));
+	assert_true(sz == size && sz > 0);
+	big_commit(f, 300000, c1);
+	assert_int_equal(gh_fetch(f->src, NULL, f->mirror, &size, p, sizeof(p)), 0);
+	assert_int_equal(stamp(f, &when2, &sz2), 0);
+	assert_true(when2 >= when && sz2 == size && sz2 > sz + 300000);
+	/* a fetch that fails leaves the last one's stamp */
+	assert_int_equal(sh("mv %s %s.gone", f->src, f->src), 0);
+	assert_int_equal(gh_fetch(f->src, NULL, f->mirror, &size, p, sizeof(p)), -1);
+	assert_int_equal(stamp(f, &when, &sz), 0);
+	assert_true(when == when2 && sz == sz2);
+	snprintf(p, sizeof(p), "%s/" GH_STAMP ".tmp", f->mirror);
+	assert_int_equal(access(p, F_OK), -1);
+}
+
+/*
+ * An upstream commit larger than the space left, of nfiles small files
+ * besides its large one: the fetch fails with git's word for it (want),
+ * the mirror's refs and packs are as they were, no temporary object or
+ * pack holds on to the space, nothing is marked, moved aside or cloned
+ * again; with room again the next fetch brings the commit.
+ */
+static void
+full_disk(struct fx *f, unsigned nfiles, const char *want)
+{
+	static const struct file files[] = {{"a", "one\n", 0100644, 0}};
+	char c1[GH_OID_HEX_MAX + 1], c2[GH_OID_HEX_MAX + 1], line[256], err[512];
+	char before[256], after[256];
+	unsigned long long when, sz, when2, sz2, room;
+	uint64_t size;
+
+	small_fs(f, "size=2m");
+	make_repo(f->src, files, 1, c1);
+	assert_int_equal(gh_fetch(f->src, NULL, f->mirror, &size, err, sizeof(err)), 0);
+	assert_int_equal(stamp(f, &when, &sz), 0);
+	snprintf(before, sizeof(before), "%s/before", f->root);
+	snprintf(after, sizeof(after), "%s/after", f->root);
+	refs_and_packs(f, before);
+	room = small_free(f);
+	assert_int_equal(sh("cd %s && mkdir many && i=0 && while [ $i -lt %u ]; do echo $i "
+	                    ">many/$i; i=$((i + 1)); done && git add many", f->src, nfiles), 0);
+	big_commit(f, 4 * 1024 * 1024, c2);
+	assert_int_equal(gh_fetch(f->src, NULL, f->mirror, &size, err, sizeof(err)), -1);
+	assert_string_equal(err, want);
+	refs_and_packs(f, after);
+	assert_int_equal(sh("cmp -s %s %s", before, after), 0);
+	assert_int_equal(sh("test -z \"$(find %s -name 'tmp_*' -o -name '*.lock')\"", f->mirror), 0);
+	assert_true(small_free(f) + 64 * 1024 >= room); /* at most the small objects stay */
+	assert_false(gh_has_marks(f));
+	/* no .new, no .trash-* */
+	assert_int_equal(sh("test \"$(ls %s | tr '\\n' ' ')\" = 'mirror mirror.lock '", f->small), 0);
+	git_line(f->mirror, "rev-parse master", line, sizeof(line));
+	assert_string_equal(line, c1);
+	assert_int_equal(stamp(f, &when2, &sz2), 0);
+	assert_true(when2 == when && sz2 == sz);
+	/* room again */
+	small_fs_resize(f, "size=16m");
+	if (gh_fetch(f->src, NULL, f->mirror, &size, err, sizeof(err)) != 0)
+		fail_msg("with room again: %s", err);
+	git_line(f->mirror, "rev-parse master", line, sizeof(line));
+	assert_string_equal(line, c2);
+	assert_int_equal(stamp(f, &when2, &sz2), 0);
+	assert_true(sz2 > 4 * 1024 * 1024);
+}
+
+/* Few objects: git unpacks them as loose objects (fetch.unpackLimit). */
+static void
+t_full_disk(void **state)
+{
+	full_disk(*state, 0, "fetch: unable to write loose object file: No space left on device");
+}
+
+/* Many: git keeps them as a pack (index-pack). */
+static void
+t_full_disk_pack(void **state)
+{
+	full_disk(*state, 150, "fetch: write error: No space left on device");
+}
+
+/*
+ * A full disk meets a mirror that is damaged too: the mirror is not
+ * thrown away for a clone that cannot be written (which would lose it for
+ * nothing); it keeps its mark, and with room again the next fetch rebuilds
+ * it.
+ */
+static void
+t_full_disk_damaged(void **state)
+{
+	struct fx *f = *state;
+	static const struct file files[] = {{"a", "one\n", 0100644, 0}};
+	char c1[GH_OID_HEX_MAX + 1], c2[GH_OID_HEX_MAX + 1], blob[GH_OID_HEX_MAX + 1];
+	char line[256], err[512], p[256];
+	uint64_t size;
+
+	small_fs(f, "size=2m");
+	make_repo(f->src, files, 1, c1);
+	assert_int_equal(gh_fetch(f->src, NULL, f->mirror, &size, err, sizeof(err)), 0);
+	/* an object its history needs is lost: the pack as loose objects, less one */
+	git_line(f->src, "rev-parse master:a", blob, sizeof(blob));
+	assert_int_equal(sh("cd %s && mv objects/pack/*.pack %s/old.pack && rm -f objects/pack/* && "
+	                    "git unpack-objects -q <%s/old.pack && rm -f objects/%.2s/%s", f->mirror,
+	                    f->root, f->root, blob, blob + 2), 0);
+	big_commit(f, 4 * 1024 * 1024, c2);
+	assert_int_equal(gh_fetch(f->src, NULL, f->mirror, &size, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "No space left on device"));
+	git_line(f->mirror, "rev-parse master", line, sizeof(line));
+	assert_string_equal(line, c1); /* still there, as it was */
+	snprintf(p, sizeof(p), "%s/" GH_FETCH_MARK, f->mirror);
+	assert_int_equal(access(p, F_OK), 0);
+	assert_int_equal(sh("test \"$(ls %s | tr '\\n' ' ')\" = 'mirror mirror.lock '", f->small), 0);
+	small_fs_resize(f, "size=16m");
+	if (gh_fetch(f->src, NULL, f->mirror, &size, err, sizeof(err)) != 0)
+		fail_msg("with room again: %s", err);
+	git_line(f->mirror, "rev-parse master", line, sizeof(line));
+	assert_string_equal(line, c2);
+	assert_false(gh_has_marks(f));
+	assert_int_equal(sh("git --git-dir=%s fsck --no-progress --connectivity-only 2>/dev/null", f->mirror), 0);
+	assert_int_equal(sh("test \"$(ls %s | tr '\\n' ' ')\" = 'mirror mirror.lock '", f->small), 0);
+}
+
 /* gh_remove_tree: files, nested directories, links (never followed). */
 static void
 t_remove_tree(void **state)
@@ -737,6 +986,10 @@ main(void)
 	    cmocka_unit_test_setup_teardown(t_refs, setup, teardown),
 	    cmocka_unit_test_setup_teardown(t_follow, setup, teardown),
 	    cmocka_unit_test_setup_teardown(t_repair, setup, teardown),
+	    cmocka_unit_test_setup_teardown(t_stamp, setup, teardown),
+	    cmocka_unit_test_setup_teardown(t_full_disk, setup, teardown),
+	    cmocka_unit_test_setup_teardown(t_full_disk_pack, setup, teardown),
+	    cmocka_unit_test_setup_teardown(t_full_disk_damaged, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
