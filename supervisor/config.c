@@ -590,6 +590,13 @@ _Static_assert(CONF_NKEYS(conf_sbx_keys) == CONF_NKEYS(conf_sbx_ranges), "one ra
 static void
 conf_set_sbx_num(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
 {
+	/* sandbox.disk: none is the one word: workspaces on the state
+	 * directory's filesystem, said in so many words, not a 0 */
+	if (k->off == offsetof(struct config, sandbox.disk) && ev->type == YAML_SCALAR_EVENT &&
+	    ev->data.scalar.length == 4 && memcmp(ev->data.scalar.value, "none", 4) == 0) {
+		p->c->sandbox.disk = 0;
+		return;
+	}
 	conf_set_ranged(p, k, ev, &conf_sbx_ranges[k - conf_sbx_keys]);
 }
 

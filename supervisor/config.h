@@ -39,7 +39,7 @@ struct conf_sandbox {
 	uint64_t output_max;    /* output_max: command output kept (stdout+stderr), 1M */
 	uint64_t file_max;      /* file_max: largest file the file tools read whole or write, 8M */
 	uint64_t artifact_max;  /* artifact_max: largest artifact, default 16M */
-	uint64_t disk;          /* disk: a run's workspace filesystem, bytes, default 10G */
+	uint64_t disk;          /* disk: a run's workspace filesystem, bytes, default 10G; 0: none */
 };
 
 /* engine: how this host's engine schedules runs (agrippad.conf.5). */

@@ -54,10 +54,10 @@ static int disk_ok = -1; /* -1 not checked yet, 0 no, 1 yes */
 int
 disk_enabled(void)
 {
+	if (sup.devmode || sup.conf.sandbox.disk == 0)
+		return 0; /* not asked for here: nothing to say */
 	if (disk_ok == -1) {
-		if (sup.devmode)
-			disk_ok = 0;
-		else if (access(DISK_LOOP_CONTROL, R_OK | W_OK) == -1)
+		if (access(DISK_LOOP_CONTROL, R_OK | W_OK) == -1)
 			log_warnx("sandbox.disk is not enforced: %s: %s", DISK_LOOP_CONTROL,
 			    strerror(errno));
 		else if (access(DISK_MKFS, X_OK) == -1)

@@ -13,12 +13,17 @@
 #    a sticky directory, a FIFO: everything outside is intact and the run's
 #    directory is gone;
 #  - agrippad -P remove refuses to be used by hand.
+# The workspaces here are directories of the state directory (sandbox.disk:
+# none): on a disk of its own (test_disk.sh) a run's workspace goes with
+# its image, in O(1); the remover serves the rest (hosts without loop
+# devices, mirrors, scratch checkouts, sandboxes' fresh workspaces).
 . tests/integration/lib.sh
 need_root remove
 make_env
 trap cleanup_env EXIT
 cat >>"$CONF" <<EOC
 engine: { concurrency: 4, lease: 10, sweep: 1 }
+sandbox: { disk: none }
 EOC
 SBX_UID=2000000000 # sandbox.uid's default: owns nothing on the host
 

@@ -209,6 +209,11 @@ test_sandbox_section(void **state)
 	assert_true(cfg.sandbox.disk == 10ull << 30);
 	assert_int_equal(parse("sandbox: { disk: 64M }\n"), 0);
 	assert_true(cfg.sandbox.disk == 64ull << 20);
+	assert_int_equal(parse("sandbox: { disk: none }\n"), 0);
+	assert_true(cfg.sandbox.disk == 0);
+	expect_only("sandbox: { disk: 0 }\n",
+	    "1:18: sandbox.disk: expected an integer from 16777216 to 17592186044416 "
+	    "(K, M and G suffixes allowed)");
 	expect_only("sandbox: { disk: 1M }\n",
 	    "1:18: sandbox.disk: expected an integer from 16777216 to 17592186044416 "
 	    "(K, M and G suffixes allowed)");
