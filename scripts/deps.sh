@@ -5,7 +5,7 @@ set -eu
 PKGS="build-essential pkg-config clang
 libpq-dev libevent-dev libsodium-dev libyaml-dev libmsgpack-dev libseccomp-dev
 libcap-dev libjansson-dev libgit2-dev libcurl4-openssl-dev libcmocka-dev
-git openssl
+git openssl e2fsprogs util-linux
 postgresql-15 postgresql-client-15 curl mandoc procps passwd python3 wrk bubblewrap"
 missing=""
 for p in $PKGS; do
