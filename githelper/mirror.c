@@ -551,9 +551,12 @@ gh_mark(const char *dir, const char *name, int on)
 	}
 	if (!on)
 		return unlink(p) == -1 && errno != ENOENT ? -1 : 0;
+	/* not synced: it tells of a helper that died, which the page cache
+	 * keeps; a crash of the host is git's to survive (it syncs its packs
+	 * and refs), and a mark lost with it costs only the check */
 	if ((fd = open(p, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600)) == -1)
 		return -1;
-	return fsync(fd) == -1 ? (close(fd), -1) : close(fd);
+	return close(fd);
 }
 
 /* The mirror holds together: every ref names an object, everything they
@@ -580,24 +583,13 @@ gh_mirror_clone(struct gh_git *g, const char *url, const char *dir, char *err, s
 	char tmp[PATH_MAX];
 	const char *args[] = {"clone", "--bare", "--no-local", "--template=", "--quiet", "--",
 	                      url,     tmp,      NULL};
-	int pfd;
 
 	if (fmt_ok(tmp, sizeof(tmp), "%s.new", dir) == -1)
 		return gh_fail(err, errsz, "the mirror's path is too long");
-	if ((pfd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
-	    rmtree_at(pfd, tmp + 1) == -1) {
-		int e = errno;
-
-		if (pfd >= 0)
-			close(pfd);
-		return gh_fail(err, errsz, "removing a partial mirror: %s", strerror(e));
-	}
-	close(pfd);
+	if (rmtree_at(AT_FDCWD, tmp) == -1)
+		return gh_fail(err, errsz, "removing a partial mirror: %s", strerror(errno));
 	if (gh_git_run(g, NULL, args, "clone", err, errsz) == -1) {
-		if ((pfd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
-			rmtree_at(pfd, tmp + 1);
-			close(pfd);
-		}
+		rmtree_at(AT_FDCWD, tmp);
 		return -1;
 	}
 	if (rename(tmp, dir) == -1)
@@ -605,13 +597,13 @@ gh_mirror_clone(struct gh_git *g, const char *url, const char *dir, char *err, s
 	return 0;
 }
 
-/* Move the damaged mirror dir out of the way and remove it. */
+/* Move the damaged mirror dir out of the way (it is not served from
+ * then on) and remove it. */
 static int
 gh_mirror_discard(const char *dir, char *err, size_t errsz)
 {
 	unsigned char r[8];
 	char trash[PATH_MAX], hex[17];
-	int pfd, rv;
 
 	randombytes_buf(r, sizeof(r));
 	sodium_bin2hex(hex, sizeof(hex), r, sizeof(r));
@@ -619,11 +611,7 @@ gh_mirror_discard(const char *dir, char *err, size_t errsz)
 		return gh_fail(err, errsz, "the mirror's path is too long");
 	if (rename(dir, trash) == -1)
 		return gh_fail(err, errsz, "moving the damaged mirror aside: %s", strerror(errno));
-	if ((pfd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
-		return 0; /* aside is enough: it is not served */
-	rv = rmtree_at(pfd, trash + 1);
-	close(pfd);
-	(void)rv;
+	rmtree_at(AT_FDCWD, trash);
 	return 0;
 }
 
@@ -689,7 +677,7 @@ gh_mirror_stamp(const char *dir, uint64_t size)
 	unlink(tmp);
 	if (n > 0 && (size_t)n < sizeof(line) &&
 	    (fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644)) != -1) {
-		ok = write(fd, line, (size_t)n) == n && fsync(fd) == 0;
+		ok = write(fd, line, (size_t)n) == n; /* figures for a person: no sync */
 		ok = close(fd) == 0 && ok;
 		ok = ok && rename(tmp, p) == 0;
 	}
