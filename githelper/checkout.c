@@ -16,6 +16,7 @@
 #include "common/util.h"
 #include "githelper/checkout.h"
 #include "githelper/mirror.h"
+#include "tmpl/tmpl.h"
 
 /* What the repository may not bring into the work tree's top level. */
 static const char *const gh_stripped[] = {GH_STRIPPED_NAMES};
@@ -198,23 +199,6 @@ gh_git_init(char *err, size_t errsz)
 
 /* ---- the workspace from the mirror --------------------------------------- */
 
-/* A ref as templates may name it (after "refs/heads/" or "refs/tags/", or
- * alone): what git's check-ref-format allows, never taken for an option. */
-static int
-gh_ref_name_ok(const char *ref)
-{
-	char full[GH_REF_MAX + 32];
-	int valid = 0;
-
-	if (ref[0] == '\0' || ref[0] == '-' || strlen(ref) > GH_REF_MAX)
-		return 0;
-	if (strncmp(ref, "refs/heads/", 11) == 0 || strncmp(ref, "refs/tags/", 10) == 0)
-		snprintf(full, sizeof(full), "%s", ref);
-	else
-		snprintf(full, sizeof(full), "refs/heads/%s", ref);
-	return git_reference_name_is_valid(&valid, full) == 0 && valid;
-}
-
 /* ref: a full commit id in hex (40 or 64 lower-case digits). */
 static int
 gh_is_oid(const char *ref)
@@ -298,6 +282,7 @@ gh_resolve(git_repository *m, const char *ref, git_oid *id, char *name, size_t n
 {
 	static const char *const prefixes[] = {"refs/heads/", "refs/tags/"};
 	char full[GH_REF_MAX + 32];
+	const char *why;
 	git_commit *c;
 	size_t i;
 	int rc;
@@ -314,9 +299,10 @@ gh_resolve(git_repository *m, const char *ref, git_oid *id, char *name, size_t n
 		snprintf(name, namesz, "%s", ref);
 		return 0;
 	}
-	if (!gh_ref_name_ok(ref))
-		return gh_fail(err, errsz, "ref %.64s%s is not a valid branch or tag name", ref,
-		               strlen(ref) > 64 ? "..." : "");
+	/* the rules templates and submits are held to (tmpl/ref.c) */
+	if ((why = tmpl_ref_problem(ref, strlen(ref))) != NULL)
+		return gh_fail(err, errsz, "ref %.64s%s: %s", ref, strlen(ref) > 64 ? "..." : "",
+		               why);
 	for (i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
 		if (strncmp(ref, "refs/", 5) == 0 && strncmp(ref, prefixes[i], strlen(prefixes[i])))
 			continue;

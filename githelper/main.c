@@ -34,6 +34,10 @@
 #include "githelper/mirror.h"
 #include "ipc/ipc.h"
 #include "ipc/ipc_msg.h"
+#include "tmpl/tmpl.h"
+
+_Static_assert(GH_REF_MAX == IPC_GIT_REF_MAX && GH_REF_MAX == TMPL_REF_MAX,
+               "one bound for a ref, wherever it is checked");
 
 #define GIT_FD 3
 #define GIT_REQUEST_TIMEOUT_MS 10000
