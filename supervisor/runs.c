@@ -63,6 +63,9 @@ struct srun {
 	char img[PATH_MAX], mnt[PATH_MAX]; /* its own disk (disk.c): the image, the mount */
 	char repo_id[IPC_UUID_LEN + 1];    /* the connection, "" for no repository */
 	struct disk_job *djob;             /* its disk being made */
+	int fetched;                       /* the mirror is up to date for it */
+	int failing;                       /* srun_fail said why: the run fails */
+	int ws_made;                       /* its (empty) workspace is there */
 	char mirror[PATH_MAX]; /* the connection's mirror, "" for no repository */
 	char url[IPC_GIT_URL_MAX + 1];
 	char ref[IPC_GIT_REF_MAX + 1]; /* the template's, "" for the default branch */
@@ -394,10 +397,14 @@ failed_done(struct srun *r, int code, const char *err, PGresult *res)
 	srun_end(r, IPC_RUN_FINISHED);
 }
 
-/* The run cannot be set up: it fails with why. */
+/* The run cannot be set up: it fails with why (the first reason only: its
+ * disk and its fetch go side by side, and both may fail). */
 static void
 srun_fail(struct srun *r, const char *why)
 {
+	if (r->failing)
+		return;
+	r->failing = 1;
 	log_warnx("run %s: %s", r->p.run, why);
 	sop_submit(r, "sup_run_fail", failed_done, 3, r->p.run, r->p.owner, why);
 }
@@ -873,11 +880,32 @@ checkout_done(void *arg, int ok, const char *error, const char *base, uint64_t s
 
 /* The mirror is up to date (or could not be brought so): the workspace is
  * written from it by a second helper, which holds no token. */
+/* Once the mirror is up to date and the empty workspace is there (the two
+ * are made side by side), the workspace is written from the mirror by a
+ * second helper, which holds no token. */
+static void
+ws_checkout(struct srun *r)
+{
+	struct gitrun_req gr;
+	char why[512];
+
+	if (!r->fetched || !r->ws_made || r->gitrun != NULL)
+		return;
+	memset(&gr, 0, sizeof(gr));
+	gr.kind = GITRUN_CHECKOUT;
+	gr.url = r->url;
+	gr.mirror = r->mirror;
+	gr.ref = r->ref;
+	gr.workspace = r->ws;
+	if ((r->gitrun = gitrun_start(&gr, checkout_done, r, why, sizeof(why))) == NULL)
+		srun_fail(r, why);
+}
+
+/* The mirror is up to date (or could not be brought so). */
 static void
 fetched_done(void *arg, int ok, const char *error)
 {
 	struct srun *r = arg;
-	struct gitrun_req gr;
 	char why[IPC_ERRMSG_MAX + 64];
 
 	r->mwait = NULL;
@@ -890,14 +918,9 @@ fetched_done(void *arg, int ok, const char *error)
 		srun_fail(r, why);
 		return;
 	}
-	memset(&gr, 0, sizeof(gr));
-	gr.kind = GITRUN_CHECKOUT;
-	gr.url = r->url;
-	gr.mirror = r->mirror;
-	gr.ref = r->ref;
-	gr.workspace = r->ws;
-	if ((r->gitrun = gitrun_start(&gr, checkout_done, r, why, sizeof(why))) == NULL)
-		srun_fail(r, why);
+	r->fetched = 1;
+	if (!r->failing)
+		ws_checkout(r);
 }
 
 /* dir, made when missing, owned by uid:gid with mode. */
@@ -1024,10 +1047,23 @@ ws_old_sweep(struct srun *r)
 	closedir(d);
 }
 
+/* The mirror fetched for the run (or its fetch in flight joined):
+ * fetched_done. */
+static void
+ws_fetch(struct srun *r)
+{
+	char why[512];
+
+	r->mwait = mirror_fetch(r->repo_id, r->url, r->secret, r->secretlen, fetched_done, r, why,
+	    sizeof(why));
+	if (r->mwait == NULL)
+		srun_fail(r, why);
+}
+
 /*
- * The workspace is ready to be filled: an empty one for a template without
- * a repository, else the mirror is fetched (or its fetch in flight joined)
- * and the workspace written from it (fetched_done, checkout_done).
+ * The workspace's place is ready: an empty workspace for a template without
+ * a repository, else an empty one for the checkout, which starts once the
+ * mirror is fetched too (ws_checkout).
  */
 static void
 ws_fill(struct srun *r)
@@ -1050,10 +1086,9 @@ ws_fill(struct srun *r)
 		srun_fail(r, why);
 		return;
 	}
-	r->mwait = mirror_fetch(r->repo_id, r->url, r->secret, r->secretlen, fetched_done, r, why,
-	    sizeof(why));
-	if (r->mwait == NULL)
-		srun_fail(r, why);
+	r->ws_made = 1;
+	if (!r->failing)
+		ws_checkout(r);
 }
 
 /* The run's disk is made and mounted (or could not be). */
@@ -1106,7 +1141,10 @@ ws_begin(struct srun *r)
 	struct stat st;
 
 	if (!disk_enabled()) {
-		ws_fill(r);
+		if (r->mirror[0] != '\0')
+			ws_fetch(r);
+		if (!r->failing)
+			ws_fill(r);
 		return;
 	}
 	if (r->mirror[0] == '\0' && lstat(r->img, &st) == 0) {
@@ -1123,8 +1161,13 @@ ws_begin(struct srun *r)
 		srun_fail(r, "the run's directory's path is too long");
 		return;
 	}
-	if ((r->djob = disk_make(r->img, r->mnt, 0, 0, disk_done, r, why, sizeof(why))) == NULL)
+	/* the disk is made while the mirror is fetched */
+	if ((r->djob = disk_make(r->img, r->mnt, 0, 0, disk_done, r, why, sizeof(why))) == NULL) {
 		srun_fail(r, why);
+		return;
+	}
+	if (r->mirror[0] != '\0')
+		ws_fetch(r);
 }
 
 /* Columns of sup_run_setup. */
