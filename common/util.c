@@ -159,35 +159,6 @@ rmtree_at(int dfd, const char *name)
 }
 
 int
-chown_tree_at(int dfd, const char *name, uid_t uid, gid_t gid)
-{
-	struct stat st;
-	struct dirent *de;
-	DIR *d;
-	int fd, rv = 0;
-
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
-		return -1;
-	if (fchownat(dfd, name, uid, gid, AT_SYMLINK_NOFOLLOW) == -1)
-		return -1;
-	if (!S_ISDIR(st.st_mode))
-		return 0;
-	if ((fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1)
-		return -1;
-	if ((d = fdopendir(fd)) == NULL) {
-		close(fd);
-		return -1;
-	}
-	while (rv == 0 && (de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		rv = chown_tree_at(dirfd(d), de->d_name, uid, gid);
-	}
-	closedir(d);
-	return rv;
-}
-
-int
 dec_parse(const char *s, size_t n, uint64_t max, uint64_t *v)
 {
 	uint64_t d;

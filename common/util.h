@@ -48,10 +48,6 @@ void wipe_free(void *p);
  * success.  Returns 0, or -1 with errno set.
  */
 int rmtree_at(int dfd, const char *name);
-/* Give name in dfd and, for a directory, everything below it to uid:gid,
- * without following any symbolic link (links themselves change owner).
- * Returns 0 or -1 with errno set. */
-int chown_tree_at(int dfd, const char *name, uid_t uid, gid_t gid);
 
 /*
  * bytes for a person, in binary units with one decimal: "512 B", "4.0 KiB",

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define REMOVER_FD 3     /* the directory to empty, opened by the supervisor */
 #define REMOVER_DEPTH 32 /* directories held open at once below it */
@@ -26,5 +27,19 @@ __attribute__((noreturn)) void remover_main(void);
  * could be removed is removed either way).
  */
 int remover_empty(int dirfd, uint64_t *count, char *err, size_t errsz);
+
+/* agrippad -P chown UID GID: gives the directory on fd 3 (ours) and
+ * everything in it to uid:gid, prints the number of entries given and
+ * exits 0, or prints one line saying why not and exits 1.  Started with
+ * CAP_CHOWN alone; refuses to run as root or with any other capability. */
+__attribute__((noreturn)) void chowner_main(const char *uid, const char *gid);
+
+/*
+ * Give the directory dirfd (ours) and everything in it to uid:gid without
+ * following any link and without leaving dirfd's file system; an entry
+ * that is not ours is an error.  Changes the working directory.  Returns
+ * 0 with *count the entries given, or -1 with a one-line reason in err.
+ */
+int chowner_give(int dirfd, uid_t uid, gid_t gid, uint64_t *count, char *err, size_t errsz);
 
 #endif

@@ -25,7 +25,7 @@ usage(void)
 }
 
 __attribute__((noreturn)) static void
-child_main(const char *role, int foreground, int argc)
+child_main(const char *role, int foreground, int argc, char *argv[])
 {
 	/* Transient: no channel, no handshake; started as exactly
 	 * "agrippad -P remove" with the tree on fd 3. */
@@ -36,6 +36,17 @@ child_main(const char *role, int foreground, int argc)
 		}
 		remover_main();
 	}
+	/* Transient too: "agrippad -P chown UID GID" with the tree on fd 3. */
+	if (strcmp(role, "chown") == 0) {
+		if (argc != 5 || optind != 3) {
+			fprintf(stderr, "usage: agrippad -P chown uid gid (started by agrippad "
+			                "only)\n");
+			exit(2);
+		}
+		chowner_main(argv[3], argv[4]);
+	}
+	if (argc != optind)
+		usage();
 	/* Log before anything else can fail; HELLO sets the level later. */
 	log_init(foreground, 0, LOG_DAEMON);
 	if (strcmp(role, "engine") == 0)
@@ -76,9 +87,9 @@ main(int argc, char *argv[])
 			usage();
 		}
 	}
+	if (role != NULL)
+		child_main(role, foreground, argc, argv);
 	if (argc != optind)
 		usage();
-	if (role != NULL)
-		child_main(role, foreground, argc);
 	supervisor_main(conf, foreground, verbose, check);
 }

@@ -3,12 +3,12 @@
  * thousand files takes seconds to remove, and the supervisor's loop answers
  * every child's database operations, so the loop never walks a tree: it
  * opens the directory (O_NOFOLLOW) and hands the descriptor, as fd 3, to a
- * transient remover (agrippad -P remove, remover/remover.c) that runs as
- * the directory's owner (the sandbox user for a workspace, the service
- * user for a mirror or a scratch checkout; in development mode the
- * daemon's own user), with no_new_privs and PR_SET_PDEATHSIG, and empties
- * it.  When it has exited (reaped through the SIGCHLD dispatch) the
- * supervisor removes the empty directory with one rmdir.
+ * transient remover (agrippad -P remove, remover/remover.c; started by
+ * transient.c) that runs as the directory's owner (the sandbox user for a
+ * workspace, the service user for a mirror or a scratch checkout; in
+ * development mode the daemon's own user), with no capability, and empties
+ * it.  When it has exited and its output is read, the supervisor removes
+ * the empty directory with one rmdir.
  *
  * A directory owned by root (in root mode: a run's STATE/runs/RUN, made by
  * the supervisor and holding only what it put there) is never given to a
@@ -23,17 +23,13 @@
  * exits kills its removers (PR_SET_PDEATHSIG); the sweeps take up what
  * they left.
  */
-#include <sys/prctl.h>
 #include <sys/queue.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <dirent.h>
 #include <errno.h>
-#include <event2/event.h>
 #include <fcntl.h>
-#include <grp.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +42,6 @@
 #include "supervisor/supervisor.h"
 
 #define RM_TRIES 3      /* removers per tree when something reappears */
-#define RM_OUT_MAX 8192 /* of a remover's output, kept for the log */
 #define RM_NEST_MAX 2   /* root-owned directories inside each other */
 #define RM_PARALLEL 4   /* removers at once */
 
@@ -61,11 +56,6 @@ struct rmjob {
 	int failed;           /* ... one of them stays */
 	unsigned nest;
 	pid_t pid; /* the remover at work, 0 for none */
-	int out;   /* its stdout and stderr, -1 once at EOF */
-	struct event *ev;
-	int reaped, status;
-	char buf[RM_OUT_MAX];
-	size_t len;
 	unsigned tries;
 	struct timespec t0;
 };
@@ -109,77 +99,22 @@ rm_rmdir(struct rmjob *j, const char *what)
 	return 0;
 }
 
-/* In the child: become the remover of fd as uid:gid.  Never returns. */
-__attribute__((noreturn)) static void
-rm_exec(int fd, int out, uid_t uid, gid_t gid, pid_t parent)
-{
-	static const char *const pass[] = {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"};
-	char *env[8], *argv[] = {"agrippad", "-P", "remove", NULL}, buf[3][512];
-	size_t i, n = 0;
-	const char *v;
-	int nul;
-
-	/* above 3 first, so that neither dup2 below lands on the other */
-	if ((fd = fcntl(fd, F_DUPFD, 10)) == -1 || (out = fcntl(out, F_DUPFD, 10)) == -1 ||
-	    (nul = open("/dev/null", O_RDONLY)) == -1 || dup2(nul, 0) == -1 || dup2(out, 1) == -1 ||
-	    dup2(out, 2) == -1 || dup2(fd, REMOVER_FD) == -1)
-		_exit(126);
-	closefrom(REMOVER_FD + 1);
-	setpgid(0, 0); /* a terminal's Ctrl-C is for the supervisor alone */
-	if (!sup.devmode && (setgroups(0, NULL) == -1 || setresgid(gid, gid, gid) == -1 ||
-	                     setresuid(uid, uid, uid) == -1))
-		_exit(126);
-	/* after the id change, which clears the parent-death signal */
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1 ||
-	    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == -1 || getppid() != parent)
-		_exit(126);
-	env[n++] = "PATH=/usr/bin:/bin";
-	for (i = 0; i < sizeof(pass) / sizeof(pass[0]); i++)
-		if ((v = getenv(pass[i])) != NULL &&
-		    snprintf(buf[i], sizeof(buf[i]), "%s=%s", pass[i], v) < (int)sizeof(buf[i]))
-			env[n++] = buf[i];
-	env[n] = NULL;
-	execve(sup.self_exe, argv, env);
-	_exit(127);
-}
-
-static void rm_readable(evutil_socket_t fd, short what, void *arg);
+static void rm_exited(void *arg, int status, char *out);
 
 /* Start a remover on the open directory fd (owned by st's owner); fd is
  * closed.  0, or -1 (logged). */
 static int
 rm_spawn(struct rmjob *j, int fd, const struct stat *st)
 {
-	int p[2];
-	pid_t pid, self = getpid();
-
-	if (pipe2(p, O_CLOEXEC) == -1) {
-		log_warn("cannot remove %s: pipe", j->path);
-		close(fd);
+	if ((j->pid = transient_start("remove", NULL, fd, st->st_uid, st->st_gid, 0, rm_exited,
+	                              j)) == -1) {
+		j->pid = 0;
+		log_warnx("cannot remove %s: no remover", j->path);
 		return -1;
 	}
-	if ((pid = fork()) == -1) {
-		log_warn("cannot remove %s: fork", j->path);
-		close(fd);
-		close(p[0]);
-		close(p[1]);
-		return -1;
-	}
-	if (pid == 0)
-		rm_exec(fd, p[1], st->st_uid, st->st_gid, self);
-	close(fd);
-	close(p[1]);
-	if (evutil_make_socket_nonblocking(p[0]) == -1 ||
-	    (j->ev = event_new(sup.base, p[0], EV_READ | EV_PERSIST, rm_readable, j)) == NULL ||
-	    event_add(j->ev, NULL) == -1)
-		fatalx("remover: event set-up");
-	j->pid = pid;
-	j->out = p[0];
-	j->reaped = 0;
-	j->len = 0;
 	j->tries++;
 	rmrunning++;
-	log_debug("remover %ld started for %s (uid %lu)", (long)pid, j->path,
+	log_debug("remover %ld started for %s (uid %lu)", (long)j->pid, j->path,
 	          (unsigned long)st->st_uid);
 	return 0;
 }
@@ -317,18 +252,17 @@ rm_log_output(struct rmjob *j, char *from)
 /* The remover has exited and its output is read: the tree is empty (then
  * the directory goes), or it could not be emptied. */
 static void
-rm_finish(struct rmjob *j)
+rm_finish(struct rmjob *j, int status, char *out)
 {
 	unsigned long long n = 0;
 	char what[64], *end;
-	int rv, ok = WIFEXITED(j->status) && WEXITSTATUS(j->status) == 0;
+	int rv, ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
 
 	rmrunning--;
-	j->buf[j->len] = '\0';
 	if (ok) {
-		n = strtoull(j->buf, &end, 10);
-		if (end == j->buf || (*end != '\n' && *end != '\0'))
-			rm_log_output(j, j->buf);
+		n = strtoull(out, &end, 10);
+		if (end == out || (*end != '\n' && *end != '\0'))
+			rm_log_output(j, out);
 		else if (end[0] != '\0' && end[1] != '\0')
 			rm_log_output(j, end + 1);
 		snprintf(what, sizeof(what), " (%llu entries)", n);
@@ -349,68 +283,25 @@ rm_finish(struct rmjob *j)
 		rm_done(j, 0);
 		return;
 	}
-	rm_log_output(j, j->buf);
-	if (WIFSIGNALED(j->status))
+	rm_log_output(j, out);
+	if (WIFSIGNALED(status))
 		log_warnx("cannot remove %s: the remover was killed by signal %d (the sweep at "
 		          "the next start tries again)",
-		          j->path, WTERMSIG(j->status));
+		          j->path, WTERMSIG(status));
 	else
 		log_warnx("cannot remove %s: the remover failed (status %d; the sweep at the next "
 		          "start tries again)",
-		          j->path, WEXITSTATUS(j->status));
+		          j->path, WEXITSTATUS(status));
 	rm_done(j, 0);
 }
 
 static void
-rm_readable(evutil_socket_t fd, short what, void *arg)
+rm_exited(void *arg, int status, char *out)
 {
 	struct rmjob *j = arg;
-	char drop[512];
-	ssize_t n;
 
-	for (;;) {
-		if (j->len < sizeof(j->buf) - 1)
-			n = read(fd, j->buf + j->len, sizeof(j->buf) - 1 - j->len);
-		else
-			n = read(fd, drop, sizeof(drop)); /* beyond what is kept */
-		if (n > 0) {
-			if (j->len < sizeof(j->buf) - 1)
-				j->len += (size_t)n;
-			continue;
-		}
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return;
-		break; /* EOF: the remover is gone (or going) */
-	}
-	event_free(j->ev);
-	j->ev = NULL;
-	close(j->out);
-	j->out = -1;
-	if (j->reaped) {
-		rm_finish(j);
-		rm_next();
-	}
-}
-
-int
-remove_reaped(pid_t pid, int status)
-{
-	struct rmjob *j;
-
-	LIST_FOREACH(j, &rmjobs, entry) {
-		if (j->pid != pid)
-			continue;
-		j->reaped = 1;
-		j->status = status;
-		if (j->out == -1) {
-			rm_finish(j);
-			rm_next();
-		}
-		return 1;
-	}
-	return 0;
+	rm_finish(j, status, out);
+	rm_next();
 }
 
 /*
@@ -461,7 +352,6 @@ rm_start(const char *path, struct rmjob *parent)
 	}
 	j->parent = parent;
 	j->nest = parent != NULL ? parent->nest + 1 : 0;
-	j->out = -1;
 	clock_gettime(CLOCK_MONOTONIC, &j->t0);
 	LIST_INSERT_HEAD(&rmjobs, j, entry);
 	if ((rv = rm_open(j)) != 0) {

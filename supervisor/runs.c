@@ -80,6 +80,8 @@ struct srun {
 	int finished;       /* ... and finished: its directory goes once all has ended */
 	int setup_ops;      /* the supervisor's own operations in flight */
 	char base[65];      /* the run's base commit, once known */
+	char ref_out[IPC_GIT_REF_MAX + 1]; /* ... and the ref it was checked out as */
+	int giving;         /* the chowner gives its workspace to the sandbox user */
 	unsigned char *secret; /* the repository token (sodium_malloc), for redaction */
 	size_t secretlen;
 	struct mcp_secret *mcp; /* the credentials of its MCP servers, for redaction */
@@ -836,18 +838,60 @@ checked_out_done(struct srun *r, int code, const char *err, PGresult *res)
 	runner_start(r);
 }
 
-/* The workspace to the sandbox user (after a checkout by the service user). */
-static int
-give_to_sandbox(struct srun *r, char *err, size_t errsz)
+/* The chowner has given the workspace to the sandbox user (or could not). */
+static void
+given_done(void *arg, int status, char *out)
 {
+	struct srun *r = arg;
+	char why[IPC_ERRMSG_MAX + 64], *nl;
+
+	r->giving = 0;
+	if (r->ended) {
+		srun_maybe_free(r);
+		return;
+	}
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		if ((nl = strchr(out, '\n')) != NULL)
+			*nl = '\0';
+		if (out[0] != '\0')
+			log_warnx("run %s: chowner: %s", r->p.run, out);
+		snprintf(why, sizeof(why), "the workspace cannot be given to the sandbox: %s",
+		         out[0] != '\0' ? out : "the chowner failed");
+		srun_fail(r, why);
+		return;
+	}
+	log_debug("run %s: workspace given to the sandbox user (%s entries)", r->p.run,
+	          strtok(out, "\n") != NULL ? out : "?");
+	sop_submit(r, "sup_run_checked_out", checked_out_done, 4, r->p.run, r->p.owner, r->base,
+	           r->ref_out);
+}
+
+/* The workspace to the sandbox user (after a checkout by the service user),
+ * by a chowner off the loop: a tree of many files takes a while.  0 (under
+ * way, or nothing to do in development mode: *now set), or -1. */
+static int
+give_to_sandbox(struct srun *r, int *now, char *err, size_t errsz)
+{
+	char uid[16], gid[16];
+	const char *args[] = {uid, gid, NULL};
+	int fd;
+
+	*now = sup.devmode;
 	if (sup.devmode)
 		return 0;
-	if (chown_tree_at(AT_FDCWD, r->ws, (uid_t)sup.conf.sandbox.uid,
-	    (gid_t)sup.conf.sandbox.gid) == -1) {
+	if ((fd = open(r->ws, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
 		snprintf(err, errsz, "the workspace cannot be given to the sandbox: %s",
-		    strerror(errno));
+		         strerror(errno));
 		return -1;
 	}
+	snprintf(uid, sizeof(uid), "%lu", (unsigned long)sup.conf.sandbox.uid);
+	snprintf(gid, sizeof(gid), "%lu", (unsigned long)sup.conf.sandbox.gid);
+	if (transient_start("chown", args, fd, sup.uid, sup.gid,
+	                    1, given_done, r) == -1) {
+		snprintf(err, errsz, "the workspace cannot be given to the sandbox: no chowner");
+		return -1;
+	}
+	r->giving = 1;
 	return 0;
 }
 
@@ -857,6 +901,7 @@ checkout_done(void *arg, int ok, const char *error, const char *base, uint64_t s
 {
 	struct srun *r = arg;
 	char why[IPC_ERRMSG_MAX + 64];
+	int now;
 
 	r->gitrun = NULL;
 	if (r->ended) {
@@ -869,13 +914,16 @@ checkout_done(void *arg, int ok, const char *error, const char *base, uint64_t s
 		srun_fail(r, why);
 		return;
 	}
-	if (give_to_sandbox(r, why, sizeof(why)) == -1) {
+	log_info("run %s: checked out %s (%s)", r->p.run, base, ref);
+	snprintf(r->base, sizeof(r->base), "%s", base);
+	snprintf(r->ref_out, sizeof(r->ref_out), "%s", ref);
+	if (give_to_sandbox(r, &now, why, sizeof(why)) == -1) {
 		srun_fail(r, why);
 		return;
 	}
-	log_info("run %s: checked out %s (%s)", r->p.run, base, ref);
-	snprintf(r->base, sizeof(r->base), "%s", base);
-	sop_submit(r, "sup_run_checked_out", checked_out_done, 4, r->p.run, r->p.owner, base, ref);
+	if (now)
+		sop_submit(r, "sup_run_checked_out", checked_out_done, 4, r->p.run, r->p.owner,
+		           base, ref);
 }
 
 /* The mirror is up to date (or could not be brought so): the workspace is

@@ -330,7 +330,7 @@ sup_signal(evutil_socket_t sig, short what, void *arg)
 			if (sup.pg_embedded && pid == sup.pg.pid)
 				sup_pg_reaped(status);
 			else if (!sbx_reaped(pid, status) && !gitrun_reaped(pid, status) &&
-			    !disk_reaped(pid, status) && !remove_reaped(pid, status) &&
+			    !disk_reaped(pid, status) && !transient_reaped(pid, status) &&
 			    !runs_reaped(pid, status))
 				proc_reaped(pid, status);
 		}

@@ -237,14 +237,24 @@ void disk_release(const char *mnt, const char *img);
 /* SIGCHLD: 1 when pid was a mkfs of ours. */
 int disk_reaped(pid_t pid, int status);
 
+/* transient.c: "agrippad -P role args..." for one tree (fd, closed here),
+ * as uid:gid, with CAP_CHOWN alone when chown_cap, else no capability; cb
+ * hears once, with the waitpid status and what the tool printed (its
+ * first TRANSIENT_OUT_MAX - 1 bytes, NUL-terminated), when it has exited.
+ * The pid, or -1 (logged; cb is never called). */
+#define TRANSIENT_OUT_MAX 8192
+typedef void (*transient_cb)(void *arg, int status, char *out);
+pid_t transient_start(const char *role, const char *const args[], int fd, uid_t uid,
+                      gid_t gid, int chown_cap, transient_cb cb, void *arg);
+/* SIGCHLD: 1 when pid was a transient tool. */
+int transient_reaped(pid_t pid, int status);
+
 /* remove.c: trees removed off the event loop, by transient removers
  * (agrippad -P remove) running as each tree's owner */
 /* Remove path (a directory tree, or anything else) in the background;
  * logged when done or when it cannot be.  A path already being removed is
  * left to that removal. */
 void remove_tree(const char *path);
-/* SIGCHLD: 1 when pid was a remover. */
-int remove_reaped(pid_t pid, int status);
 /* At start: the fresh sandbox workspaces and scratch checkouts an earlier
  * start left (nothing keeps them across starts). */
 void remove_sweep(void);

@@ -12,7 +12,11 @@
 #    owns outside, a 5,000-deep chain of directories, a mode-000 directory,
 #    a sticky directory, a FIFO: everything outside is intact and the run's
 #    directory is gone;
-#  - agrippad -P remove refuses to be used by hand.
+#  - agrippad -P remove refuses to be used by hand;
+#  - agrippad -P chown (which gives a checkout to the sandbox user) runs
+#    with CAP_CHOWN alone, gives a link itself and never its target, and
+#    refuses to be used by hand: as root, with more capabilities or none,
+#    on a directory it does not own, with a bad user.
 # The workspaces here are directories of the state directory (sandbox.disk:
 # none): on a disk of its own (test_disk.sh) a run's workspace goes with
 # its image, in O(1); the remover serves the rest (hosts without loop
@@ -254,6 +258,34 @@ check "with a file on fd 3: refused, one line ($ERR)" [ $RC -ne 0 -a "$LINES" = 
 by_hand $NOBODY "$AGRIPPAD" -P remove 3<"$T/victim"
 check "with a directory it does not own on fd 3: refused, one line ($ERR)" [ $RC -ne 0 -a "$LINES" = 1 ]
 check "... and the directory is intact" [ "$(cat "$T/victim/sub/f")" = v ]
+
+# --- agrippad -P chown: CAP_CHOWN alone, and not by hand ------------------------------
+"$AGRIPPAD" -P chown 3<"$T/victim" >/dev/null 2>&1
+check "chown without a user: usage, exit 2" [ $? -eq 2 ]
+CHOWNER="setpriv --reuid 65534 --regid 65534 --clear-groups --inh-caps -all,+chown --ambient-caps -all,+chown --bounding-set -all,+chown"
+mkdir -p "$T/give/sub"
+echo g >"$T/give/sub/f"
+ln -s /etc/passwd "$T/give/sub/passwd"
+chown -R -h 65534:65534 "$T/give"
+by_hand $CHOWNER "$AGRIPPAD" -P chown $SBX_UID $SBX_UID 3<"$T/give"
+check "chown with CAP_CHOWN alone gives the tree ($ERR)" \
+	[ $RC -eq 0 -a "$ERR" = 4 -a "$(stat -c %u "$T/give/sub/f")" = $SBX_UID ]
+check "... a link itself, never its target" \
+	[ "$(stat -c %u "$T/give/sub/passwd")" = $SBX_UID -a "$(stat -c %u /etc/passwd)" = 0 ]
+by_hand "$AGRIPPAD" -P chown $SBX_UID $SBX_UID 3<"$T/victim"
+check "chown as root: refused, one line ($ERR)" [ $RC -ne 0 -a "$LINES" = 1 ]
+by_hand $NOBODY "$AGRIPPAD" -P chown $SBX_UID $SBX_UID 3<"$T/victim"
+check "chown without CAP_CHOWN: refused, one line ($ERR)" [ $RC -ne 0 -a "$LINES" = 1 ]
+by_hand setpriv --reuid 65534 --regid 65534 --clear-groups --inh-caps -all,+chown,+fowner \
+	--ambient-caps -all,+chown,+fowner "$AGRIPPAD" -P chown $SBX_UID $SBX_UID 3<"$T/victim"
+check "chown with another capability too: refused, one line ($ERR)" [ $RC -ne 0 -a "$LINES" = 1 ]
+by_hand $CHOWNER "$AGRIPPAD" -P chown $SBX_UID $SBX_UID 3<"$T/victim"
+check "chown of a directory it does not own: refused, one line ($ERR)" \
+	[ $RC -ne 0 -a "$LINES" = 1 -a "$(stat -c %u "$T/victim/sub/f")" = 0 ]
+by_hand $CHOWNER "$AGRIPPAD" -P chown 0 0 3<"$T/give"
+check "chown to root: refused, one line ($ERR)" [ $RC -ne 0 -a "$LINES" = 1 ]
+by_hand $CHOWNER "$AGRIPPAD" -P chown 1x 1 3<"$T/give"
+check "chown to a bad user: refused, one line ($ERR)" [ $RC -ne 0 -a "$LINES" = 1 ]
 
 check "daemon healthy" [ "$(healthz_code)" = 200 ]
 check "no sanitizer report" [ "$(grep -c 'runtime error\|AddressSanitizer\|LeakSanitizer' "$LOG")" = 0 ]

@@ -1,6 +1,7 @@
 /*
- * Unit tests for remover/remover.c: remover_empty empties a hostile tree
- * and nothing else.
+ * Unit tests for remover/remover.c and remover/chown.c: remover_empty
+ * empties a hostile tree and nothing else; chowner_give gives a tree to
+ * another user and nothing else.
  *
  * Each test's directory T holds T/tree (what is emptied) and T/outside (a
  * directory and a file the tree links to).  Run as root, the tree and the
@@ -25,7 +26,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/capability.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -37,8 +40,10 @@
 #include "remover/remover.h"
 
 #define OWNER 65534 /* the tree's owner when the tests run as root */
+#define TAKER 65533 /* whom chowner_give gives it to */
 #define FEW_FDS 40  /* the child's RLIMIT_NOFILE */
 #define DEEP 5000   /* a directory chain deeper than PATH_MAX allows by path */
+#define DEEP_GIT 1000 /* ... and one as deep as a checkout can be (its paths fit) */
 
 struct fixture {
 	char dir[64];     /* T */
@@ -150,10 +155,33 @@ deep_chain(const struct fixture *f, const char *rel, int n)
 	close(fd);
 }
 
-/* Run remover_empty on T/tree in a child, as OWNER when we are root (the
- * tree and the outside given to OWNER first), with FEW_FDS descriptors. */
+/* In the child, as root: become OWNER, keeping CAP_CHOWN alone when
+ * chown_cap (as the supervisor starts the chowner). */
+static int
+become_owner(int chown_cap)
+{
+	cap_value_t c = CAP_CHOWN;
+	cap_t caps;
+
+	if (chown_cap && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) == -1)
+		return -1;
+	if (setgroups(0, NULL) == -1 || setresgid(OWNER, OWNER, OWNER) ||
+	    setresuid(OWNER, OWNER, OWNER))
+		return -1;
+	if (!chown_cap)
+		return 0;
+	if ((caps = cap_init()) == NULL || cap_set_flag(caps, CAP_PERMITTED, 1, &c, CAP_SET) ||
+	    cap_set_flag(caps, CAP_EFFECTIVE, 1, &c, CAP_SET) || cap_set_proc(caps))
+		return -1;
+	cap_free(caps);
+	return 0;
+}
+
+/* Run remover_empty (or, chown, chowner_give to TAKER) on T/tree in a
+ * child, as OWNER when we are root (the tree and the outside given to
+ * OWNER first), with FEW_FDS descriptors. */
 static struct result
-remove_as(const struct fixture *f, int give)
+walk_as(const struct fixture *f, int give, int chown)
 {
 	struct rlimit nofile = {FEW_FDS, FEW_FDS};
 	struct result r;
@@ -171,13 +199,14 @@ remove_as(const struct fixture *f, int give)
 	assert_true((pid = fork()) >= 0);
 	if (pid == 0) {
 		close(p[0]);
-		if ((geteuid() == 0 &&
-		     (setgroups(0, NULL) == -1 || setresgid(OWNER, OWNER, OWNER) ||
-		      setresuid(OWNER, OWNER, OWNER))) ||
+		if ((geteuid() == 0 && become_owner(chown) == -1) ||
 		    setrlimit(RLIMIT_NOFILE, &nofile) == -1 ||
 		    (fd = open(f->tree, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1)
 			_exit(3);
-		r.rv = remover_empty(fd, &r.count, r.err, sizeof(r.err));
+		if (chown)
+			r.rv = chowner_give(fd, TAKER, TAKER, &r.count, r.err, sizeof(r.err));
+		else
+			r.rv = remover_empty(fd, &r.count, r.err, sizeof(r.err));
 		_exit(write(p[1], &r, sizeof(r)) == (ssize_t)sizeof(r) ? 0 : 4);
 	}
 	close(p[1]);
@@ -186,6 +215,12 @@ remove_as(const struct fixture *f, int give)
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	return r;
+}
+
+static struct result
+remove_as(const struct fixture *f, int give)
+{
+	return walk_as(f, give, 0);
 }
 
 static struct result
@@ -431,6 +466,80 @@ test_failure_line(void **state)
 	assert_int_equal(entries(f, "tree/roots"), 1);
 }
 
+/* The owner of T/rel (not followed). */
+static uid_t
+owner_of(const struct fixture *f, const char *rel)
+{
+	char p[PATH_MAX];
+	struct stat st;
+
+	path_of(p, sizeof(p), f, rel);
+	assert_int_equal(lstat(p, &st), 0);
+	return st.st_uid;
+}
+
+/* The chowner gives every entry, a directory of mode 0700 and a chain of
+ * DEEP_GIT directories (more than it holds open) included, and a link is given itself: what it points to
+ * (outside the tree, or /etc/passwd) keeps its owner. */
+static void
+test_chown_tree(void **state)
+{
+	struct fixture *f = *state;
+	struct result r;
+	struct stat st;
+
+	if (geteuid() != 0)
+		skip(); /* giving to another user needs CAP_CHOWN */
+	mkd(f, "tree/a", 0755);
+	mkd(f, "tree/a/private", 0700);
+	put(f, "tree/a/private/f", "f");
+	lnk(f, "../outside/keep", "tree/tofile");
+	lnk(f, f->outside, "tree/todir");
+	lnk(f, "/etc/passwd", "tree/a/passwd");
+	deep_chain(f, "tree", DEEP_GIT);
+	r = walk_as(f, 1, 1);
+	if (r.rv != 0)
+		fail_msg("%s", r.err);
+	/* a, private, f, 3 links, DEEP directories and their bottom file, and
+	 * the tree itself */
+	assert_int_equal(r.count, 6 + DEEP_GIT + 1 + 1);
+	assert_int_equal(owner_of(f, "tree"), TAKER);
+	assert_int_equal(owner_of(f, "tree/a/private/f"), TAKER);
+	assert_int_equal(owner_of(f, "tree/a/private"), TAKER);
+	assert_int_equal(owner_of(f, "tree/tofile"), TAKER);
+	assert_int_equal(owner_of(f, "tree/d/d/d"), TAKER);
+	assert_int_equal(owner_of(f, "outside/keep"), OWNER);
+	assert_int_equal(owner_of(f, "outside"), OWNER);
+	assert_int_equal(stat("/etc/passwd", &st), 0);
+	assert_int_equal(st.st_uid, 0);
+	outside_intact(f);
+}
+
+/* An entry that is not the owner's stops the chowner, named on one
+ * printable line: CAP_CHOWN reaches nothing it was not given. */
+static void
+test_chown_not_ours(void **state)
+{
+	struct fixture *f = *state;
+	char p[PATH_MAX], cmd[256];
+	struct result r;
+
+	if (geteuid() != 0)
+		skip();
+	mkd(f, "tree/sub", 0755);
+	put(f, "tree/sub/theirs\nx", "x");
+	snprintf(cmd, sizeof(cmd), "chown -R -h %d:%d %s/tree %s/outside", OWNER, OWNER, f->dir,
+	         f->dir);
+	assert_int_equal(system(cmd), 0);
+	path_of(p, sizeof(p), f, "tree/sub/theirs\nx");
+	assert_int_equal(lchown(p, 0, 0), 0);
+	r = walk_as(f, 0, 1);
+	assert_int_equal(r.rv, -1);
+	assert_null(strchr(r.err, '\n'));
+	assert_non_null(strstr(r.err, "theirs?x: not the service user's"));
+	assert_int_equal(owner_of(f, "tree/sub/theirs\nx"), 0);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int
@@ -439,6 +548,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 	    T(test_plain),  T(test_links_out), T(test_special_files), T(test_unreadable),
 	    T(test_sticky), T(test_deep),      T(test_mount_point),   T(test_failure_line),
+	    T(test_chown_tree), T(test_chown_not_ours),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
