@@ -51,7 +51,7 @@ static const struct ctl_cmd cmds[] = {
 	{ "member add", 3, 3, "member add PROJECT USER admin|member|viewer" },
 	{ "member remove", 2, 2, "member remove PROJECT USER" },
 	{ "member role", 3, 3, "member role PROJECT USER admin|member|viewer" },
-	{ "repo add", 3, 3, "repo add PROJECT NAME URL  (token on standard input)" },
+	{ "repo add", 3, 5, "repo add PROJECT NAME URL [github|gitlab|none [API_URL]]  (token on standard input)" },
 	{ "repo list", 1, 1, "repo list PROJECT" },
 	{ "repo test", 2, 2, "repo test PROJECT NAME" },
 	{ "skill add", 2, 2, "skill add NAME FILE" },
@@ -395,9 +395,13 @@ main(int argc, char *argv[])
 	ipc_wbuf_begin(&w, IMSG_CTL_REQUEST, 1, 2);
 	ipc_put_str(&w, cmd->name);
 	ipc_put_array(&w, (uint32_t)nargs + (secretlen >= 0));
-	for (i = 0; i < nargs; i++)
+	/* the secret right after the required arguments, before optional ones */
+	for (i = 0; i < nargs; i++) {
+		if (i == cmd->minargs && secretlen >= 0)
+			ipc_put_strn(&w, secret, (size_t)secretlen);
 		ipc_put_str(&w, argv[1 + i]);
-	if (secretlen >= 0)
+	}
+	if (nargs == cmd->minargs && secretlen >= 0)
 		ipc_put_strn(&w, secret, (size_t)secretlen);
 	sodium_memzero(secret, sizeof(secret));
 	if (ipc_wbuf_finish(&w, CTL_MAX_FRAME) == -1 || ipc_write_frame(fd, &w, -1) == -1) {

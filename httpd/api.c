@@ -377,13 +377,16 @@ api_project_repos(struct hreq *h)
 	api_call(h, "httpd_project_repos", 1, api_envelope_done);
 }
 
-/* POST /v1/projects/{id}/repos {"name", "url", "token"}: a token is sealed
- * by the supervisor first; httpd forgets it as soon as it is sent. */
+/* POST /v1/projects/{id}/repos {"name", "url", "token", "forge",
+ * "api_url"}: a token is sealed by the supervisor first; httpd forgets it
+ * as soon as it is sent. */
 static void
 repo_add_call(struct hreq *h, const uint8_t *nonce, const uint8_t *ct, size_t ctlen)
 {
 	struct ipc_wbuf w;
-	uint64_t id = api_call_begin(h, &w, "httpd_repo_add", 1, 5);
+	uint64_t id = api_call_begin(h, &w, "httpd_repo_add", 1, 7);
+	const char *forge = json_string_value(json_object_get(h->body, "forge"));
+	const char *api = json_string_value(json_object_get(h->body, "api_url"));
 
 	ipc_put_str(&w, json_string_value(json_object_get(h->body, "name")));
 	ipc_put_str(&w, json_string_value(json_object_get(h->body, "url")));
@@ -395,6 +398,14 @@ repo_add_call(struct hreq *h, const uint8_t *nonce, const uint8_t *ct, size_t ct
 		ipc_put_nil(&w);
 	}
 	ipc_put_str(&w, h->remote);
+	if (forge != NULL)
+		ipc_put_str(&w, forge);
+	else
+		ipc_put_nil(&w);
+	if (api != NULL)
+		ipc_put_str(&w, api);
+	else
+		ipc_put_nil(&w);
 	hreq_db_send(h, &w, id, api_envelope_done);
 }
 

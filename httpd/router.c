@@ -33,7 +33,9 @@ static const struct body_field member_update_fields[] = {
 static const struct body_field repo_fields[] = {
 	{ "name",  JSON_STRING, 1 },
 	{ "url",   JSON_STRING, 1 },
-	{ "token", JSON_STRING, 0 },
+	{ "token",   JSON_STRING, 0 },
+	{ "forge",   JSON_STRING, 0 },
+	{ "api_url", JSON_STRING, 0 },
 };
 static const struct body_field submit_fields[] = {
 	{ "template", JSON_STRING, 1 },

@@ -784,6 +784,157 @@ ipc_dec_git_result(const msgpack_object *body, struct ipc_git_result *out)
 	return len != 0 || out->ref[0] != '\0' ? -1 : 0;
 }
 
+/* ---- pull requests ------------------------------------------------------ */
+
+/* Text of min..max bytes without NUL (a commit message, a title, a body);
+ * it points into the message. */
+static int
+ipc_get_text(struct ipc_cur *c, const char **s, size_t *len, size_t min, size_t max)
+{
+	if (ipc_get_str(c, s, len, max) == -1 || *len < min ||
+	    (*len > 0 && memchr(*s, '\0', *len) != NULL))
+		return -1;
+	return 0;
+}
+
+/* A branch: a ref of 1.. bytes (the helper and the database check the rest). */
+static int
+ipc_get_branch(struct ipc_cur *c, char out[IPC_GIT_REF_MAX + 1])
+{
+	return ipc_get_git_ref(c, out) == -1 || out[0] == '\0' ? -1 : 0;
+}
+
+/* A lease: "" or a commit id. */
+static int
+ipc_get_lease(struct ipc_cur *c, char out[65])
+{
+	size_t len;
+
+	return ipc_get_hex(c, out, 64, &len) == -1 || (len != 0 && len != 40 && len != 64) ? -1
+	                                                                                  : 0;
+}
+
+/* Printable ASCII but '<', '>', of 1..max bytes (an author's name or
+ * address), or of 0..max of [A-Za-z0-9._-] when user. */
+static int
+ipc_get_ident(struct ipc_cur *c, char *out, size_t max, int user)
+{
+	const char *s;
+	size_t len, i;
+
+	if (ipc_get_str(c, &s, &len, max) == -1 || (!user && len == 0))
+		return -1;
+	for (i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)s[i];
+
+		if (user ? strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-",
+		                  ch) == NULL || ch == '\0'
+		         : ch < 0x20 || ch >= 0x7f || ch == '<' || ch == '>')
+			return -1;
+	}
+	memcpy(out, s, len);
+	out[len] = '\0';
+	return 0;
+}
+
+int
+ipc_dec_pr_push(const msgpack_object *body, struct ipc_pr_push *out)
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_branch(&c, out->branch) == -1 || ipc_get_lease(&c, out->lease) == -1 ||
+	    ipc_get_u64(&c, &out->when) == -1 ||
+	    ipc_get_text(&c, &out->message, &out->messagelen, 1, IPC_PR_MESSAGE_MAX) == -1 ||
+	    ipc_end(&c) == -1)
+		return -1;
+	return 0;
+}
+
+int
+ipc_dec_pr_open(const msgpack_object *body, struct ipc_pr_open *out)
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_branch(&c, out->head) == -1 || ipc_get_branch(&c, out->base) == -1 ||
+	    ipc_get_text(&c, &out->title, &out->titlelen, 1, IPC_PR_TITLE_MAX) == -1 ||
+	    ipc_get_text(&c, &out->body, &out->bodylen, 0, IPC_PR_BODY_MAX) == -1 ||
+	    ipc_get_bool(&c, &out->draft) == -1 || ipc_get_u64(&c, &out->number) == -1 ||
+	    ipc_end(&c) == -1)
+		return -1;
+	return 0;
+}
+
+int
+ipc_dec_pr_result(const msgpack_object *body, struct ipc_pr_result *out)
+{
+	struct ipc_cur c;
+	uint64_t flags;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_bool(&c, &out->ok) == -1 ||
+	    ipc_get_str(&c, &out->error, &out->errlen, IPC_ERRMSG_MAX) == -1 ||
+	    ipc_get_lease(&c, out->commit) == -1 || ipc_get_u64(&c, &flags) == -1 ||
+	    flags > IPC_PR_F_ALL || ipc_get_u64(&c, &out->number) == -1 ||
+	    ipc_get_cstr(&c, out->url, sizeof(out->url)) == -1 ||
+	    ipc_get_cstr(&c, out->note, sizeof(out->note)) == -1 || ipc_end(&c) == -1)
+		return -1;
+	out->flags = (uint32_t)flags;
+	/* a failure carries nothing else; a pull request has a number and
+	 * an https URL together */
+	if (!out->ok && (out->commit[0] != '\0' || flags != 0 || out->number != 0 ||
+	                 out->url[0] != '\0'))
+		return -1;
+	if ((out->number == 0) != (out->url[0] == '\0') ||
+	    (out->url[0] != '\0' && strncmp(out->url, "https://", 8) != 0))
+		return -1;
+	return 0;
+}
+
+int
+ipc_dec_git_push(const msgpack_object *body, struct ipc_git_push *out)
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_git_url(&c, out->url, sizeof(out->url)) == -1 ||
+	    ipc_get_bin(&c, &out->token, &out->toklen, IPC_SECRET_MAX) == -1 ||
+	    ipc_get_ident(&c, out->username, IPC_PR_USER_MAX, 1) == -1 ||
+	    ipc_get_abspath(&c, out->mirror, sizeof(out->mirror)) == -1 ||
+	    ipc_get_abspath(&c, out->workspace, sizeof(out->workspace)) == -1 ||
+	    ipc_get_oid(&c, out->base) == -1 || ipc_get_u64(&c, &out->cap) == -1 ||
+	    out->cap == 0 || ipc_get_ident(&c, out->author_name, IPC_PR_AUTHOR_MAX, 0) == -1 ||
+	    ipc_get_ident(&c, out->author_email, IPC_PR_AUTHOR_MAX, 0) == -1 ||
+	    ipc_get_u64(&c, &out->when) == -1 ||
+	    ipc_get_text(&c, &out->message, &out->messagelen, 1, IPC_PR_MESSAGE_MAX) == -1 ||
+	    ipc_get_branch(&c, out->branch) == -1 || ipc_get_lease(&c, out->lease) == -1 ||
+	    ipc_end(&c) == -1)
+		return -1;
+	return 0;
+}
+
+int
+ipc_dec_git_pr(const msgpack_object *body, struct ipc_git_pr *out)
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_u32(&c, &out->forge) == -1 ||
+	    (out->forge != IPC_FORGE_GITHUB && out->forge != IPC_FORGE_GITLAB) ||
+	    ipc_get_cstr(&c, out->api_url, sizeof(out->api_url)) == -1 ||
+	    strncmp(out->api_url, "https://", 8) != 0 ||
+	    ipc_get_git_url(&c, out->url, sizeof(out->url)) == -1 ||
+	    ipc_get_bin(&c, &out->token, &out->toklen, IPC_SECRET_MAX) == -1 ||
+	    ipc_get_branch(&c, out->head) == -1 || ipc_get_branch(&c, out->base) == -1 ||
+	    ipc_get_text(&c, &out->title, &out->titlelen, 1, IPC_PR_TITLE_MAX) == -1 ||
+	    ipc_get_text(&c, &out->body, &out->bodylen, 0, IPC_PR_BODY_MAX) == -1 ||
+	    ipc_get_bool(&c, &out->draft) == -1 || ipc_get_u64(&c, &out->number) == -1 ||
+	    ipc_end(&c) == -1)
+		return -1;
+	return 0;
+}
+
 int
 ipc_dec_repo_seal(const msgpack_object *body, const uint8_t **token, size_t *len)
 {
@@ -1194,6 +1345,46 @@ val_IMSG_GIT_RESULT(const msgpack_object *body)
 	struct ipc_git_result r;
 
 	return ipc_dec_git_result(body, &r);
+}
+
+static int
+val_IMSG_PR_PUSH(const msgpack_object *body)
+{
+	struct ipc_pr_push p;
+
+	return ipc_dec_pr_push(body, &p);
+}
+
+static int
+val_IMSG_PR_OPEN(const msgpack_object *body)
+{
+	struct ipc_pr_open p;
+
+	return ipc_dec_pr_open(body, &p);
+}
+
+static int
+val_IMSG_PR_RESULT(const msgpack_object *body)
+{
+	static struct ipc_pr_result r;
+
+	return ipc_dec_pr_result(body, &r);
+}
+
+static int
+val_IMSG_GIT_PUSH(const msgpack_object *body)
+{
+	static struct ipc_git_push g;
+
+	return ipc_dec_git_push(body, &g);
+}
+
+static int
+val_IMSG_GIT_PR(const msgpack_object *body)
+{
+	static struct ipc_git_pr g;
+
+	return ipc_dec_git_pr(body, &g);
 }
 
 static int

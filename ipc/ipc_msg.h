@@ -143,6 +143,18 @@
  *               str(1..IPC_GIT_PATH_MAX, absolute), base str(40 or 64 hex),
  *               cap u64]  + the file to write the patch to: the workspace
  *               against base, read from gitdir (the mirror) only
+ *  GIT_PUSH    [url str, token bin(<=IPC_SECRET_MAX; empty for none), username
+ *               str(<=64), mirror str (absolute), workspace str (absolute), base str
+ *               (40 or 64 hex), cap u64 (> 0), author_name str(1..IPC_PR_AUTHOR_MAX),
+ *               author_email str(1..IPC_PR_AUTHOR_MAX), when u64, message
+ *               str(1..IPC_PR_MESSAGE_MAX), branch str, lease str (as PR_PUSH)]
+ *               the workspace's patch applied to base in the mirror and pushed;
+ *               answered with PR_RESULT (commit, IPC_PR_F_EMPTY, IPC_PR_F_ALREADY)
+ *  GIT_PR      [forge u32 (1 github, 2 gitlab), api_url str(1..IPC_PR_URL_MAX, https),
+ *               url str (the connection's), token bin, head str, base str, title
+ *               str, body str, draft bool, number u64]  open or update the pull
+ *               request with libcurl; answered with PR_RESULT (number, url,
+ *               IPC_PR_F_OPENED, IPC_PR_F_DRAFT, note)
  *  GIT_RESULT  [ok bool, error str(<=IPC_ERRMSG_MAX), base str(0, 40 or 64
  *               hex; empty when not ok), size u64 (the patch's bytes for
  *               GIT_DIFF, the mirror's for GIT_FETCH), ref
@@ -182,6 +194,21 @@
  *               bin(0 or 32), data bin]  the answer to either (same id):
  *               PATCH_MAKE: size 0 for an empty patch; data holds the patch
  *               when size <= IPC_INLINE_MAX, else it is in the store
+ *  PR_PUSH     [branch str(1..IPC_GIT_REF_MAX: a branch's short name), lease str
+ *               (0, 40 or 64 hex: "" when the branch must not exist yet, else the
+ *               commit the run pushed last), when u64 (the commit's time, seconds),
+ *               message str(1..IPC_PR_MESSAGE_MAX)]  runner -> supervisor: the
+ *               workspace's change as one commit on the base commit, pushed to
+ *               BRANCH by a git helper (the supervisor adds the rest)
+ *  PR_OPEN     [head str(1..IPC_GIT_REF_MAX), base str(1..IPC_GIT_REF_MAX), title
+ *               str(1..IPC_PR_TITLE_MAX), body str(<=IPC_PR_BODY_MAX), draft bool,
+ *               number u64 (the pull request recorded earlier, 0 for none)]
+ *               runner -> supervisor: open or update head's pull request
+ *  PR_RESULT   [ok bool, error str(<=IPC_ERRMSG_MAX), commit str(0, 40 or 64 hex),
+ *               flags u32 (IPC_PR_F_*), number u64, url str(<=IPC_PR_URL_MAX),
+ *               note str(<=IPC_PR_NOTE_MAX)]  the answer to either (same id),
+ *               from the supervisor to the runner, and from the git helper to
+ *               the supervisor for GIT_PUSH and GIT_PR
  *  ENGINE_CONF [concurrency u32 (0..1024: 0 claims nothing), lease u32 (2..3600 s), sweep u32
  *               (1..3600 s), host str (IPC_HOST_ID_LEN lower-case hex: STATE/host-id,
  *               the host the engine claims for)]  the engine's settings,
@@ -271,7 +298,12 @@
 	X(IMSG_RUNNER_PROXY, 50, SUP, ROLE_BIT(ROLE_RUNNER), IPC_F_FD)                       \
 	X(IMSG_MODEL_CALL, 51, ROLE_BIT(ROLE_RUNNER), ROLE_BIT(ROLE_PROXY), 0)               \
 	X(IMSG_MODEL_REPLY, 52, ROLE_BIT(ROLE_PROXY), ROLE_BIT(ROLE_RUNNER), 0)               \
-	X(IMSG_GIT_FETCH, 53, SUP, ROLE_BIT(ROLE_GITHELPER), 0)
+	X(IMSG_GIT_FETCH, 53, SUP, ROLE_BIT(ROLE_GITHELPER), 0)                              \
+	X(IMSG_PR_PUSH, 54, ROLE_BIT(ROLE_RUNNER), SUP, 0)                                   \
+	X(IMSG_PR_OPEN, 55, ROLE_BIT(ROLE_RUNNER), SUP, 0)                                   \
+	X(IMSG_PR_RESULT, 56, SUP | ROLE_BIT(ROLE_GITHELPER), SUP | ROLE_BIT(ROLE_RUNNER), 0) \
+	X(IMSG_GIT_PUSH, 57, SUP, ROLE_BIT(ROLE_GITHELPER), 0)                               \
+	X(IMSG_GIT_PR, 58, SUP, ROLE_BIT(ROLE_GITHELPER), 0)
 
 enum ipc_msg_type {
 #define IPC_X_ENUM(sym, num, snd, rcv, fl) sym = num,
@@ -385,6 +417,83 @@ struct ipc_git_diff {
 	uint64_t cap;
 };
 int ipc_dec_git_diff(const msgpack_object *body, struct ipc_git_diff *out);
+
+/* Pull requests (PR_PUSH, PR_OPEN, PR_RESULT, GIT_PUSH, GIT_PR). */
+#define IPC_PR_MESSAGE_MAX 4096
+#define IPC_PR_TITLE_MAX 1024
+#define IPC_PR_BODY_MAX (256 * 1024)
+#define IPC_PR_URL_MAX 1024
+#define IPC_PR_NOTE_MAX 256
+#define IPC_PR_AUTHOR_MAX 256
+#define IPC_PR_USER_MAX 64
+enum {
+	IPC_PR_F_EMPTY = 1,   /* the patch is empty: nothing pushed */
+	IPC_PR_F_ALREADY = 2, /* the branch was at the commit already: nothing sent */
+	IPC_PR_F_OPENED = 4,  /* the pull request was opened now (else updated) */
+	IPC_PR_F_DRAFT = 8,   /* ... and is a draft on the forge */
+	IPC_PR_F_ALL = 15
+};
+enum { IPC_FORGE_GITHUB = 1, IPC_FORGE_GITLAB = 2 };
+struct ipc_pr_push {
+	char branch[IPC_GIT_REF_MAX + 1];
+	char lease[65];
+	uint64_t when;
+	const char *message; /* points into the message */
+	size_t messagelen;
+};
+int ipc_dec_pr_push(const msgpack_object *body, struct ipc_pr_push *out);
+struct ipc_pr_open {
+	char head[IPC_GIT_REF_MAX + 1];
+	char base[IPC_GIT_REF_MAX + 1];
+	const char *title, *body; /* point into the message */
+	size_t titlelen, bodylen;
+	int draft;
+	uint64_t number;
+};
+int ipc_dec_pr_open(const msgpack_object *body, struct ipc_pr_open *out);
+struct ipc_pr_result {
+	int ok;
+	const char *error;
+	size_t errlen;
+	char commit[65];
+	uint32_t flags;
+	uint64_t number;
+	char url[IPC_PR_URL_MAX + 1];
+	char note[IPC_PR_NOTE_MAX + 1];
+};
+int ipc_dec_pr_result(const msgpack_object *body, struct ipc_pr_result *out);
+struct ipc_git_push {
+	char url[IPC_GIT_URL_MAX + 1];
+	const uint8_t *token; /* points into the message; len 0 for none */
+	size_t toklen;
+	char username[IPC_PR_USER_MAX + 1];
+	char mirror[IPC_GIT_PATH_MAX + 1];
+	char workspace[IPC_GIT_PATH_MAX + 1];
+	char base[65];
+	uint64_t cap;
+	char author_name[IPC_PR_AUTHOR_MAX + 1];
+	char author_email[IPC_PR_AUTHOR_MAX + 1];
+	uint64_t when;
+	const char *message; /* points into the message, not NUL-terminated */
+	size_t messagelen;
+	char branch[IPC_GIT_REF_MAX + 1];
+	char lease[65];
+};
+int ipc_dec_git_push(const msgpack_object *body, struct ipc_git_push *out);
+struct ipc_git_pr {
+	uint32_t forge;
+	char api_url[IPC_PR_URL_MAX + 1];
+	char url[IPC_GIT_URL_MAX + 1];
+	const uint8_t *token;
+	size_t toklen;
+	char head[IPC_GIT_REF_MAX + 1];
+	char base[IPC_GIT_REF_MAX + 1];
+	const char *title, *body; /* point into the message */
+	size_t titlelen, bodylen;
+	int draft;
+	uint64_t number;
+};
+int ipc_dec_git_pr(const msgpack_object *body, struct ipc_git_pr *out);
 
 #define IPC_STATUS_MAX 32
 #define IPC_HOST_ID_LEN 32 /* STATE/host-id: lower-case hex */

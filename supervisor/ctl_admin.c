@@ -35,7 +35,7 @@
 #include "supervisor/supervisor.h"
 #include "tmpl/tmpl.h"
 
-#define ADMIN_MAXARGS 4
+#define ADMIN_MAXARGS 6
 #define ADMIN_MAXPENDING 256           /* admin requests waiting for the database */
 #define ADMIN_MSG_MAX (IPC_ERRMSG_MAX * 4) /* CTL_REPLY message limit */
 #define ADMIN_TMPL_ERRBUF (64 * 1024)
@@ -77,7 +77,7 @@ typedef void (*admin_done_fn)(struct admin_req *r, PGresult *res);
 #define ADMIN_F_NEEDS_ROW 0x1 /* a table: no row at all means argv[0] does not exist */
 #define ADMIN_F_SKIP_NULL 0x2 /* a table: drop rows whose first column is NULL */
 #define ADMIN_F_PROJECT 0x4   /* with NEEDS_ROW: argv[0] is a project, not a user */
-#define ADMIN_F_SECRET 0x8    /* argv[maxargs - 1], when given, is a secret: it is
+#define ADMIN_F_SECRET 0x8    /* argv[minargs], when given, is a secret: it is
                                * wiped wherever the supervisor holds it and never
                                * answered, logged or stored in plain text */
 
@@ -668,6 +668,21 @@ url_problem(const char *url)
 	return "must start with https://, file:/// or / (an absolute path)";
 }
 
+/* Why api (a forge's API URL) cannot be forge's, or NULL. */
+static const char *
+forge_api_problem(const char *forge, const char *api)
+{
+	size_t n = strlen(api);
+
+	if (forge == NULL || strcmp(forge, "none") == 0)
+		return "needs a forge (github or gitlab)";
+	if (!display_ok(api, 512) || strchr(api, ' ') != NULL || strncmp(api, "https://", 8) != 0 ||
+	    n == 8 || api[n - 1] == '/' || strpbrk(api + 8, "@?#") != NULL)
+		return "must be https://HOST[/PATH] without credentials, query, fragment or a "
+		       "trailing /";
+	return NULL;
+}
+
 /* A token or credentials: no control characters (C0 or DEL). */
 static int
 secret_text_ok(const char *s)
@@ -726,14 +741,38 @@ prep_repo_add(struct admin_req *r, struct admin_args *a, char *err, size_t sz)
 
 	if (check_project(r, 0, err, sz) == -1 || check_resource(r, 1, err, sz) == -1)
 		return -1;
+	/* PROJECT NAME URL TOKEN [FORGE [API_URL]]: agrippactl puts the token,
+	 * read from standard input, right after the URL */
+	const char *forge = r->argc >= 5 ? r->argv[4] : NULL;
+	const char *api = r->argc >= 6 ? r->argv[5] : NULL;
+
 	if ((why = url_problem(r->argv[2])) != NULL) {
 		snprintf(err, sz, "repo add: URL %s", why);
+		return -1;
+	}
+	if (forge != NULL && strcmp(forge, "github") != 0 && strcmp(forge, "gitlab") != 0 &&
+	    strcmp(forge, "none") != 0) {
+		snprintf(err, sz, "repo add: the forge must be github, gitlab or none");
+		return -1;
+	}
+	if (api != NULL && (why = forge_api_problem(forge, api)) != NULL) {
+		snprintf(err, sz, "repo add: API URL %s", why);
 		return -1;
 	}
 	arg_str(a, r->argv[0]);
 	arg_str(a, r->argv[1]);
 	arg_str(a, r->argv[2]);
-	return arg_secret(r, a, 3, SECRET_CTX_REPO, "token", err, sz);
+	if (arg_secret(r, a, 3, SECRET_CTX_REPO, "token", err, sz) == -1)
+		return -1;
+	if (forge != NULL)
+		arg_str(a, forge);
+	else
+		arg_nil(a);
+	if (api != NULL)
+		arg_str(a, api);
+	else
+		arg_nil(a);
+	return 0;
 }
 
 static void admin_req_free(struct admin_req *r);
@@ -1314,7 +1353,7 @@ static const struct admin_cmd admin_cmds[] = {
 	{ "member role", "ctl_member_role", 3, 3, prep_member, done_member_role, 0 },
 	{ "template load", "ctl_template_load", 1, 1, prep_template_load, done_template_load, 0 },
 	{ "template list", "ctl_template_list", 0, 0, prep_none, NULL, 0 },
-	{ "repo add", "ctl_repo_add", 3, 4, prep_repo_add, done_repo_add, ADMIN_F_SECRET },
+	{ "repo add", "ctl_repo_add", 3, 6, prep_repo_add, done_repo_add, ADMIN_F_SECRET },
 	{ "repo test", "ctl_repo_secret", 2, 2, prep_repo_test, done_repo_test, 0 },
 	{ "repo list", "ctl_repo_list", 1, 1, prep_project, done_repo_list,
 	    ADMIN_F_SKIP_NULL },
@@ -1546,7 +1585,7 @@ ctl_admin_run(struct ipc_chan *ch, uint64_t id, struct ipc_ctl_request *req)
 		/* The request's copy of a secret is wiped at once (that memory is
 		 * the message's own, freed when this handler returns); ours in
 		 * r->argv is wiped when it is sealed and again in admin_req_free. */
-		if ((cmd->flags & ADMIN_F_SECRET) && r->argc == cmd->maxargs - 1 && s != NULL)
+		if ((cmd->flags & ADMIN_F_SECRET) && r->argc == cmd->minargs && s != NULL)
 			sodium_memzero((void *)(uintptr_t)s, len);
 		if (bad) {
 			sodium_memzero(r->argv, sizeof(r->argv));

@@ -37,6 +37,7 @@ struct gitrun {
 	int fd;
 	struct event *ev, *timer;
 	gitrun_cb cb; /* NULL once called or abandoned */
+	gitrun_pr_cb prcb; /* ... for a push or a pull request */
 	enum gitrun_kind kind;
 	void *arg;
 	int exited;
@@ -46,7 +47,7 @@ static LIST_HEAD(, gitrun) gitruns = LIST_HEAD_INITIALIZER(gitruns);
 static void
 gitrun_free_if_done(struct gitrun *g)
 {
-	if (g->cb != NULL || !g->exited)
+	if (g->cb != NULL || g->prcb != NULL || !g->exited)
 		return;
 	LIST_REMOVE(g, entry);
 	free(g);
@@ -58,8 +59,11 @@ gitrun_finish(struct gitrun *g, int ok, const char *error, const char *base, uin
               const char *ref)
 {
 	gitrun_cb cb = g->cb;
+	gitrun_pr_cb prcb = g->prcb;
+	struct ipc_pr_result failed;
 
 	g->cb = NULL;
+	g->prcb = NULL;
 	if (g->ev != NULL)
 		event_free(g->ev);
 	if (g->timer != NULL)
@@ -72,7 +76,34 @@ gitrun_finish(struct gitrun *g, int ok, const char *error, const char *base, uin
 		kill(g->pid, SIGKILL);
 	if (cb != NULL)
 		cb(g->arg, ok, error, base, size, ref);
+	if (prcb != NULL) {
+		memset(&failed, 0, sizeof(failed));
+		prcb(g->arg, &failed, error);
+	}
 	gitrun_free_if_done(g);
+}
+
+/* A push's or a pull request's answer. */
+static void
+gitrun_pr_answer(struct gitrun *g, struct ipc_msg *m)
+{
+	static struct ipc_pr_result r;
+	char error[IPC_ERRMSG_MAX + 1];
+	gitrun_pr_cb prcb = g->prcb;
+	void *arg = g->arg; /* g may be gone after gitrun_finish */
+
+	if (m->type != IMSG_PR_RESULT || ipc_dec_pr_result(m->body, &r) == -1) {
+		ipc_msg_free(m);
+		gitrun_finish(g, 0, "the git helper sent something else than its result", "", 0, "");
+		return;
+	}
+	snprintf(error, sizeof(error), "%.*s", (int)r.errlen, r.error);
+	r.error = error;
+	r.errlen = strlen(error);
+	ipc_msg_free(m);
+	g->prcb = NULL; /* called here, not by gitrun_finish */
+	gitrun_finish(g, r.ok, error, "", 0, "");
+	prcb(arg, &r, error);
 }
 
 static void
@@ -87,6 +118,10 @@ gitrun_readable(evutil_socket_t fd, short what, void *arg)
 	if (ipc_read_frame(fd, ROLE_SUPERVISOR, ROLE_GITHELPER, IPC_MAX_FRAME_DEFAULT,
 	                   GITRUN_READ_MS, &m, &why) == -1) {
 		gitrun_finish(g, 0, "the git helper ended without an answer", "", 0, "");
+		return;
+	}
+	if (g->kind == GITRUN_PUSH || g->kind == GITRUN_PR) {
+		gitrun_pr_answer(g, &m);
 		return;
 	}
 	if (m.type != IMSG_GIT_RESULT || ipc_dec_git_result(m.body, &r) == -1) {
@@ -135,8 +170,68 @@ gitrun_exec(int fd)
 	_exit(127);
 }
 
-struct gitrun *
-gitrun_start(const struct gitrun_req *req, gitrun_cb cb, void *arg, char *err, size_t errsz)
+/* The request for req in w (a token in it is wiped with w). */
+static void
+gitrun_request(const struct gitrun_req *req, struct ipc_wbuf *w)
+{
+	const unsigned char *tok = req->token != NULL ? req->token : (const unsigned char *)"";
+
+	switch (req->kind) {
+	case GITRUN_DIFF:
+		ipc_wbuf_begin(w, IMSG_GIT_DIFF, 0, 4);
+		ipc_put_str(w, req->mirror);
+		ipc_put_str(w, req->workspace);
+		ipc_put_str(w, req->base);
+		ipc_put_u64(w, req->cap);
+		break;
+	case GITRUN_CHECKOUT:
+		ipc_wbuf_begin(w, IMSG_GIT_CHECKOUT, 0, 4);
+		ipc_put_str(w, req->mirror);
+		ipc_put_str(w, req->ref != NULL ? req->ref : "");
+		ipc_put_str(w, req->workspace);
+		ipc_put_str(w, req->url);
+		break;
+	case GITRUN_PUSH:
+		ipc_wbuf_begin(w, IMSG_GIT_PUSH, 0, 13);
+		ipc_put_str(w, req->url);
+		ipc_put_bin(w, tok, req->toklen);
+		ipc_put_str(w, req->username);
+		ipc_put_str(w, req->mirror);
+		ipc_put_str(w, req->workspace);
+		ipc_put_str(w, req->base);
+		ipc_put_u64(w, req->cap);
+		ipc_put_str(w, req->author_name);
+		ipc_put_str(w, req->author_email);
+		ipc_put_u64(w, req->when);
+		ipc_put_str(w, req->message);
+		ipc_put_str(w, req->branch);
+		ipc_put_str(w, req->lease);
+		break;
+	case GITRUN_PR:
+		ipc_wbuf_begin(w, IMSG_GIT_PR, 0, 10);
+		ipc_put_u64(w, req->forge);
+		ipc_put_str(w, req->api_url);
+		ipc_put_str(w, req->url);
+		ipc_put_bin(w, tok, req->toklen);
+		ipc_put_str(w, req->branch);
+		ipc_put_str(w, req->pr_base);
+		ipc_put_str(w, req->title);
+		ipc_put_str(w, req->body);
+		ipc_put_bool(w, req->draft);
+		ipc_put_u64(w, req->number);
+		break;
+	default:
+		ipc_wbuf_begin(w, IMSG_GIT_FETCH, 0, 3);
+		ipc_put_str(w, req->url);
+		ipc_put_bin(w, tok, req->toklen);
+		ipc_put_str(w, req->mirror);
+		break;
+	}
+}
+
+static struct gitrun *
+gitrun_spawn(const struct gitrun_req *req, gitrun_cb cb, gitrun_pr_cb prcb, void *arg,
+             char *err, size_t errsz)
 {
 	struct timeval tv = {GITRUN_TIMEOUT_SECS, 0};
 	struct ipc_wbuf w;
@@ -152,29 +247,7 @@ gitrun_start(const struct gitrun_req *req, gitrun_cb cb, void *arg, char *err, s
 		snprintf(err, errsz, "socketpair: %s", strerror(errno));
 		return NULL;
 	}
-	switch (req->kind) {
-	case GITRUN_DIFF:
-		ipc_wbuf_begin(&w, IMSG_GIT_DIFF, 0, 4);
-		ipc_put_str(&w, req->mirror);
-		ipc_put_str(&w, req->workspace);
-		ipc_put_str(&w, req->base);
-		ipc_put_u64(&w, req->cap);
-		break;
-	case GITRUN_CHECKOUT:
-		ipc_wbuf_begin(&w, IMSG_GIT_CHECKOUT, 0, 4);
-		ipc_put_str(&w, req->mirror);
-		ipc_put_str(&w, req->ref != NULL ? req->ref : "");
-		ipc_put_str(&w, req->workspace);
-		ipc_put_str(&w, req->url);
-		break;
-	default:
-		ipc_wbuf_begin(&w, IMSG_GIT_FETCH, 0, 3);
-		ipc_put_str(&w, req->url);
-		ipc_put_bin(&w, req->token != NULL ? req->token : (const unsigned char *)"",
-		    req->toklen);
-		ipc_put_str(&w, req->mirror);
-		break;
-	}
+	gitrun_request(req, &w);
 	if (ipc_wbuf_finish(&w, IPC_MAX_FRAME_DEFAULT) == -1) {
 		ipc_wbuf_free(&w);
 		close(sv[0]);
@@ -201,6 +274,7 @@ gitrun_start(const struct gitrun_req *req, gitrun_cb cb, void *arg, char *err, s
 	g->pid = pid;
 	g->fd = sv[0];
 	g->cb = cb;
+	g->prcb = prcb;
 	g->arg = arg;
 	g->kind = req->kind;
 	if ((g->ev = event_new(sup.base, g->fd, EV_READ, gitrun_readable, g)) == NULL ||
@@ -209,8 +283,23 @@ gitrun_start(const struct gitrun_req *req, gitrun_cb cb, void *arg, char *err, s
 		fatalx("git helper: event set-up");
 	LIST_INSERT_HEAD(&gitruns, g, entry);
 	log_debug("git helper %ld started for %s", (long)pid,
-	    req->kind == GITRUN_FETCH ? req->mirror : req->workspace);
+	    req->kind == GITRUN_FETCH ? req->mirror
+	    : req->kind == GITRUN_PR  ? req->api_url
+	                              : req->workspace);
 	return g;
+}
+
+struct gitrun *
+gitrun_start(const struct gitrun_req *req, gitrun_cb cb, void *arg, char *err, size_t errsz)
+{
+	return gitrun_spawn(req, cb, NULL, arg, err, errsz);
+}
+
+struct gitrun *
+gitrun_start_pr(const struct gitrun_req *req, gitrun_pr_cb cb, void *arg, char *err,
+                size_t errsz)
+{
+	return gitrun_spawn(req, NULL, cb, arg, err, errsz);
 }
 
 void

@@ -89,6 +89,9 @@ struct srun {
 	int mcp_state;      /* 0 not loaded, 1 loading, 2 loaded */
 	int start_waiting;  /* runner_start waits for the credentials */
 	uint64_t patch_id;  /* the PATCH_MAKE being answered, 0 for none */
+	uint64_t pr_id;     /* the PR_PUSH or PR_OPEN being answered, 0 for none */
+	char forge[8];      /* the connection's forge: "github", "gitlab", "none" */
+	char api_url[IPC_PR_URL_MAX + 1]; /* its API, "" for the forge's public one */
 	int patch_fd;       /* its file, until the git helper is done */
 	char patch_tmp[PATH_MAX];
 	int proxied;        /* RUNNER_PROXY sent: a new proxy sends another */
@@ -580,7 +583,7 @@ patch_make(struct srun *r, struct ipc_msg *m)
 
 	if (ipc_dec_patch_make(m->body, &cap) == -1)
 		return;
-	if (r->patch_id != 0 || r->gitrun != NULL) {
+	if (r->patch_id != 0 || r->pr_id != 0 || r->gitrun != NULL) {
 		runner_reply(r, m->id, 0, "a patch is being made already", 0, NULL, NULL, 0);
 		return;
 	}
@@ -612,6 +615,166 @@ patch_make(struct srun *r, struct ipc_msg *m)
 	}
 }
 
+/* ---- pull requests ------------------------------------------------------- */
+
+static void redact_span(struct srun *r, char *p, size_t len);
+
+/* The answer to PR_PUSH or PR_OPEN. */
+static void
+pr_reply(struct srun *r, uint64_t id, const struct ipc_pr_result *res, const char *error)
+{
+	struct ipc_wbuf w;
+
+	ipc_wbuf_begin(&w, IMSG_PR_RESULT, id, 7);
+	ipc_put_bool(&w, res->ok);
+	ipc_put_str(&w, res->ok ? "" : error);
+	ipc_put_str(&w, res->ok ? res->commit : "");
+	ipc_put_u64(&w, res->ok ? res->flags : 0);
+	ipc_put_u64(&w, res->ok ? res->number : 0);
+	ipc_put_str(&w, res->ok ? res->url : "");
+	ipc_put_str(&w, res->note);
+	if (proc_send(&r->p, &w, -1) == -1)
+		log_warnx("run %s: cannot answer the runner", r->p.run);
+}
+
+static void
+pr_fail(struct srun *r, uint64_t id, const char *error)
+{
+	struct ipc_pr_result res;
+
+	memset(&res, 0, sizeof(res));
+	pr_reply(r, id, &res, error);
+}
+
+static void
+pr_done(void *arg, const struct ipc_pr_result *res, const char *error)
+{
+	struct srun *r = arg;
+	uint64_t id = r->pr_id;
+
+	r->gitrun = NULL;
+	r->pr_id = 0;
+	if (r->ended || r->p.chan == NULL) {
+		srun_maybe_free(r);
+		return;
+	}
+	if (!res->ok)
+		log_info("run %s: pull request: %s", r->p.run, error);
+	pr_reply(r, id, res, error);
+}
+
+/* Whether a git operation may start for the runner's message id; else it
+ * hears why. */
+static int
+pr_may_start(struct srun *r, uint64_t id)
+{
+	if (r->pr_id != 0 || r->patch_id != 0 || r->gitrun != NULL) {
+		pr_fail(r, id, "a git operation of the run is under way already");
+		return 0;
+	}
+	if (r->base[0] == '\0' || r->mirror[0] == '\0') {
+		pr_fail(r, id, "the run has no repository to push to");
+		return 0;
+	}
+	return 1;
+}
+
+/* The user name a forge takes with a token over https. */
+static const char *
+pr_username(const struct srun *r)
+{
+	return strcmp(r->forge, "gitlab") == 0 ? "oauth2" : "x-access-token";
+}
+
+/* PR_PUSH: the workspace's change as a commit on the base commit, pushed
+ * to the branch by a git helper with the connection's token. */
+static void
+pr_push(struct srun *r, struct ipc_msg *m)
+{
+	struct ipc_pr_push req;
+	struct gitrun_req gr;
+	char why[512], *msg;
+
+	if (ipc_dec_pr_push(m->body, &req) == -1 || !pr_may_start(r, m->id))
+		return;
+	if ((msg = strndup(req.message, req.messagelen)) == NULL)
+		fatal("strndup");
+	redact_span(r, msg, req.messagelen);
+	memset(&gr, 0, sizeof(gr));
+	gr.kind = GITRUN_PUSH;
+	gr.url = r->url;
+	gr.token = r->secret;
+	gr.toklen = r->secretlen;
+	gr.username = pr_username(r);
+	gr.mirror = r->mirror;
+	gr.workspace = r->ws;
+	gr.base = r->base;
+	gr.cap = sup.conf.sandbox.artifact_max;
+	gr.author_name = sup.git_author_name;
+	gr.author_email = sup.git_author_email;
+	gr.when = req.when;
+	gr.message = msg;
+	gr.branch = req.branch;
+	gr.lease = req.lease;
+	r->pr_id = m->id;
+	if ((r->gitrun = gitrun_start_pr(&gr, pr_done, r, why, sizeof(why))) == NULL) {
+		r->pr_id = 0;
+		pr_fail(r, m->id, why);
+	}
+	free(msg);
+}
+
+/* PR_OPEN: the pull request of the pushed branch, opened or updated by a
+ * git helper on the connection's forge; for a connection without one,
+ * an answer with no pull request. */
+static void
+pr_open(struct srun *r, struct ipc_msg *m)
+{
+	struct ipc_pr_open req;
+	struct ipc_pr_result none;
+	struct gitrun_req gr;
+	char why[512], *title, *body;
+
+	if (ipc_dec_pr_open(m->body, &req) == -1 || !pr_may_start(r, m->id))
+		return;
+	if (strcmp(r->forge, "github") != 0 && strcmp(r->forge, "gitlab") != 0) {
+		memset(&none, 0, sizeof(none));
+		none.ok = 1;
+		snprintf(none.note, sizeof(none.note),
+		         "the repository connection has no forge: the branch is pushed, no pull "
+		         "request is opened");
+		pr_reply(r, m->id, &none, "");
+		return;
+	}
+	if ((title = strndup(req.title, req.titlelen)) == NULL ||
+	    (body = strndup(req.body, req.bodylen)) == NULL)
+		fatal("strndup");
+	redact_span(r, title, req.titlelen);
+	redact_span(r, body, req.bodylen);
+	memset(&gr, 0, sizeof(gr));
+	gr.kind = GITRUN_PR;
+	gr.forge = strcmp(r->forge, "github") == 0 ? IPC_FORGE_GITHUB : IPC_FORGE_GITLAB;
+	gr.api_url = r->api_url[0] != '\0'           ? r->api_url
+	             : gr.forge == IPC_FORGE_GITHUB ? "https://api.github.com"
+	                                            : "https://gitlab.com/api/v4";
+	gr.url = r->url;
+	gr.token = r->secret;
+	gr.toklen = r->secretlen;
+	gr.branch = req.head;
+	gr.pr_base = req.base;
+	gr.title = title;
+	gr.body = body;
+	gr.draft = req.draft;
+	gr.number = req.number;
+	r->pr_id = m->id;
+	if ((r->gitrun = gitrun_start_pr(&gr, pr_done, r, why, sizeof(why))) == NULL) {
+		r->pr_id = 0;
+		pr_fail(r, m->id, why);
+	}
+	free(title);
+	free(body);
+}
+
 /* ---- redaction ----------------------------------------------------------- */
 
 /*
@@ -624,12 +787,23 @@ patch_make(struct srun *r, struct ipc_msg *m)
  * overwritten in place, so lengths (and the msgpack) stay valid.
  */
 static void
+redact_span(struct srun *r, char *p, size_t len)
+{
+	size_t i;
+
+	provider_redact(p, len);
+	secret_redact(p, len, r->secret, r->secretlen);
+	for (i = 0; i < r->nmcp; i++)
+		secret_redact(p, len, r->mcp[i].p, r->mcp[i].len);
+}
+
+static void
 redact(struct srun *r, struct ipc_msg *m)
 {
 	struct ipc_db_op op;
 	const msgpack_object *o;
 	char *p;
-	size_t len, i;
+	size_t len;
 
 	if (ipc_dec_db_op(m->body, &op) == -1)
 		return;
@@ -642,10 +816,7 @@ redact(struct srun *r, struct ipc_msg *m)
 			len = o->via.bin.size;
 		} else
 			continue;
-		provider_redact(p, len);
-		secret_redact(p, len, r->secret, r->secretlen);
-		for (i = 0; i < r->nmcp; i++)
-			secret_redact(p, len, r->mcp[i].p, r->mcp[i].len);
+		redact_span(r, p, len);
 	}
 }
 
@@ -730,6 +901,12 @@ runner_on_msg(struct ipc_chan *ch, struct ipc_msg *m, void *arg)
 		return;
 	case IMSG_PATCH_MAKE:
 		patch_make(r, m);
+		return;
+	case IMSG_PR_PUSH:
+		pr_push(r, m);
+		return;
+	case IMSG_PR_OPEN:
+		pr_open(r, m);
 		return;
 	case IMSG_RUNNER_DONE:
 		if (ipc_dec_runner_done(m->body, &outcome) == 0 && !r->said) {
@@ -1220,7 +1397,7 @@ ws_begin(struct srun *r)
 
 /* Columns of sup_run_setup. */
 enum { SETUP_STATUS, SETUP_URL, SETUP_TOKEN, SETUP_NONCE, SETUP_ACCESS, SETUP_BASE,
-       SETUP_MISSING, SETUP_REPO_ID, SETUP_REF };
+       SETUP_MISSING, SETUP_REPO_ID, SETUP_REF, SETUP_FORGE, SETUP_API_URL };
 
 /* The run's repository: its URL, the template's ref, the mirror's path. */
 static int
@@ -1232,6 +1409,8 @@ setup_repo(struct srun *r, PGresult *res, char *why, size_t whysz)
 		return 0;
 	if (fmt_ok(r->url, sizeof(r->url), "%s", PQgetvalue(res, 0, SETUP_URL)) == -1 ||
 	    fmt_ok(r->ref, sizeof(r->ref), "%s", ref) == -1 ||
+	    fmt_ok(r->forge, sizeof(r->forge), "%s", PQgetvalue(res, 0, SETUP_FORGE)) == -1 ||
+	    fmt_ok(r->api_url, sizeof(r->api_url), "%s", PQgetvalue(res, 0, SETUP_API_URL)) == -1 ||
 	    mirror_path(PQgetvalue(res, 0, SETUP_REPO_ID), r->mirror, sizeof(r->mirror)) == -1) {
 		snprintf(why, whysz, "the run's repository cannot be named");
 		return -1;
@@ -1252,7 +1431,7 @@ setup_done(struct srun *r, int code, const char *err, PGresult *res)
 		srun_end(r, IPC_RUN_CRASHED);
 		return;
 	}
-	if (PQntuples(res) != 1 || PQnfields(res) <= SETUP_REF ||
+	if (PQntuples(res) != 1 || PQnfields(res) <= SETUP_API_URL ||
 	    strcmp(PQgetvalue(res, 0, SETUP_STATUS), "running") != 0) {
 		srun_end(r, IPC_RUN_FINISHED); /* ended meanwhile (a cancel) */
 		return;

@@ -93,6 +93,24 @@ sup_self_exe(void)
 		fatalx("cannot name agrippa-git beside %s", sup.self_exe);
 }
 
+/* The author of the commits runs push: Agrippa <agrippa@HOSTNAME>. */
+static void
+sup_git_author(void)
+{
+	char host[256];
+	size_t i;
+
+	if (gethostname(host, sizeof(host)) == -1 || host[0] == '\0')
+		snprintf(host, sizeof(host), "localhost");
+	host[sizeof(host) - 1] = '\0';
+	for (i = 0; host[i] != '\0'; i++)
+		if (!((host[i] >= 'a' && host[i] <= 'z') || (host[i] >= 'A' && host[i] <= 'Z') ||
+		      (host[i] >= '0' && host[i] <= '9') || host[i] == '.' || host[i] == '-'))
+			host[i] = '-';
+	snprintf(sup.git_author_name, sizeof(sup.git_author_name), "Agrippa");
+	snprintf(sup.git_author_email, sizeof(sup.git_author_email), "agrippa@%s", host);
+}
+
 static void
 sup_users(void)
 {
@@ -486,6 +504,7 @@ supervisor_main(const char *conf_path, int foreground, int verbose, int check_on
 	sup.verbose = verbose > 3 ? 3 : verbose; /* the IPC level is 0..3 */
 	sup.ctl_fd = -1;
 	sup_self_exe();
+	sup_git_author();
 	sup_users();
 	sup.pidfile_fd = pidfile_lock(sup.conf.pidfile);
 	sup_load_key();

@@ -52,6 +52,8 @@ struct sup {
 	char self_exe[PATH_MAX];
 	char sandbox_exe[PATH_MAX]; /* agrippa-sandbox, beside self_exe */
 	char git_exe[PATH_MAX];     /* agrippa-git, beside self_exe */
+	char git_author_name[64];   /* the author of a run's commits: "Agrippa" */
+	char git_author_email[320]; /* ... agrippa@HOSTNAME */
 	int foreground;
 	int verbose;
 	int devmode;
@@ -188,7 +190,7 @@ void notify_shutdown(void);
 
 /* gitrun.c: the transient git helper, one operation each */
 struct gitrun;
-enum gitrun_kind { GITRUN_FETCH, GITRUN_CHECKOUT, GITRUN_DIFF };
+enum gitrun_kind { GITRUN_FETCH, GITRUN_CHECKOUT, GITRUN_DIFF, GITRUN_PUSH, GITRUN_PR };
 struct gitrun_req {
 	enum gitrun_kind kind;
 	const char *url;            /* fetch: the repository; checkout: the origin */
@@ -200,6 +202,20 @@ struct gitrun_req {
 	const char *base;           /* diff: the base commit */
 	uint64_t cap;               /* diff: the largest patch */
 	int outfd;                  /* diff: where the patch goes */
+	/* push (with url, token, mirror, workspace, base, cap) */
+	const char *username;       /* the token's user name on the forge */
+	const char *author_name, *author_email;
+	uint64_t when;              /* the commit's time */
+	const char *message;        /* the commit message */
+	const char *branch;         /* push: the branch; pr: the head */
+	const char *lease;          /* "" or the commit pushed last */
+	/* pr (with url, token, branch) */
+	uint32_t forge;             /* IPC_FORGE_* */
+	const char *api_url;
+	const char *pr_base;        /* the branch the pull request goes to */
+	const char *title, *body;   /* NUL-terminated */
+	int draft;
+	uint64_t number;            /* the pull request recorded earlier, 0 for none */
 };
 /* ok, with error (a line) when not; base (the commit id) and ref (its
  * name) after a checkout, size (the patch's bytes, the mirror's) after a
@@ -210,6 +226,11 @@ typedef void (*gitrun_cb)(void *arg, int ok, const char *error, const char *base
  * when it could not start. */
 struct gitrun *gitrun_start(const struct gitrun_req *req, gitrun_cb cb, void *arg, char *err,
                             size_t errsz);
+/* A push or a pull request (GITRUN_PUSH, GITRUN_PR): res is the helper's
+ * PR_RESULT, or a failure of its own (res->ok 0, the reason in error). */
+typedef void (*gitrun_pr_cb)(void *arg, const struct ipc_pr_result *res, const char *error);
+struct gitrun *gitrun_start_pr(const struct gitrun_req *req, gitrun_pr_cb cb, void *arg,
+                               char *err, size_t errsz);
 /* The asker is gone: kill the helper; cb is not called. */
 void gitrun_abandon(struct gitrun *g);
 /* SIGCHLD: 1 when pid was a git helper. */

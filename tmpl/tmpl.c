@@ -533,6 +533,7 @@ tmpl_label_index(char *dst, size_t dstsz, const char *parent, size_t i)
 
 #define TS_EMPTY_OK 1 /* a quoted "" is a value */
 #define TS_TEXT 2     /* newlines and tabs allowed */
+#define TS_ARTIFACTS 4 /* ${artifacts.KEY} of an earlier step's artifact allowed */
 
 /* n must be a scalar with a value.  Returns 0 or -1 after reporting
  * (aliases were reported already). */
@@ -834,11 +835,12 @@ tmpl_printable(const char *s, size_t n)
  * literal.  Returns the number of errors reported.
  */
 static int
-tmpl_refs(struct tmpl_parse *p, const struct tn *n, const char *label)
+tmpl_refs(struct tmpl_parse *p, const struct tn *n, const char *label, int flags)
 {
 	const char *s = n->s, *in, *end;
 	size_t i, len;
 	int bad = 0;
+	char key[TMPL_NAME_MAX + 1];
 
 	for (i = 0; i + 1 < n->len; i++) {
 		if (s[i] != '$' || s[i + 1] != '{')
@@ -853,6 +855,22 @@ tmpl_refs(struct tmpl_parse *p, const struct tn *n, const char *label)
 		if (len > 7 && memcmp(in, "params.", 7) == 0 &&
 		    tmpl_param(p, in + 7, len - 7) != NULL)
 			continue;
+		if ((flags & TS_ARTIFACTS) && len > 10 && memcmp(in, "artifacts.", 10) == 0) {
+			if (len - 10 <= TMPL_NAME_MAX && tmpl_printable(in, len)) {
+				memcpy(key, in + 10, len - 10);
+				key[len - 10] = '\0';
+				if (json_object_get(p->keys, key) != NULL)
+					continue;
+			}
+			bad++;
+			if (tmpl_printable(in, len))
+				tmpl_lerr(p, n, label,
+				          "${%.*s}: no earlier step produces an artifact of that key",
+				          (int)len, in);
+			else
+				tmpl_lerr(p, n, label, "${artifacts...}: no such artifact");
+			continue;
+		}
 		bad++;
 		if (len > 7 && memcmp(in, "params.", 7) == 0 && tmpl_printable(in, len))
 			tmpl_lerr(p, n, label, "${%.*s}: no such parameter", (int)len, in);
@@ -914,7 +932,7 @@ tmpl_text(struct tmpl_parse *p, const struct tn *n, const char *label, int flags
 {
 	json_t *s = tmpl_str(p, n, label, flags, max);
 
-	if (s != NULL && tmpl_refs(p, n, label) > 0) {
+	if (s != NULL && tmpl_refs(p, n, label, flags) > 0) {
 		json_decref(s);
 		return NULL;
 	}
@@ -1099,7 +1117,7 @@ tmpl_ws_ref(struct tmpl_parse *p, const struct tn *n)
 		return NULL;
 	if (memmem(n->s, n->len, "${", 2) == NULL)
 		why = tmpl_ref_problem(n->s, n->len);
-	else if (tmpl_refs(p, n, "workspace.ref") > 0 ||
+	else if (tmpl_refs(p, n, "workspace.ref", 0) > 0 ||
 	         tmpl_refs_typed(p, n, "workspace.ref", PT_STRING) > 0)
 		why = ""; /* reported */
 	else
@@ -1374,11 +1392,15 @@ enum {
 	S_EXPIRES_IN,
 	S_TITLE,
 	S_BODY,
+	S_BRANCH,
+	S_BASE,
+	S_DRAFT,
 	S_NKEYS
 };
 static const char *const tmpl_step_keys[S_NKEYS] = {
     "id",  "kind",   "retry",     "timeout", "allow_failure", "when",  "requires", "produces",
-    "run", "prompt", "max_turns", "message", "expires_in",    "title", "body"};
+    "run", "prompt", "max_turns", "message", "expires_in",    "title", "body",
+    "branch", "base", "draft"};
 /* The kinds of step each key belongs to. */
 static const unsigned tmpl_step_key_kinds[S_NKEYS] = {
     [S_ID] = K_ALL,
@@ -1396,6 +1418,9 @@ static const unsigned tmpl_step_key_kinds[S_NKEYS] = {
     [S_EXPIRES_IN] = KB(K_CHECKPOINT),
     [S_TITLE] = KB(K_PR),
     [S_BODY] = KB(K_PR),
+    [S_BRANCH] = KB(K_PR),
+    [S_BASE] = KB(K_PR),
+    [S_DRAFT] = KB(K_PR),
 };
 
 struct tstep {
@@ -1429,7 +1454,7 @@ tmpl_when(struct tmpl_parse *p, const struct tn *n, const char *label)
 	for (i = 0; i < TMPL_NELEM(conds); i++)
 		if (tn_is(n, conds[i]))
 			return json_string(conds[i]);
-	if (memmem(n->s, n->len, "${", 2) != NULL && tmpl_refs(p, n, label) > 0)
+	if (memmem(n->s, n->len, "${", 2) != NULL && tmpl_refs(p, n, label, 0) > 0)
 		return NULL;
 	if ((t = tmpl_exact_ref(p, n)) != NULL && (t->type == PT_BOOL || t->type == PT_UNKNOWN))
 		return json_stringn(n->s, n->len);
@@ -1524,6 +1549,40 @@ tmpl_step_text(struct tmpl_parse *p, struct tstep *st, size_t i, int required, i
 	tj_set(p, st->o, tmpl_step_keys[i], s);
 }
 
+static int
+tmpl_is_hex(const char *s, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+/* A pull request's branch or base: "" (the default), a branch's short
+ * name by the rules of refs (tmpl_ref_problem; no refs/ prefix, no commit
+ * id), or text with ${params.NAME}, judged by the runner once expanded. */
+static void
+tmpl_step_branch(struct tmpl_parse *p, struct tstep *st, size_t i)
+{
+	char lab[TMPL_LABEL_MAX];
+	const struct tn *n = st->val[i];
+	const char *why;
+
+	tmpl_step_text(p, st, i, 0, TS_EMPTY_OK, TMPL_REF_MAX);
+	if (n == NULL || n->type != TN_SCALAR || n->len == 0 ||
+	    memmem(n->s, n->len, "${", 2) != NULL)
+		return;
+	tmpl_step_label(st, i, lab, sizeof(lab));
+	if ((why = tmpl_ref_problem(n->s, n->len)) != NULL)
+		tmpl_lerr(p, n, lab, "not a branch name: %s", why);
+	else if (n->len >= 5 && memcmp(n->s, "refs/", 5) == 0)
+		tmpl_lerr(p, n, lab, "not a branch name: name the branch without refs/heads/");
+	else if ((n->len == 40 || n->len == 64) && tmpl_is_hex(n->s, n->len))
+		tmpl_lerr(p, n, lab, "not a branch name: a commit id");
+}
+
 /* The keys of the step's own kind; with an unknown kind, every such key
  * present is checked as its kind would check it. */
 static void
@@ -1551,7 +1610,13 @@ tmpl_step_kind(struct tmpl_parse *p, struct tstep *st)
 	}
 	if (kb & KB(K_PR)) {
 		tmpl_step_text(p, st, S_TITLE, 0, TS_EMPTY_OK, TMPL_LINE_MAX);
-		tmpl_step_text(p, st, S_BODY, 0, TS_EMPTY_OK | TS_TEXT, TMPL_TEXT_MAX);
+		tmpl_step_text(p, st, S_BODY, 0, TS_EMPTY_OK | TS_TEXT | TS_ARTIFACTS,
+		               TMPL_TEXT_MAX);
+		tmpl_step_branch(p, st, S_BRANCH);
+		tmpl_step_branch(p, st, S_BASE);
+		tj_set(p, st->o, "draft",
+		       tmpl_jbool(p, st->val[S_DRAFT], tmpl_step_label(st, S_DRAFT, lab, sizeof(lab)),
+		                  1));
 	}
 }
 

@@ -33,7 +33,8 @@
  *                           "required": bool, "file": str } ],
  *           and per kind: command { "run": str }; agent { "prompt": str,
  *           "max_turns": int }; checkpoint { "message": str, "expires_s": int };
- *           pull_request { "title": str, "body": str }; patch {} }
+ *           pull_request { "title": str, "body": str, "branch": str, "base": str,
+ *           "draft": bool } ("" for the defaults); patch {} }
  */
 #ifndef AGRIPPA_TMPL_H
 #define AGRIPPA_TMPL_H

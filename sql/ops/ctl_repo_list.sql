@@ -9,6 +9,7 @@
 SELECT r.name, r.url,
        CASE WHEN r.id IS NULL THEN NULL
             WHEN r.token_ciphertext IS NULL THEN 'no' ELSE 'yes' END AS has_token,
+       r.forge, r.api_url,
        to_char(r.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS created,
        r.id::text AS id
 FROM projects p LEFT JOIN repo_connections r ON r.project_id = p.id

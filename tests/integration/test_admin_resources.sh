@@ -74,6 +74,23 @@ run repo add web bad "https://git.example.com/a b"
 expect 1 "without spaces or control characters" "repo add refuses a URL with a space"
 run repo add web Bad https://git.example.com/x.git
 expect 1 "NAME must match" "repo add refuses a malformed name"
+# the forge: from the URL's host unless named, its API URL only with one
+run repo add api gh https://github.com/o/r.git
+expect 0 "repo gh added to project api" "repo add of a github.com URL"
+check "... its forge is github, its API the public one" \
+	[ "$(psql_q "select forge || ':' || coalesce(api_url, '-') from repo_connections where name = 'gh'")" = "github:-" ]
+run repo add api ghe https://ghe.example.test/o/r.git github https://ghe.example.test/api/v3
+expect 0 "repo ghe added to project api" "repo add with a forge and an API URL"
+check "... both stored" \
+	[ "$(psql_q "select forge || ':' || api_url from repo_connections where name = 'ghe'")" = "github:https://ghe.example.test/api/v3" ]
+run repo add api bad https://x.example.test/o/r bitbucket
+expect 1 "repo add: the forge must be github, gitlab or none" "repo add refuses an unknown forge"
+for api in http://x.test/api "https://u:p@x.test/api" "https://x.test/api?q=1" "https://x.test/api/" https://; do
+	run repo add api bad https://x.example.test/o/r gitlab "$api"
+	expect 1 "repo add: API URL must be https://HOST" "repo add refuses the API URL $api"
+done
+run repo add api bad https://x.example.test/o/r none https://x.test/api
+expect 1 "repo add: API URL needs a forge" "repo add refuses an API URL without a forge"
 run_in "$(printf 'a\tb')" repo add web ctrl https://git.example.com/x.git
 expect 1 "refused the token: it has a control character" "agrippactl refuses a token with a control character"
 run_in "$(head -c 4097 /dev/zero | tr '\0' x)" repo add web long https://git.example.com/x.git
@@ -110,11 +127,11 @@ OUT=$(cat "$T/raw.out")
 printf '%s\n' "$OUT" >>"$ALL_OUT"
 check "the supervisor refuses a token with a control character from a raw client" \
 	has "the token must be at most 4096 bytes without control characters"
-check "refused repo adds stored nothing (6 repositories)" [ "$(count repo_connections)" = 6 ]
+check "refused repo adds stored nothing (8 repositories)" [ "$(count repo_connections)" = 8 ]
 run repo list web
-expect 0 "^NAME  *URL  *HAS_TOKEN  *CREATED  *MIRROR  *FETCHED$" "repo list prints a header"
-check "repo list shows main with a token" sh -c "printf '%s\n' \"\$0\" | grep -q '^main  *https://git.example.com/web.git  *yes  '" "$OUT"
-check "repo list shows local without a token" sh -c "printf '%s\n' \"\$0\" | grep -q '^local  */srv/git/web.git  *no  '" "$OUT"
+expect 0 "^NAME  *URL  *HAS_TOKEN  *FORGE  *API_URL  *CREATED  *MIRROR  *FETCHED$" "repo list prints a header"
+check "repo list shows main with a token" sh -c "printf '%s\n' \"\$0\" | grep -q '^main  *https://git.example.com/web.git  *yes  *none  '" "$OUT"
+check "repo list shows local without a token" sh -c "printf '%s\n' \"\$0\" | grep -q '^local  */srv/git/web.git  *no  *none  '" "$OUT"
 check "... and neither has a mirror on this host yet: none, never" \
 	sh -c "[ \"\$(printf '%s\n' \"\$0\" | grep -c -e '^main .*  none  *never$' -e '^local .*  none  *never$')\" = 2 ]" "$OUT"
 run -j repo list web
@@ -122,8 +139,8 @@ check "repo list -j is valid JSON" is_json
 check "... with the columns of the table, the connection's id not among them" sh -c "printf '%s\n' \"\$0\" | python3 -c '
 import json, sys
 d = json.load(sys.stdin)[\"data\"]
-assert d[\"columns\"] == [\"name\", \"url\", \"has_token\", \"created\", \"mirror\", \"fetched\"], d
-assert all(len(r) == 6 and r[4:] == [\"none\", \"never\"] for r in d[\"rows\"]), d'" "$OUT"
+assert d[\"columns\"] == [\"name\", \"url\", \"has_token\", \"forge\", \"api_url\", \"created\", \"mirror\", \"fetched\"], d
+assert all(len(r) == 8 and r[6:] == [\"none\", \"never\"] for r in d[\"rows\"]), d'" "$OUT"
 run repo list nosuch
 expect 1 "no such project nosuch" "repo list of a missing project: exit 1"
 run project add empty
@@ -135,8 +152,8 @@ check "two adds of the same token differ in nonce and ciphertext" \
 	[ "$(psql_q "select count(distinct token_ciphertext) = 3 and count(distinct token_nonce) = 3 from repo_connections where octet_length(token_ciphertext) = ${#TOKEN} + 16")" = t ]
 check "a repo without a token stores neither ciphertext nor nonce" \
 	[ "$(psql_q "select count(*) from repo_connections where name in ('local', 'filer') and token_ciphertext is null and token_nonce is null")" = 2 ]
-check "audit rows for repo.add say whether there was a token, with the URL" \
-	[ "$(psql_q "select count(*) from audit_log where action = 'repo.add' and project_id is not null and (detail->>'token')::boolean = (detail->>'name' in ('main', 'second', 'maxtok')) and detail ? 'url' and detail->>'project' in ('web', 'api')")" = 6 ]
+check "audit rows for repo.add say whether there was a token, with the URL and the forge" \
+	[ "$(psql_q "select count(*) from audit_log where action = 'repo.add' and project_id is not null and (detail->>'token')::boolean = (detail->>'name' in ('main', 'second', 'maxtok')) and detail ? 'url' and detail ? 'forge' and detail ? 'api_url' and detail->>'project' in ('web', 'api')")" = 8 ]
 
 # --- skills ------------------------------------------------------------------------
 printf '# Review\n\nBe \342\234\223 careful.\n' >"$T/review.md"
@@ -262,7 +279,7 @@ expect 1 "no such project nosuch" "grant remove from a missing project: exit 1"
 check "one grant is left" [ "$(psql_q "select resource_kind || ':' || resource_name from grants")" = mcp_server:github ]
 
 # --- the audit log ------------------------------------------------------------------
-for a in repo.add:6 skill.add:4 mcp.add:3 grant.add:2 grant.remove:1; do
+for a in repo.add:8 skill.add:4 mcp.add:3 grant.add:2 grant.remove:1; do
 	n=$(audit "${a%%:*}")
 	check "audit log: ${a#*:} ${a%%:*} row(s) by the operator over the control socket ($n)" \
 		[ "$n" = "${a#*:}" ]

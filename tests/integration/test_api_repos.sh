@@ -70,12 +70,25 @@ api "$TA" POST "/v1/projects/$P1/repos" -H "$J" -d '{"name":"web","url":"/srv/x"
 expect 422 "d['error']['code'] == 'invalid_field'" "a token that is not a string: 422"
 api "$TA" POST "/v1/projects/$P1/repos" -H "$J" -d '{"name":"web","url":"/srv/x","user":"x"}'
 expect 422 "d['error']['code'] == 'unknown_field'" "an unknown member: 422"
+for f in '"GitHub"' '"bitbucket"' '""'; do
+	api "$TA" POST "/v1/projects/$P1/repos" -H "$J" -d "{\"name\":\"web\",\"url\":\"/srv/x\",\"forge\":$f}"
+	expect 422 "d['error']['field'] == 'forge'" "forge $f: 422 invalid_field forge"
+done
+api "$TA" POST "/v1/projects/$P1/repos" -H "$J" -d '{"name":"web","url":"/srv/x","forge":1}'
+expect 422 "d['error']['code'] == 'invalid_field'" "a forge that is not a string: 422"
+for u in http://h.example/api https://u:p@h.example/api "https://h.example/api?x=1" https://h.example/api/ https:// ""; do
+	api "$TA" POST "/v1/projects/$P1/repos" -H "$J" \
+		-d "{\"name\":\"web\",\"url\":\"/srv/x\",\"forge\":\"github\",\"api_url\":\"$u\"}"
+	expect 422 "d['error']['field'] == 'api_url'" "api_url '$u': 422 invalid_field api_url"
+done
+api "$TA" POST "/v1/projects/$P1/repos" -H "$J" -d '{"name":"web","url":"/srv/x","api_url":"https://h.example/api"}'
+expect 422 "d['error']['field'] == 'api_url'" "an api_url without a forge (none for a path): 422"
 check "no refusal wrote anything" [ "$(counts)" = "$BEFORE" ]
 
 # --- an admin adds one with a token ----------------------------------------------------------
 api "$TA" POST "/v1/projects/$P1/repos" -H "$J" -d "{\"name\":\"web\",\"url\":\"https://g.example/a.git\",\"token\":\"$SECRET\"}"
-expect 201 "d['name'] == 'web' and d['has_token'] is True and set(d) == {'id','name','url','has_token','created_at'}" \
-	"an admin adds a repository with a token: 201, has_token, no token"
+expect 201 "d['name'] == 'web' and d['has_token'] is True and set(d) == {'id','name','url','has_token','forge','api_url','created_at'} and d['forge'] == 'none' and d['api_url'] is None" \
+	"an admin adds a repository with a token: 201, has_token, no token, forge none"
 RID=$(printf '%s' "$BODY" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
 # right away, before other requests reuse the memory that held it
 HTTPD=$(child_pid httpd)
@@ -97,11 +110,16 @@ api "$TA" POST "/v1/projects/$P1/repos" -H "$J" -d "{\"name\":\"web\",\"url\":\"
 expect 409 "d['error']['code'] == 'repo_exists'" "the same name again: 409 repo_exists"
 api "$TA" POST "/v1/projects/$P1/repos" -H "$J" -d '{"name":"local","url":"file:///srv/repo"}'
 expect 201 "d['has_token'] is False" "one without a token: 201, has_token false"
+api "$TA" POST "/v1/projects/$P1/repos" -H "$J" -d '{"name":"gh","url":"https://github.com/o/r.git"}'
+expect 201 "d['forge'] == 'github' and d['api_url'] is None" "one on github.com: forge github"
+api "$TA" POST "/v1/projects/$P1/repos" -H "$J" \
+	-d '{"name":"gl","url":"https://git.example/g/p.git","forge":"gitlab","api_url":"https://git.example/api/v4"}'
+expect 201 "d['forge'] == 'gitlab' and d['api_url'] == 'https://git.example/api/v4'" "a self-hosted GitLab with its API"
 api "$TV" GET "/v1/projects/$P1/repos"
-expect 200 "sorted(r['name'] for r in d['repos']) == ['local', 'web'] and all('token' not in r for r in d['repos'])" \
-	"a viewer lists them, without tokens"
+expect 200 "sorted(r['name'] for r in d['repos']) == ['gh', 'gl', 'local', 'web'] and all('token' not in r for r in d['repos']) and [r['forge'] for r in d['repos']] == ['github', 'gitlab', 'none', 'none']" \
+	"a viewer lists them, without tokens, with their forges"
 check "the audit rows say whether there is a token, not what it is" \
-	[ "$(psql_q "select string_agg(detail->>'token', ',' order by id) from audit_log where action = 'repo.add'")" = "true,false" ]
+	[ "$(psql_q "select string_agg(detail->>'token', ',' order by id) from audit_log where action = 'repo.add'")" = "true,false,false,false" ]
 
 # --- the token is nowhere it should not be -----------------------------------------------------
 check "... nor in any response" [ "$(grep -c "$SECRET" "$T/bodies")" = 0 ]

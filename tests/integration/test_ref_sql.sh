@@ -12,7 +12,8 @@
 #    shown; an empty one or none is NULL; a bad one is a 422 invalid_ref
 #    naming workspace.ref and its parameters that stores nothing, also on
 #    a retry with an Idempotency-Key;
-#  - run_setup's columns, in order, ending with repo_id and ref (through
+#  - run_setup's columns, in order, with repo_id and ref (and 0010's forge
+#    and api_url after them) (through
 #    the op file the supervisor prepares);
 #  - run_checked_out(run, owner, base, ref) in place of the 3-argument one:
 #    under the lease only, once, workspace.ready {base_commit, ref} with
@@ -193,24 +194,24 @@ check "... which stored nothing" [ "$(fingerprint)" = "$BEFORE" ]
 ### run_setup
 is "run_setup's columns, in order" \
 	"SELECT array_to_string(proargnames, ',') FROM pg_proc WHERE proname = 'run_setup'" \
-	"p_run,status,url,token_ciphertext,token_nonce,access,base_commit,repo_missing,repo_id,ref"
+	"p_run,status,url,token_ciphertext,token_nonce,access,base_commit,repo_missing,repo_id,ref,forge,api_url"
 # the supervisor's op, prepared as the supervisor prepares it
 setup_op() {
 	sql=$(grep -v '^--' sql/ops/sup_run_setup.sql)
 	val "PREPARE s(uuid) AS $sql; EXECUTE s('$1')" | tr '|' ','
 }
-check "sup_run_setup: ..., repo_missing, then repo_id and ref" \
-	[ "$(setup_op "$RUN")" = "queued,/tmp/x,,,readWrite,,f,$RC1,main" ]
+check "sup_run_setup: ..., repo_missing, then repo_id and ref (and 0010's forge, api_url)" \
+	[ "$(setup_op "$RUN")" = "queued,/tmp/x,,,readWrite,,f,$RC1,main,none," ]
 RN=$(printf '%s' "$(submit noref '{"repo": "myrepo"}')" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["body"]["id"])')
 check "... a run without a ref: ref NULL, repo_id the connection" \
-	[ "$(setup_op "$RN")" = "queued,/tmp/x,,,readWrite,,f,$RC1," ]
+	[ "$(setup_op "$RN")" = "queued,/tmp/x,,,readWrite,,f,$RC1,,none," ]
 RB=$(val "INSERT INTO runs (project_id, template_id, template_name, template_version, submitted_by, ref)
           VALUES ('$P1', '$TPL', 'bare', 1, '$U1', 'v9') RETURNING id" | head -1)
 check "... a template without a repository: no url, repo_id NULL" \
-	[ "$(setup_op "$RB")" = "queued,,,,readWrite,,f,,v9" ]
+	[ "$(setup_op "$RB")" = "queued,,,,readWrite,,f,,v9,," ]
 sq -c "UPDATE runs SET manifest = jsonb_set(manifest, '{repos,repo,id}', '\"$U1\"') WHERE id = '$RN'" >/dev/null
 check "... a connection that is gone: repo_missing, repo_id NULL" \
-	[ "$(setup_op "$RN")" = "queued,,,,readWrite,,t,," ]
+	[ "$(setup_op "$RN")" = "queued,,,,readWrite,,t,,,," ]
 
 ### run_checked_out
 is "run_checked_out has one form, (uuid, text, text, text)" \

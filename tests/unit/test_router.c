@@ -255,7 +255,7 @@ test_runs_routes(void **state)
 	     0, NULL},
 	    {EVHTTP_REQ_GET, "/v1/projects/" UUID "/repos", api_project_repos, API_ROLE_VIEWER, 1, 0,
 	     NULL},
-	    {EVHTTP_REQ_POST, "/v1/projects/" UUID "/repos", api_repo_add, API_ROLE_ADMIN, 1, 3,
+	    {EVHTTP_REQ_POST, "/v1/projects/" UUID "/repos", api_repo_add, API_ROLE_ADMIN, 1, 5,
 	     NULL},
 	    {EVHTTP_REQ_DELETE, "/v1/repos/" UUID, api_repo_remove, API_ROLE_ADMIN, 0, 0, NULL},
 	    {EVHTTP_REQ_GET, "/v1/projects/" UUID "/usage", api_project_usage, API_ROLE_VIEWER, 1, 0,

@@ -372,7 +372,10 @@ test_kind_defaults(void **state)
 	assert_int_equal(geti(s, "timeout_s"), 600);
 	assert_string_equal(gets(s, "title"), "");
 	assert_string_equal(gets(s, "body"), "");
-	assert_int_equal(json_object_size(s), 10);
+	assert_string_equal(gets(s, "branch"), "");
+	assert_string_equal(gets(s, "base"), "");
+	assert_true(json_is_true(json_object_get(s, "draft")));
+	assert_int_equal(json_object_size(s), 13);
 }
 
 /* Flow and block style are the same template. */
@@ -1074,6 +1077,43 @@ test_step_kind_keys(void **state)
 	assert_string_equal(gets(step0(doc, 0), "body"), "b\n");
 	expect_only_at(STEP("{ id: a, kind: pull_request, title: \"a\\nb\" }"), "\"a",
 	               "phases[0].steps[0].title: control characters are not allowed");
+	/* a pull request's branch, base and draft */
+	expect_ok(STEP("{ id: a, kind: pull_request }"));
+	assert_string_equal(gets(step0(doc, 0), "branch"), "");
+	assert_string_equal(gets(step0(doc, 0), "base"), "");
+	assert_true(json_is_true(json_object_get(step0(doc, 0), "draft")));
+	expect_ok(STEP("{ id: a, kind: pull_request, branch: fix/x-1, base: main, draft: false }"));
+	assert_string_equal(gets(step0(doc, 0), "branch"), "fix/x-1");
+	assert_string_equal(gets(step0(doc, 0), "base"), "main");
+	assert_true(json_is_false(json_object_get(step0(doc, 0), "draft")));
+	expect_ok(STEP("{ id: a, kind: pull_request, branch: 'fix/${params.cmd}' }"));
+	expect_only_at(STEP("{ id: a, kind: pull_request, branch: 'a..b' }"), "'a..b'",
+	               "phases[0].steps[0].branch: not a branch name: must not contain '..'");
+	expect_only_at(STEP("{ id: a, kind: pull_request, base: refs/heads/main }"), "refs/heads",
+	               "phases[0].steps[0].base: not a branch name: name the branch without "
+	               "refs/heads/");
+	expect_only_at(STEP("{ id: a, kind: pull_request, base: "
+	                    "0123456789abcdef0123456789abcdef01234567 }"),
+	               "0123456789abcdef0123456789abcdef01234567",
+	               "phases[0].steps[0].base: not a branch name: a commit id");
+	expect_only_at(STEP("{ id: a, kind: pull_request, draft: maybe }"), "maybe",
+	               "phases[0].steps[0].draft: expected true or false");
+	expect_only_at(STEP("{ id: a, kind: command, run: x, branch: b }"), "branch",
+	               "phases[0].steps[0]: branch: not a key of a command step");
+	/* ${artifacts.KEY}: only in a pull request's body, of an earlier step */
+	expect_ok(HEAD "      - { id: a, kind: command, run: x, produces: [ { key: log, kind: "
+	               "text } ] }\n"
+	               "      - { id: b, kind: pull_request, body: 'see ${artifacts.log}' }\n");
+	expect_only_at(STEP("{ id: b, kind: pull_request, body: '${artifacts.log}' }"),
+	               "'${artifacts",
+	               "phases[0].steps[0].body: ${artifacts.log}: no earlier step produces an "
+	               "artifact of that key");
+	expect_only_at(HEAD "      - { id: a, kind: command, run: x, produces: [ { key: log, "
+	                    "kind: text } ] }\n"
+	                    "      - { id: b, kind: pull_request, title: '${artifacts.log}' }\n",
+	               "'${artifacts",
+	               "phases[0].steps[1].title: unknown reference ${artifacts.log}; only "
+	               "${params.NAME} exists");
 
 	/* the size caps of text */
 	run = malloc(70000);
