@@ -43,7 +43,7 @@ ALL_LDFLAGS = $(LDOPT) $(LDFLAGS)
 # Every .c under these folders except the two mains goes into libagrippa.a,
 # so unit tests link the same objects the daemon runs.
 LIB_DIRS  := common ipc privsep tmpl supervisor engine runner httpd proxy sandbox remover
-MAIN_SRC  := supervisor/agrippad.c ctl/agrippactl.c sandbox/main.c
+MAIN_SRC  := supervisor/agrippad.c ctl/agrippactl.c sandbox/main.c remover/main.c
 LIB_SRC   := $(filter-out $(MAIN_SRC),$(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
 CTL_SRC   := $(filter-out ctl/agrippactl.c,$(wildcard ctl/*.c))
 SQL_FILES := $(sort $(wildcard sql/migrations/*.sql)) $(sort $(wildcard sql/ops/*.sql))
@@ -58,7 +58,8 @@ BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 .PHONY: all check tests deps fuzz demo install clean bench users
-all: $(BUILD)/agrippad $(BUILD)/agrippactl $(BUILD)/agrippa-sandbox $(BUILD)/agrippa-git
+all: $(BUILD)/agrippad $(BUILD)/agrippactl $(BUILD)/agrippa-sandbox $(BUILD)/agrippa-git \
+     $(BUILD)/agrippa-tree
 
 $(BUILD)/sqlgen.c: scripts/sqlgen.sh $(SQL_FILES)
 	@mkdir -p $(@D)
@@ -84,6 +85,11 @@ $(BUILD)/agrippactl: $(BUILD)/ctl/agrippactl.o $(BUILD)/libagrippa.a
 SBX_LIBS := $(shell pkg-config --libs libevent libsodium msgpack libseccomp libcap 2>/dev/null)
 $(BUILD)/agrippa-sandbox: $(BUILD)/sandbox/main.o $(BUILD)/libagrippa.a
 	$(CC) $(ALL_LDFLAGS) -Wl,--as-needed -o $@ $^ $(SBX_LIBS)
+
+# The tree tools are started for every checkout and removal: small and quick.
+TREE_LIBS := $(shell pkg-config --libs libcap 2>/dev/null)
+$(BUILD)/agrippa-tree: $(BUILD)/remover/main.o $(BUILD)/libagrippa.a
+	$(CC) $(ALL_LDFLAGS) -Wl,--as-needed -o $@ $^ $(TREE_LIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libagrippa.a
 	@mkdir -p $(@D)
@@ -148,6 +154,7 @@ demo:
 install: all
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man5
 	install -m 0755 $(BUILD)/agrippad $(BUILD)/agrippactl $(BUILD)/agrippa-sandbox $(BUILD)/agrippa-git \
+	    $(BUILD)/agrippa-tree \
 	    $(DESTDIR)$(SBINDIR)/
 	install -m 0644 docs/agrippad.8 docs/agrippactl.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 docs/agrippad.conf.5 docs/agrippa-template.5 $(DESTDIR)$(MANDIR)/man5/

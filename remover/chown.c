@@ -1,5 +1,5 @@
 /*
- * agrippad -P chown UID GID: the supervisor's chowner (supervisor/runs.c
+ * agrippa-tree chown UID GID: the supervisor's chowner (supervisor/runs.c
  * starts it through transient.c).  A workspace is written by the git
  * helper as the service user and then given to the sandbox user; giving a
  * tree of a hundred thousand files is O(files), so it is done here, off

@@ -1,5 +1,5 @@
 /*
- * agrippad -P remove: the supervisor's remover (supervisor/remove.c starts
+ * agrippa-tree remove: the supervisor's remover (supervisor/remove.c starts
  * it).  It is started for one tree, already as the tree's owner (never
  * root), with no_new_privs, PR_SET_PDEATHSIG and fd 3 a read-only
  * descriptor of the directory to empty; its stdout and stderr go back to

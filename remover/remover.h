@@ -1,5 +1,5 @@
 /*
- * The remover (agrippad -P remove): a transient role that empties one
+ * The remover (agrippa-tree remove): a transient role that empties one
  * directory tree off the supervisor's event loop, as the tree's owner.
  */
 #ifndef AGRIPPA_REMOVER_H
@@ -28,7 +28,7 @@ __attribute__((noreturn)) void remover_main(void);
  */
 int remover_empty(int dirfd, uint64_t *count, char *err, size_t errsz);
 
-/* agrippad -P chown UID GID: gives the directory on fd 3 (ours) and
+/* agrippa-tree chown UID GID: gives the directory on fd 3 (ours) and
  * everything in it to uid:gid, prints the number of entries given and
  * exits 0, or prints one line saying why not and exits 1.  Started with
  * CAP_CHOWN alone; refuses to run as root or with any other capability. */

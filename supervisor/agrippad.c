@@ -13,7 +13,6 @@
 #include "runner/runner.h"
 #include "httpd/httpd.h"
 #include "proxy/proxy.h"
-#include "remover/remover.h"
 #include "supervisor/config.h"
 #include "supervisor/supervisor.h"
 
@@ -25,26 +24,8 @@ usage(void)
 }
 
 __attribute__((noreturn)) static void
-child_main(const char *role, int foreground, int argc, char *argv[])
+child_main(const char *role, int foreground, int argc)
 {
-	/* Transient: no channel, no handshake; started as exactly
-	 * "agrippad -P remove" with the tree on fd 3. */
-	if (strcmp(role, "remove") == 0) {
-		if (argc != 3) {
-			fprintf(stderr, "usage: agrippad -P remove (started by agrippad only)\n");
-			exit(2);
-		}
-		remover_main();
-	}
-	/* Transient too: "agrippad -P chown UID GID" with the tree on fd 3. */
-	if (strcmp(role, "chown") == 0) {
-		if (argc != 5 || optind != 3) {
-			fprintf(stderr, "usage: agrippad -P chown uid gid (started by agrippad "
-			                "only)\n");
-			exit(2);
-		}
-		chowner_main(argv[3], argv[4]);
-	}
 	if (argc != optind)
 		usage();
 	/* Log before anything else can fail; HELLO sets the level later. */
@@ -88,7 +69,7 @@ main(int argc, char *argv[])
 		}
 	}
 	if (role != NULL)
-		child_main(role, foreground, argc, argv);
+		child_main(role, foreground, argc);
 	if (argc != optind)
 		usage();
 	supervisor_main(conf, foreground, verbose, check);

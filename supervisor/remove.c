@@ -3,7 +3,7 @@
  * thousand files takes seconds to remove, and the supervisor's loop answers
  * every child's database operations, so the loop never walks a tree: it
  * opens the directory (O_NOFOLLOW) and hands the descriptor, as fd 3, to a
- * transient remover (agrippad -P remove, remover/remover.c; started by
+ * transient remover (agrippa-tree remove, remover/remover.c; started by
  * transient.c) that runs as the directory's owner (the sandbox user for a
  * workspace, the service user for a mirror or a scratch checkout; in
  * development mode the daemon's own user), with no capability, and empties

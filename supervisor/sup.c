@@ -91,6 +91,9 @@ sup_self_exe(void)
 	if (fmt_ok(sup.git_exe, sizeof(sup.git_exe), "%.*s/agrippa-git",
 	        (int)(slash - sup.self_exe), sup.self_exe) == -1)
 		fatalx("cannot name agrippa-git beside %s", sup.self_exe);
+	if (fmt_ok(sup.tree_exe, sizeof(sup.tree_exe), "%.*s/agrippa-tree",
+	        (int)(slash - sup.self_exe), sup.self_exe) == -1)
+		fatalx("cannot name agrippa-tree beside %s", sup.self_exe);
 }
 
 /* The author of the commits runs push: Agrippa <agrippa@HOSTNAME>. */

@@ -52,6 +52,7 @@ struct sup {
 	char self_exe[PATH_MAX];
 	char sandbox_exe[PATH_MAX]; /* agrippa-sandbox, beside self_exe */
 	char git_exe[PATH_MAX];     /* agrippa-git, beside self_exe */
+	char tree_exe[PATH_MAX];    /* agrippa-tree, beside self_exe */
 	char git_author_name[64];   /* the author of a run's commits: "Agrippa" */
 	char git_author_email[320]; /* ... agrippa@HOSTNAME */
 	int foreground;
@@ -258,7 +259,7 @@ void disk_release(const char *mnt, const char *img);
 /* SIGCHLD: 1 when pid was a mkfs of ours. */
 int disk_reaped(pid_t pid, int status);
 
-/* transient.c: "agrippad -P role args..." for one tree (fd, closed here),
+/* transient.c: "agrippa-tree role args..." for one tree (fd, closed here),
  * as uid:gid, with CAP_CHOWN alone when chown_cap, else no capability; cb
  * hears once, with the waitpid status and what the tool printed (its
  * first TRANSIENT_OUT_MAX - 1 bytes, NUL-terminated), when it has exited.
@@ -271,7 +272,7 @@ pid_t transient_start(const char *role, const char *const args[], int fd, uid_t 
 int transient_reaped(pid_t pid, int status);
 
 /* remove.c: trees removed off the event loop, by transient removers
- * (agrippad -P remove) running as each tree's owner */
+ * (agrippa-tree remove) running as each tree's owner */
 /* Remove path (a directory tree, or anything else) in the background;
  * logged when done or when it cannot be.  A path already being removed is
  * left to that removal. */

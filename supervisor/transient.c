@@ -1,7 +1,7 @@
 /*
- * Transient tools: "agrippad -P ROLE ARGS" started for one tree and gone
- * when it is done (the remover, remove.c; the chowner, runs.c), so that the
- * supervisor's loop never walks a tree.  A tool gets the tree as fd 3, no
+ * Transient tools: "agrippa-tree ROLE ARGS" (remover/main.c) started for
+ * one tree and gone when it is done (the remover, remove.c; the chowner,
+ * runs.c), so that the supervisor's loop never walks a tree.  A tool gets the tree as fd 3, no
  * other descriptor but /dev/null and a pipe for its stdout and stderr, an
  * environment of PATH and the sanitizers' options, its own process group,
  * no_new_privs and PR_SET_PDEATHSIG.  It runs as uid:gid with no
@@ -90,7 +90,7 @@ tr_exec(const char *role, const char *const args[], int fd, int out, uid_t uid, 
         int chown_cap, pid_t parent)
 {
 	static const char *const pass[] = {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"};
-	char *env[8], *argv[TRANSIENT_ARGS + 4], buf[3][512];
+	char *env[8], *argv[TRANSIENT_ARGS + 3], buf[3][512];
 	size_t i, n = 0;
 	const char *v;
 	int nul;
@@ -118,13 +118,12 @@ tr_exec(const char *role, const char *const args[], int fd, int out, uid_t uid, 
 		    snprintf(buf[i], sizeof(buf[i]), "%s=%s", pass[i], v) < (int)sizeof(buf[i]))
 			env[n++] = buf[i];
 	env[n] = NULL;
-	argv[0] = "agrippad";
-	argv[1] = "-P";
-	argv[2] = (char *)role;
+	argv[0] = "agrippa-tree";
+	argv[1] = (char *)role;
 	for (i = 0; args != NULL && args[i] != NULL && i < TRANSIENT_ARGS; i++)
-		argv[3 + i] = (char *)args[i];
-	argv[3 + i] = NULL;
-	execve(sup.self_exe, argv, env);
+		argv[2 + i] = (char *)args[i];
+	argv[2 + i] = NULL;
+	execve(sup.tree_exe, argv, env);
 	_exit(127);
 }
 
@@ -179,12 +178,12 @@ transient_start(const char *role, const char *const args[], int fd, uid_t uid, g
 	pid_t pid, self = getpid();
 
 	if (pipe2(p, O_CLOEXEC) == -1) {
-		log_warn("agrippad -P %s: pipe", role);
+		log_warn("agrippa-tree %s: pipe", role);
 		close(fd);
 		return -1;
 	}
 	if ((pid = fork()) == -1) {
-		log_warn("agrippad -P %s: fork", role);
+		log_warn("agrippa-tree %s: fork", role);
 		close(fd);
 		close(p[0]);
 		close(p[1]);
@@ -199,13 +198,13 @@ transient_start(const char *role, const char *const args[], int fd, uid_t uid, g
 	if (evutil_make_socket_nonblocking(p[0]) == -1 ||
 	    (t->ev = event_new(sup.base, p[0], EV_READ | EV_PERSIST, tr_readable, t)) == NULL ||
 	    event_add(t->ev, NULL) == -1)
-		fatalx("agrippad -P %s: event set-up", role);
+		fatalx("agrippa-tree %s: event set-up", role);
 	t->pid = pid;
 	t->out = p[0];
 	t->cb = cb;
 	t->arg = arg;
 	LIST_INSERT_HEAD(&transients, t, entry);
-	log_debug("agrippad -P %s: %ld started (uid %lu%s)", role, (long)pid, (unsigned long)uid,
+	log_debug("agrippa-tree %s: %ld started (uid %lu%s)", role, (long)pid, (unsigned long)uid,
 	          chown_cap ? ", CAP_CHOWN" : "");
 	return pid;
 }

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Removing trees off the supervisor's event loop (supervisor/remove.c,
-# agrippad -P remove) against the real daemon:
+# agrippa-tree remove) against the real daemon:
 #  - a run leaves a workspace of 200,000 files; while its directory is
 #    removed, another run's command keeps writing events and a client's
 #    GET /v1/runs/{id} keeps answering: p99 of its latency over the whole
@@ -12,8 +12,8 @@
 #    owns outside, a 5,000-deep chain of directories, a mode-000 directory,
 #    a sticky directory, a FIFO: everything outside is intact and the run's
 #    directory is gone;
-#  - agrippad -P remove refuses to be used by hand;
-#  - agrippad -P chown (which gives a checkout to the sandbox user) runs
+#  - agrippa-tree remove refuses to be used by hand;
+#  - agrippa-tree chown (which gives a checkout to the sandbox user) runs
 #    with CAP_CHOWN alone, gives a link itself and never its target, and
 #    refuses to be used by hand: as root, with more capabilities or none,
 #    on a directory it does not own, with a bad user.
@@ -238,53 +238,56 @@ check "the other run then finishes ($(run_status "$R2"))" is_status "$R2" succee
 wait_for 30 run_dir_gone "$R2"
 check "... and its directory is removed" run_dir_gone "$R2"
 
-# --- agrippad -P remove refuses to be used by hand ------------------------------------
+# --- agrippa-tree remove refuses to be used by hand -----------------------------------
 mkdir -p "$T/victim/sub"
 echo v >"$T/victim/sub/f"
 chmod -R a+rX "$T/victim"
-"$AGRIPPAD" -P remove x >/dev/null 2>&1
+TREE="$ROOT/$BUILD/agrippa-tree"
+"$TREE" remove x >/dev/null 2>&1
 check "with an argument: usage, exit 2" [ $? -eq 2 ]
-"$AGRIPPAD" -d -P remove >/dev/null 2>&1 3<"$T/victim"
-check "with another flag: usage, exit 2" [ $? -eq 2 ]
+"$TREE" -d remove >/dev/null 2>&1 3<"$T/victim"
+check "with a flag: usage, exit 2" [ $? -eq 2 ]
+"$AGRIPPAD" -P remove >/dev/null 2>&1 3<"$T/victim"
+check "agrippad has no remove role any more" [ $? -ne 0 -a -d "$T/victim/sub" ]
 # by_hand ARGS...: the remover's output in ERR, its exit status in RC
 by_hand() { ERR=$("$@" 2>&1); RC=$?; LINES=$(printf '%s\n' "$ERR" | wc -l); }
 NOBODY="setpriv --reuid 65534 --regid 65534 --clear-groups"
-by_hand "$AGRIPPAD" -P remove 3<"$T/victim"
+by_hand "$TREE" remove 3<"$T/victim"
 check "as root: refused, one line ($ERR)" [ $RC -ne 0 -a "$LINES" = 1 ]
-by_hand $NOBODY "$AGRIPPAD" -P remove 3<&-
+by_hand $NOBODY "$TREE" remove 3<&-
 check "without fd 3: refused, one line ($ERR)" [ $RC -ne 0 -a "$LINES" = 1 ]
-by_hand $NOBODY "$AGRIPPAD" -P remove 3<"$T/victim/sub/f"
+by_hand $NOBODY "$TREE" remove 3<"$T/victim/sub/f"
 check "with a file on fd 3: refused, one line ($ERR)" [ $RC -ne 0 -a "$LINES" = 1 ]
-by_hand $NOBODY "$AGRIPPAD" -P remove 3<"$T/victim"
+by_hand $NOBODY "$TREE" remove 3<"$T/victim"
 check "with a directory it does not own on fd 3: refused, one line ($ERR)" [ $RC -ne 0 -a "$LINES" = 1 ]
 check "... and the directory is intact" [ "$(cat "$T/victim/sub/f")" = v ]
 
-# --- agrippad -P chown: CAP_CHOWN alone, and not by hand ------------------------------
-"$AGRIPPAD" -P chown 3<"$T/victim" >/dev/null 2>&1
+# --- agrippa-tree chown: CAP_CHOWN alone, and not by hand ------------------------------
+"$TREE" chown 3<"$T/victim" >/dev/null 2>&1
 check "chown without a user: usage, exit 2" [ $? -eq 2 ]
 CHOWNER="setpriv --reuid 65534 --regid 65534 --clear-groups --inh-caps -all,+chown --ambient-caps -all,+chown --bounding-set -all,+chown"
 mkdir -p "$T/give/sub"
 echo g >"$T/give/sub/f"
 ln -s /etc/passwd "$T/give/sub/passwd"
 chown -R -h 65534:65534 "$T/give"
-by_hand $CHOWNER "$AGRIPPAD" -P chown $SBX_UID $SBX_UID 3<"$T/give"
+by_hand $CHOWNER "$TREE" chown $SBX_UID $SBX_UID 3<"$T/give"
 check "chown with CAP_CHOWN alone gives the tree ($ERR)" \
 	[ $RC -eq 0 -a "$ERR" = 4 -a "$(stat -c %u "$T/give/sub/f")" = $SBX_UID ]
 check "... a link itself, never its target" \
 	[ "$(stat -c %u "$T/give/sub/passwd")" = $SBX_UID -a "$(stat -c %u /etc/passwd)" = 0 ]
-by_hand "$AGRIPPAD" -P chown $SBX_UID $SBX_UID 3<"$T/victim"
+by_hand "$TREE" chown $SBX_UID $SBX_UID 3<"$T/victim"
 check "chown as root: refused, one line ($ERR)" [ $RC -ne 0 -a "$LINES" = 1 ]
-by_hand $NOBODY "$AGRIPPAD" -P chown $SBX_UID $SBX_UID 3<"$T/victim"
+by_hand $NOBODY "$TREE" chown $SBX_UID $SBX_UID 3<"$T/victim"
 check "chown without CAP_CHOWN: refused, one line ($ERR)" [ $RC -ne 0 -a "$LINES" = 1 ]
 by_hand setpriv --reuid 65534 --regid 65534 --clear-groups --inh-caps -all,+chown,+fowner \
-	--ambient-caps -all,+chown,+fowner "$AGRIPPAD" -P chown $SBX_UID $SBX_UID 3<"$T/victim"
+	--ambient-caps -all,+chown,+fowner "$TREE" chown $SBX_UID $SBX_UID 3<"$T/victim"
 check "chown with another capability too: refused, one line ($ERR)" [ $RC -ne 0 -a "$LINES" = 1 ]
-by_hand $CHOWNER "$AGRIPPAD" -P chown $SBX_UID $SBX_UID 3<"$T/victim"
+by_hand $CHOWNER "$TREE" chown $SBX_UID $SBX_UID 3<"$T/victim"
 check "chown of a directory it does not own: refused, one line ($ERR)" \
 	[ $RC -ne 0 -a "$LINES" = 1 -a "$(stat -c %u "$T/victim/sub/f")" = 0 ]
-by_hand $CHOWNER "$AGRIPPAD" -P chown 0 0 3<"$T/give"
+by_hand $CHOWNER "$TREE" chown 0 0 3<"$T/give"
 check "chown to root: refused, one line ($ERR)" [ $RC -ne 0 -a "$LINES" = 1 ]
-by_hand $CHOWNER "$AGRIPPAD" -P chown 1x 1 3<"$T/give"
+by_hand $CHOWNER "$TREE" chown 1x 1 3<"$T/give"
 check "chown to a bad user: refused, one line ($ERR)" [ $RC -ne 0 -a "$LINES" = 1 ]
 
 check "daemon healthy" [ "$(healthz_code)" = 200 ]
