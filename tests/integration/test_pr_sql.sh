@@ -101,11 +101,12 @@ is "... and keeps the ref it resolved" "SELECT checked_out_ref FROM runs WHERE i
 ### pr_state, pr_pushed, pr_opened
 state() {
 	sql=$(grep -v '^--' sql/ops/runner_pr_state.sql)
-	val "PREPARE p(uuid) AS $sql; EXECUTE p('$1')" | tr '|' ','
+	val "PREPARE p(uuid, text) AS $sql; EXECUTE p('$1', '${2:-e1}')" | tr '|' ','
 }
 CREATED=$(val "SELECT extract(epoch FROM date_trunc('second', created_at))::bigint FROM runs WHERE id = '$RUN'")
 check "pr_state before anything: nothing recorded, the ref and the run's time ($(state "$RUN"))" \
 	[ "$(state "$RUN")" = ",,,main,$CREATED" ]
+check "... nothing for another owner" [ "$(state "$RUN" e2)" = "" ]
 C1=1111111111111111111111111111111111111111
 C2=2222222222222222222222222222222222222222
 pushed() { val "SELECT pr_pushed('$RUN', '$1', 'open-pr', $2, '$3', '$4', $5)"; }
@@ -152,6 +153,20 @@ refused "... a URL that is not https" run_pull_requests_url_check \
 	"UPDATE run_pull_requests SET url = 'http://x/1' WHERE run_id = '$RUN'"
 refused "... a number without a URL" run_pull_requests_check \
 	"UPDATE run_pull_requests SET url = NULL WHERE run_id = '$RUN'"
+# the artifacts a body may include: text, md, json held in the database, the latest attempt
+sq -c "INSERT INTO run_steps (run_id, phase_name, step_id, attempt, status, finished_at) VALUES ('$RUN', 'p', 'a', 1, 'failed', now()), ('$RUN', 'p', 'a', 2, 'succeeded', now())" \
+	-c "INSERT INTO artifacts (run_id, step_id, attempt, key, kind, size, sha256, inline) VALUES
+	    ('$RUN', 'a', 1, 'log', 'text', 3, decode(repeat('00', 32), 'hex'), 'old'),
+	    ('$RUN', 'a', 2, 'log', 'text', 3, decode(repeat('00', 32), 'hex'), 'new'),
+	    ('$RUN', 'a', 1, 'diag', 'md', 2, decode(repeat('00', 32), 'hex'), '# '),
+	    ('$RUN', 'a', 1, 'p', 'patch', 1, decode(repeat('00', 32), 'hex'), 'x')" >/dev/null
+arts() {
+	sql=$(grep -v '^--' sql/ops/runner_pr_artifacts.sql)
+	val "PREPARE a(uuid, text) AS $sql; EXECUTE a('$RUN', '$1')" | tr '\n|' ' ,'
+}
+check "runner_pr_artifacts: the latest attempt of each text, base64, no patch ($(arts e1))" \
+	[ "$(arts e1)" = "diag,IyA= log,bmV3 " ]
+check "... nothing for another owner" [ "$(arts e2)" = "" ]
 is "a runner may write pull_request.skipped" \
 	"SELECT runner_event('$RUN', 'e1', 'pull_request.skipped', '{\"reason\": \"no changes\"}') > 0" t
 
