@@ -105,7 +105,8 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libagrippa.a
 
 # The git helper links libgit2, which stays out of agrippad: its code is
 # built apart from libagrippa.a, into a program of its own.
-GH_OBJ  := $(BUILD)/githelper/checkout.o $(BUILD)/githelper/diff.o $(BUILD)/githelper/mirror.o
+GH_OBJ  := $(BUILD)/githelper/checkout.o $(BUILD)/githelper/diff.o $(BUILD)/githelper/mirror.o \
+           $(BUILD)/githelper/push.o
 GH_LIBS := $(shell pkg-config --libs libgit2 2>/dev/null)
 GIT_LIBS := $(GH_LIBS) $(shell pkg-config --libs libevent libsodium msgpack libcurl 2>/dev/null)
 $(BUILD)/agrippa-git: $(BUILD)/githelper/main.o $(GH_OBJ) $(BUILD)/libagrippa.a
@@ -119,6 +120,12 @@ $(BUILD)/tests/test_checkout: tests/unit/test_checkout.c $(GH_OBJ) $(BUILD)/liba
 $(BUILD)/tests/test_diff: tests/unit/test_diff.c $(GH_OBJ) $(BUILD)/libagrippa.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(GH_LIBS) $(PKG_LIBS) $$(pkg-config --libs cmocka)
+$(BUILD)/tests/test_push: tests/unit/test_push.c $(GH_OBJ) $(BUILD)/libagrippa.a
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(GH_LIBS) $(PKG_LIBS) $$(pkg-config --libs cmocka)
+$(BUILD)/tests/tools/pushreq: tests/tools/pushreq.c $(GH_OBJ) $(BUILD)/libagrippa.a
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(GH_LIBS) $(PKG_LIBS)
 
 # Probes that run inside sandboxes: static, no sanitizers, no libagrippa.
 PROBE_BIN := $(BUILD)/tests/probe/try_syscall

@@ -32,6 +32,24 @@ gh_fail(char *err, size_t errsz, const char *fmt, ...)
 	return -1;
 }
 
+void
+gh_tail_keep(char *buf, size_t *len, size_t max, const char *p, size_t n)
+{
+	if (n >= max) {
+		p += n - max;
+		n = max;
+	}
+	if (*len + n > max) {
+		size_t drop = *len + n - max;
+
+		memmove(buf, buf + drop, *len - drop);
+		*len -= drop;
+	}
+	memcpy(buf + *len, p, n);
+	*len += n;
+	buf[*len] = '\0';
+}
+
 /* libgit2's last error, for a message (it never holds the token: the token
  * is only ever in the credential object). */
 const char *

@@ -65,10 +65,17 @@ int gh_verify(const char *dir, char *err, size_t errsz);
  */
 int gh_remove_tree(int dirfd, const char *name);
 
-/* Shared with githelper/diff.c. */
+/* Shared with githelper/diff.c, mirror.c and push.c. */
 
 /* Format a one-line reason into err; returns -1. */
 int gh_fail(char *err, size_t errsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/*
+ * Append n bytes of p to the text buf (*len bytes, room for max and a NUL),
+ * keeping only its last max bytes: the end of what a program or a server
+ * said.  buf stays NUL-terminated.
+ */
+void gh_tail_keep(char *buf, size_t *len, size_t max, const char *p, size_t n);
 
 /* libgit2's last error message (static storage), or "unknown error". */
 const char *gh_git_error(void);

@@ -43,12 +43,8 @@ struct gh_git {
 
 /* ---- the URL ------------------------------------------------------------- */
 
-/*
- * https://HOST[:PORT]/... without credentials (host gets "HOST" or
- * "HOST:PORT", as git names it to credential helpers), file:///PATH, or an
- * absolute path (host ""); anything else is refused.
- */
-static int
+/* The URL's check and its host (githelper/mirror.h). */
+int
 gh_url_host(const char *url, char *host, size_t hostsz, char *err, size_t errsz)
 {
 	CURLU *u;
@@ -105,19 +101,7 @@ out:
 static void
 gh_tail_add(struct gh_git *g, const char *p, size_t n)
 {
-	if (n >= GH_TAIL_MAX) {
-		p += n - GH_TAIL_MAX;
-		n = GH_TAIL_MAX;
-	}
-	if (g->taillen + n > GH_TAIL_MAX) {
-		size_t drop = g->taillen + n - GH_TAIL_MAX;
-
-		memmove(g->tail, g->tail + drop, g->taillen - drop);
-		g->taillen -= drop;
-	}
-	memcpy(g->tail + g->taillen, p, n);
-	g->taillen += n;
-	g->tail[g->taillen] = '\0';
+	gh_tail_keep(g->tail, &g->taillen, GH_TAIL_MAX, p, n);
 }
 
 /* The first (or last) line of git's output that begins with prefix, or

@@ -70,6 +70,14 @@ int gh_fetch(const char *url, const char *token, const char *dir, uint64_t *size
  */
 int gh_credential_helper(int fd, const char *action);
 
+/*
+ * url: https://HOST[:PORT]/... without credentials (host, hostsz bytes,
+ * gets "HOST" or "HOST:PORT", as git names it to credential helpers),
+ * file:///PATH, or an absolute path (host ""); anything else is refused.
+ * 0, or -1 with the reason in err.  Shared with githelper/push.c.
+ */
+int gh_url_host(const char *url, char *host, size_t hostsz, char *err, size_t errsz);
+
 /* Leave GH_DAMAGED_MARK in the mirror dir: 0, or -1 with errno set. */
 int gh_mark_damaged(const char *dir);
 

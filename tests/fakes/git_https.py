@@ -22,7 +22,13 @@ listen.  The token is read from --token-file, never from argv.
 
 With --hold FILE, a git-upload-pack POST (the request that carries the
 pack) waits while FILE exists (at most 120 s), so that a test can keep a
-fetch in flight; its log line is written when it arrives.
+fetch in flight; its log line is written when it arrives.  --hold-push
+FILE does the same for a git-receive-pack POST (a push's pack).
+
+Pushes (git-receive-pack, which git http-backend enables only for a
+REMOTE_USER) are served like fetches: the body, which git and libgit2 send
+chunked, is de-chunked for the CGI, and REMOTE_USER is set only once the
+credentials matched.
 """
 import argparse
 import base64
@@ -89,12 +95,13 @@ class Handler(BaseHTTPRequestHandler):
         auth = self.headers.get("Authorization") or "-"
         log_line(self.server.log_path, self.server.scheme, self.command, self.path, auth)
         body = self._body()
-        hold = self.server.hold
-        if (hold and self.command == "POST" and self.path.endswith("/git-upload-pack")
-                and self._authorized()):
-            deadline = time.monotonic() + 120
-            while os.path.exists(hold) and time.monotonic() < deadline:
-                time.sleep(0.05)
+        for hold, service in ((self.server.hold, "/git-upload-pack"),
+                              (self.server.hold_push, "/git-receive-pack")):
+            if (hold and self.command == "POST" and self.path.endswith(service)
+                    and self._authorized()):
+                deadline = time.monotonic() + 120
+                while os.path.exists(hold) and time.monotonic() < deadline:
+                    time.sleep(0.05)
         if self.server.scheme != "https" or not self._authorized():
             self._send(401, [("WWW-Authenticate", 'Basic realm="x"'),
                              ("Content-Type", "text/plain")], b"authentication required\n")
@@ -153,6 +160,7 @@ class Server(ThreadingHTTPServer):
         self.log_path = args.log
         self.root = args.root
         self.hold = args.hold
+        self.hold_push = args.hold_push
         self.expected_auth = expected_auth
         super().__init__(("127.0.0.1", 0), Handler)
 
@@ -182,6 +190,8 @@ def main():
     ap.add_argument("--ports", required=True)
     ap.add_argument("--hold", default=None,
                     help="while this file exists, upload-pack requests wait")
+    ap.add_argument("--hold-push", default=None,
+                    help="while this file exists, receive-pack requests wait")
     args = ap.parse_args()
     with open(args.token_file, encoding="utf-8") as f:
         token = f.read().strip()

@@ -28,12 +28,12 @@ make_ca() {
 
 # start_git_server: the fake git server for the repositories under $T/srv
 # and the token in $T/srv/token; logs to $T/requests.log, holds pack
-# requests while $T/hold exists.  Sets SRV_PID, PORT_TLS and PORT_PLAIN;
-# 0 when it listens.
+# requests while $T/hold exists, pushes while $T/hold-push exists.  Sets
+# SRV_PID, PORT_TLS and PORT_PLAIN; 0 when it listens.
 start_git_server() {
 	python3 "$ROOT/tests/fakes/git_https.py" --root "$T/srv" --cert "$T/tls/srv.crt" \
 		--key "$T/tls/srv.key" --token-file "$T/srv/token" --log "$T/requests.log" \
-		--ports "$T/ports" --hold "$T/hold" >"$T/server.out" 2>&1 &
+		--ports "$T/ports" --hold "$T/hold" --hold-push "$T/hold-push" >"$T/server.out" 2>&1 &
 	SRV_PID=$!
 	touch "$T/requests.log"
 	wait_for 10 test -s "$T/ports" || return 1

@@ -1,7 +1,8 @@
 /*
  * What the git helper's unit tests share: a repository made from a list of
- * files, committed on HEAD.  Included by test_checkout.c and test_diff.c
- * (after cmocka.h and git2.h).
+ * files, committed on HEAD; a shell command run.  Included by
+ * test_checkout.c, test_diff.c and test_push.c (after cmocka.h, git2.h,
+ * stdarg.h, stdio.h and stdlib.h).
  */
 #ifndef AGRIPPA_TEST_GITREPO_H
 #define AGRIPPA_TEST_GITREPO_H
@@ -51,6 +52,20 @@ make_repo(const char *path, const struct file *files, size_t n, char *hex)
 	git_tree_free(t);
 	git_index_free(idx);
 	git_repository_free(repo);
+}
+
+/* Run a shell command (git, as the test's own tool); its status. */
+static inline int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline int
+sh(const char *fmt, ...)
+{
+	char cmd[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	return system(cmd);
 }
 
 #endif

@@ -70,20 +70,6 @@ co(struct fx *f, const char *url, const char *token, char *base, char *err, size
 	return co_ref(f, url, token, "", base, ref, err, errsz);
 }
 
-/* Run a shell command (git, as the test's own tool); its status. */
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int
-sh(const char *fmt, ...)
-{
-	char cmd[2048];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd);
-}
-
 /* The first line git prints for args in repo, in out. */
 static void
 git_line(const char *repo, const char *args, char *out, size_t outsz)
