@@ -9,7 +9,11 @@
  *    tree written from the mirror, githelper/checkout.c;
  *  - IMSG_GIT_DIFF (the mirror, the workspace, the base commit, a size cap,
  *    and the file to write to): the workspace's patch against the base
- *    commit, githelper/diff.c.
+ *    commit, githelper/diff.c;
+ *  - IMSG_GIT_PUSH (the URL, the token, the mirror, the workspace, the base
+ *    commit, the commit's author, time and message, the branch and its
+ *    lease): the run's commit pushed, githelper/push.c, answered with
+ *    IMSG_PR_RESULT.
  * Run by git as its credential helper (--credential-fd=3 ACTION), it asks
  * the helper process above it for the token (githelper/mirror.h).
  *
@@ -32,6 +36,7 @@
 #include "githelper/checkout.h"
 #include "githelper/diff.h"
 #include "githelper/mirror.h"
+#include "githelper/push.h"
 #include "ipc/ipc.h"
 #include "ipc/ipc_msg.h"
 #include "tmpl/tmpl.h"
@@ -58,23 +63,34 @@ answer(int ok, const char *err, const char *base, uint64_t size, const char *ref
 	ipc_wbuf_free(&w);
 }
 
+/* The request's token, NUL-terminated in locked memory (NULL for none);
+ * the message, token included, is wiped. */
+static char *
+take_token(struct ipc_msg *m, const uint8_t *tok, size_t len)
+{
+	char *token = NULL;
+
+	if (len > 0) {
+		if ((token = sodium_malloc(len + 1)) == NULL)
+			fatalx("out of memory");
+		memcpy(token, tok, len);
+		token[len] = '\0';
+	}
+	ipc_msg_free(m);
+	return token;
+}
+
 static void
 do_fetch(struct ipc_msg *m)
 {
 	static struct ipc_git_fetch req;
-	char err[IPC_ERRMSG_MAX], *token = NULL;
+	char err[IPC_ERRMSG_MAX], *token;
 	uint64_t size = 0;
 	int rc;
 
 	if (ipc_dec_git_fetch(m->body, &req) == -1)
 		fatalx("a malformed fetch request");
-	if (req.toklen > 0) {
-		if ((token = sodium_malloc(req.toklen + 1)) == NULL)
-			fatalx("out of memory");
-		memcpy(token, req.token, req.toklen);
-		token[req.toklen] = '\0';
-	}
-	ipc_msg_free(m); /* wipes the frame, token included */
+	token = take_token(m, req.token, req.toklen); /* the frame is wiped */
 	rc = gh_fetch(req.url, token, req.mirror, &size, err, sizeof(err));
 	if (token != NULL)
 		sodium_free(token); /* wipes it */
@@ -117,6 +133,64 @@ do_diff(struct ipc_msg *m)
 	answer(rc == 0, err, req.base, rc == 0 ? (uint64_t)written : 0, "");
 }
 
+/* A push's or a pull request's answer. */
+static void
+answer_pr(int ok, const char *err, const char *commit, uint32_t flags, uint64_t number,
+          const char *url, const char *note)
+{
+	struct ipc_wbuf w;
+
+	ipc_wbuf_begin(&w, IMSG_PR_RESULT, 0, 7);
+	ipc_put_bool(&w, ok);
+	ipc_put_str(&w, ok ? "" : err);
+	ipc_put_str(&w, ok ? commit : "");
+	ipc_put_u64(&w, ok ? flags : 0);
+	ipc_put_u64(&w, ok ? number : 0);
+	ipc_put_str(&w, ok ? url : "");
+	ipc_put_str(&w, note);
+	if (ipc_wbuf_finish(&w, IPC_MAX_FRAME_DEFAULT) == -1 || ipc_write_frame(GIT_FD, &w, -1) == -1)
+		fatal("answering the supervisor");
+	ipc_wbuf_free(&w);
+}
+
+static void
+do_push(struct ipc_msg *m)
+{
+	static struct ipc_git_push req;
+	struct gh_push_req pr;
+	struct gh_push_res res;
+	char err[IPC_ERRMSG_MAX], branch[IPC_GIT_REF_MAX + 16], *token, *message;
+	int rc;
+
+	if (ipc_dec_git_push(m->body, &req) == -1)
+		fatalx("a malformed push request");
+	if ((message = strndup(req.message, req.messagelen)) == NULL)
+		fatalx("out of memory");
+	token = take_token(m, req.token, req.toklen);
+	snprintf(branch, sizeof(branch), "refs/heads/%s", req.branch);
+	memset(&pr, 0, sizeof(pr));
+	pr.mirror = req.mirror;
+	pr.workdir = req.workspace;
+	pr.base = req.base;
+	pr.cap = (size_t)req.cap;
+	pr.author_name = req.author_name;
+	pr.author_email = req.author_email;
+	pr.when = (int64_t)req.when;
+	pr.message = message;
+	pr.url = req.url;
+	pr.token = token;
+	pr.username = req.username;
+	pr.branch = branch;
+	pr.lease = req.lease;
+	memset(&res, 0, sizeof(res));
+	rc = gh_push(&pr, &res, err, sizeof(err));
+	if (token != NULL)
+		sodium_free(token); /* wipes it */
+	free(message);
+	answer_pr(rc == 0, err, res.commit,
+	          (res.empty ? IPC_PR_F_EMPTY : 0) | (res.already ? IPC_PR_F_ALREADY : 0), 0, "", "");
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -145,7 +219,9 @@ main(int argc, char *argv[])
 		do_checkout(&m);
 	else if (m.type == IMSG_GIT_DIFF)
 		do_diff(&m);
+	else if (m.type == IMSG_GIT_PUSH)
+		do_push(&m);
 	else
-		fatalx("the request is neither a fetch, a checkout nor a diff");
+		fatalx("the request is neither a fetch, a checkout, a diff nor a push");
 	return 0;
 }
