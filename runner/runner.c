@@ -37,8 +37,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/child.h"
 #include "common/log.h"
+#include "privsep/child.h"
 #include "runner/runner.h"
 
 #define ART_ID_BASE (1ull << 40)   /* SBX_ARTIFACT ids */

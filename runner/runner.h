@@ -18,7 +18,7 @@ __attribute__((noreturn)) void runner_main(void);
 #include <jansson.h>
 #include <stdint.h>
 
-#include "common/child.h"
+#include "privsep/child.h"
 
 /* runner.c, for agent.c: the run's operation queue (one at a time, in
  * order; $1 the run and $2 the lease owner are put by runner_op), the
