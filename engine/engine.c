@@ -32,9 +32,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/child.h"
 #include "common/log.h"
 #include "engine/engine.h"
+#include "privsep/child.h"
 
 struct erun {
 	TAILQ_ENTRY(erun) entry;

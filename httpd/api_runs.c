@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/child.h"
 #include "common/log.h"
 #include "httpd/httpd.h"
+#include "privsep/child.h"
 
 #define RUNS_PAGE_MAX 200
 #define RUNS_PAGE_DEFAULT 50

@@ -22,10 +22,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/child.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "httpd/httpd.h"
+#include "privsep/child.h"
 
 static struct child httpd;
 static struct evhttp *http;

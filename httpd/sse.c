@@ -49,9 +49,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "common/child.h"
 #include "common/log.h"
 #include "httpd/httpd.h"
+#include "privsep/child.h"
 
 #define SSE_REPLAY_SECS 5
 #define SSE_HEARTBEAT_TICKS 3 /* heartbeat every 3 replay ticks: 15 s */

@@ -34,8 +34,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "common/child.h"
 #include "common/log.h"
+#include "privsep/child.h"
 #include "proxy/proxy.h"
 #include "proxy/wire.h"
 

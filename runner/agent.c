@@ -1,5 +1,8 @@
 /*
- * agent: the tool-use loop of an agent step (see runner.h).
+ * agent: the agent step kind, a tool-use loop.  The model is reached over
+ * the model channel to the proxy (RUNNER_PROXY), the tools through the
+ * run's sandbox; the conversation is stored after every model answer and
+ * every round of tool results, so that a runner killed mid-step resumes it.
  *
  * One turn: the conversation so far goes to the proxy (MODEL_CALL) with the
  * most the call may cost, what is left of the attempt's reservation; the
@@ -25,12 +28,32 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "runner/runner.h"
+#include "runner/core.h"
+
+#define AGENT_ID_BASE (1ull << 45)   /* ids of the agent's sandbox requests */
+#define AGENT_EVENT_TEXT_MAX 16384    /* bytes of model text in one agent.message */
+#define AGENT_EVENT_RESULT_MAX 4096   /* bytes of a tool result in agent.tool_result */
+#define AGENT_LIST_MAX 1000           /* entries list_dir and glob return */
+#define AGENT_GREP_MAX 500            /* lines grep returns */
+#define AGENT_STORES_AHEAD 4          /* stores the loop runs ahead of */
+#define AGENT_PROXY_WAIT_SECS 60      /* for a new model channel once the proxy is gone */
+#define AGENT_ROUND_SLACK 16384       /* room kept in a round's message for its framing */
+
+struct agent_step {
+	const char *step, *phase;
+	int attempt;
+	const char *prompt;     /* ${params} expanded */
+	int max_turns;
+	int readonly;           /* access: readOnly (no bash) */
+	json_t *produces;       /* the step's contract (borrowed) */
+	json_t *skills;         /* names of the step's skills (borrowed) */
+	int64_t reserved;       /* the attempt's reservation, micro-dollars */
+	const char *resume;     /* the session of the attempt this one takes over, or NULL */
+};
 
 enum agent_state { AG_IDLE, AG_LOADING, AG_CALLING, AG_TOOLS, AG_STORING, AG_DONE };
 
 static struct agent {
-	struct child *c;
 	struct ipc_chan *proxy;
 	int proxy_gone;
 	int proxy_waiting;      /* the call waits for a new model channel */
@@ -72,6 +95,21 @@ static void tool_next(void);
 
 /* ---- helpers ------------------------------------------------------------- */
 
+/* The attempt ended with status (error NULL when none; extra consumed);
+ * no_retry: the step is over even if it has retries left (its budget is
+ * spent). */
+static void
+agent_end(const char *status, const char *error, json_t *extra, int no_retry)
+{
+	rn.no_retry = no_retry;
+	if (strcmp(status, "cancelled") == 0) {
+		json_decref(extra);
+		runner_attempt_over("cancelled", -1, "cancelled", NULL);
+		return;
+	}
+	runner_attempt_over(status, -1, error, extra);
+}
+
 static void
 agent_over(const char *status, const char *error, json_t *extra, int no_retry)
 {
@@ -94,7 +132,7 @@ agent_over(const char *status, const char *error, json_t *extra, int no_retry)
 	json_object_set_new(extra, "turns", json_integer(ag.turns));
 	json_object_set_new(extra, "spent_usd_micros", json_integer(ag.spent));
 	json_object_set_new(extra, "session", json_string(ag.session));
-	runner_agent_over(status, error, extra, no_retry);
+	agent_end(status, error, extra, no_retry);
 }
 
 /* A string of at most max bytes of p (cut at a UTF-8 boundary), and
@@ -743,7 +781,7 @@ answer_exit(struct ipc_msg *m)
 	free(buf);
 }
 
-int
+static int
 agent_sbx_msg(struct ipc_msg *m)
 {
 	if (m->id < AGENT_ID_BASE || m->id >= AGENT_ID_BASE + (1ull << 44))
@@ -889,7 +927,7 @@ pending_calls(void)
 static void
 answer_stored(void)
 {
-	if (runner_cancelled()) {
+	if (rn.cancel) {
 		agent_over("cancelled", "cancelled", NULL, 1);
 		return;
 	}
@@ -987,7 +1025,7 @@ proxy_wait(void)
 	if (ag.proxy_waiting)
 		return;
 	if (ag.proxy_wait_ev == NULL &&
-	    (ag.proxy_wait_ev = evtimer_new(ag.c->base, proxy_wait_over, NULL)) == NULL)
+	    (ag.proxy_wait_ev = evtimer_new(rn.c.base, proxy_wait_over, NULL)) == NULL)
 		fatalx("evtimer_new");
 	if (evtimer_add(ag.proxy_wait_ev, &tv) == -1)
 		fatalx("evtimer_add");
@@ -1037,7 +1075,7 @@ agent_turn(void)
 	char *s;
 	int64_t left = ag.a.reserved - ag.spent;
 
-	if (runner_cancelled()) {
+	if (rn.cancel) {
 		agent_over("cancelled", "cancelled", NULL, 1);
 		return;
 	}
@@ -1068,7 +1106,7 @@ agent_turn(void)
 	ipc_put_u64(&w, left > 0 ? (uint64_t)left : 0);
 	ipc_put_str(&w, s);
 	free(s);
-	if (ipc_wbuf_finish(&w, ag.c->max_frame) == -1) {
+	if (ipc_wbuf_finish(&w, rn.c.max_frame) == -1) {
 		ipc_wbuf_free(&w);
 		agent_over("failed", "the conversation has grown larger than ipc_max_frame", NULL, 1);
 		return;
@@ -1178,14 +1216,14 @@ skills_loaded(struct child *c, const struct ipc_db_result *r, void *arg)
 	    ag.a.prompt), json_array(), agent_turn);
 }
 
-void
+static void
 agent_start(const struct agent_step *a)
 {
 	struct qop *q;
 	char *s;
 
 	if (!ag.have_conf || ag.conf.provider[0] == '\0') {
-		runner_agent_over("failed", "no model provider is configured for agent steps "
+		agent_end("failed", "no model provider is configured for agent steps "
 		    "(agent.provider in agrippad.conf)", NULL, 1);
 		return;
 	}
@@ -1215,7 +1253,7 @@ agent_start(const struct agent_step *a)
 	runner_op_send(q, skills_loaded, NULL);
 }
 
-void
+static void
 agent_cancel(void)
 {
 	struct ipc_wbuf w;
@@ -1237,16 +1275,18 @@ agent_cancel(void)
  * then takes the new channel, keeps the values of the first, and makes
  * again the call the old proxy had not answered, with the whole
  * conversation (the new proxy holds none of it). */
-void
+static int
 agent_proxy(struct ipc_msg *m)
 {
 	struct ipc_runner_proxy conf;
 
+	if (m->type != IMSG_RUNNER_PROXY)
+		return 0;
 	if (m->fd < 0 || ipc_dec_runner_proxy(m->body, &conf) == -1)
 		fatalx("a bad model channel");
 	if (ag.proxy != NULL)
 		ipc_chan_free(ag.proxy);
-	ag.proxy = ipc_chan_new(ag.c->base, m->fd, ROLE_RUNNER, ROLE_PROXY, ag.c->max_frame,
+	ag.proxy = ipc_chan_new(rn.c.base, m->fd, ROLE_RUNNER, ROLE_PROXY, rn.c.max_frame,
 	    proxy_msg, proxy_err, NULL);
 	if (ag.proxy == NULL)
 		fatalx("cannot set up the model channel");
@@ -1256,7 +1296,7 @@ agent_proxy(struct ipc_msg *m)
 	if (!ag.have_conf) {
 		ag.conf = conf;
 		ag.have_conf = 1;
-		return;
+		return 1;
 	}
 	log_info("a new model channel%s", ag.state == AG_CALLING ? ": the call is made again" : "");
 	if (ag.proxy_waiting) {
@@ -1265,10 +1305,51 @@ agent_proxy(struct ipc_msg *m)
 	}
 	if (ag.state == AG_CALLING)
 		agent_turn();
+	return 1;
 }
 
-void
-agent_init(struct child *c)
+/* The names of the skills step s requires, as a JSON array (new). */
+static json_t *
+step_skills(const struct rstep *s)
 {
-	ag.c = c;
+	json_t *names = json_array(), *r;
+	size_t i;
+
+	json_array_foreach(json_object_get(json_object_get(s->j, "requires"), "skills"), i, r)
+		json_array_append_new(names, json_string(runner_jstr(r, "name", "")));
+	return names;
 }
+
+static void
+agent_begin(struct rstep *s)
+{
+	struct agent_step a;
+	json_t *ws = json_object_get(rn.tmpl, "workspace");
+	char *prompt = runner_expand(runner_jstr(s->j, "prompt", ""));
+	json_t *skills = step_skills(s);
+
+	memset(&a, 0, sizeof(a));
+	a.step = s->id;
+	a.phase = s->phase;
+	a.attempt = rn.attempt;
+	a.prompt = prompt;
+	a.max_turns = runner_jint(s->j, "max_turns", 50);
+	a.readonly = strcmp(runner_jstr(ws, "access", "readWrite"), "readOnly") == 0;
+	a.produces = json_object_get(s->j, "produces");
+	a.skills = skills;
+	a.reserved = rn.reserved;
+	a.resume = s->session;
+	s->session = NULL;
+	agent_start(&a);
+	free(prompt);
+	json_decref(skills);
+}
+
+const struct step_kind step_agent = {
+	.name = "agent",
+	.spends = 1,
+	.start = agent_begin,
+	.sbx_msg = agent_sbx_msg,
+	.sup_msg = agent_proxy,
+	.cancel = agent_cancel,
+};

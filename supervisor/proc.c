@@ -18,8 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/child.h"
 #include "common/log.h"
+#include "privsep/child.h"
 #include "supervisor/supervisor.h"
 
 struct proc procs[] = {

@@ -2,6 +2,13 @@
  * What every child role shares: start-up (HELLO from the supervisor on fd 3,
  * protocol version check, privilege drop, seccomp, READY), the channel to
  * the supervisor, and named database calls.
+ *
+ * It is the child's side of privilege separation, so it lives in privsep/.
+ * The library folders read bottom up: common/ (logging, utilities) uses
+ * nothing of ours; ipc/ (frames, the message catalog, channels) uses
+ * common/; privsep/ (privilege drop, rlimits, seccomp, and this start-up)
+ * uses ipc/ and common/; the roles (engine/, httpd/, proxy/, runner/,
+ * supervisor/) use all three.  No folder includes from one above it.
  */
 #ifndef AGRIPPA_CHILD_H
 #define AGRIPPA_CHILD_H

@@ -1,5 +1,6 @@
 /*
- * Child start-up and the supervisor channel, shared by every role.
+ * Child start-up and the supervisor channel, shared by every role (see
+ * child.h for where it sits among the library folders).
  */
 #include <event2/event.h>
 #include <stdio.h>
@@ -7,8 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/child.h"
 #include "common/log.h"
+#include "privsep/child.h"
 #include "privsep/privsep.h"
 
 void
