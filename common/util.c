@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "common/util.h"
 
 int
@@ -156,6 +157,19 @@ rmtree_at(int dfd, const char *name)
 	if (rv == 0 && unlinkat(dfd, name, AT_REMOVEDIR) == -1 && errno != ENOENT)
 		rv = -1;
 	return rv;
+}
+
+char *
+memdup0(const void *p, size_t len)
+{
+	char *s;
+
+	if ((s = malloc(len + 1)) == NULL)
+		fatal("malloc");
+	if (len > 0)
+		memcpy(s, p, len);
+	s[len] = '\0';
+	return s;
 }
 
 int

@@ -66,6 +66,9 @@ const char *fmt_size(uint64_t bytes, char *buf, size_t bufsz);
 #define USD_MAX 100000
 /* Decimal digits s (n bytes) into *v, at most max; no sign, no leading
  * zero (YAML 1.1 reads 010 as octal).  Returns 0, or -1. */
+/* len bytes of p (not NUL-terminated, e.g. a string in a frame) as a new
+ * NUL-terminated string; fatal when out of memory. */
+char *memdup0(const void *p, size_t len);
 int dec_parse(const char *s, size_t n, uint64_t max, uint64_t *v);
 int usd_parse(const char *s, size_t n, long long *micros);
 

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "githelper/checkout.h"
 #include "githelper/diff.h"
 #include "githelper/mirror.h"
@@ -164,8 +165,7 @@ do_push(struct ipc_msg *m)
 
 	if (ipc_dec_git_push(m->body, &req) == -1)
 		fatalx("a malformed push request");
-	if ((message = strndup(req.message, req.messagelen)) == NULL)
-		fatalx("out of memory");
+	message = memdup0(req.message, req.messagelen);
 	token = take_token(m, req.token, req.toklen);
 	snprintf(branch, sizeof(branch), "refs/heads/%s", req.branch);
 	memset(&pr, 0, sizeof(pr));

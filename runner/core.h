@@ -6,7 +6,7 @@
  *
  * The core (runner.c, ops.c, output.c, expand.c, artifact.c) walks the
  * run's steps; each step kind is a file of its own (step_command.c,
- * agent.c, step_patch.c, step_checkpoint.c) that fills one struct
+ * agent.c, step_patch.c, step_checkpoint.c, step_pr.c) that fills one struct
  * step_kind, listed in kinds.c.  The core reaches a kind only through that
  * table; a kind uses the core through what this header declares.
  */
@@ -217,5 +217,6 @@ extern const struct step_kind step_agent;      /* agent.c */
 extern const struct step_kind step_command;    /* step_command.c */
 extern const struct step_kind step_patch;      /* step_patch.c */
 extern const struct step_kind step_checkpoint; /* step_checkpoint.c */
+extern const struct step_kind step_pull_request; /* step_pr.c */
 
 #endif

@@ -18,12 +18,6 @@ unsupported_start(struct rstep *s)
 	runner_step_fail(s, err);
 }
 
-/* pull_request: refused with a clear error until its own file lands. */
-static const struct step_kind step_pull_request = {
-	.name = "pull_request",
-	.start = unsupported_start,
-};
-
 /* A kind no entry names (the template compiler lets none through). */
 static const struct step_kind step_unknown = {
 	.name = "?",

@@ -15,8 +15,9 @@
  *  - a step that runs is started by its kind (kinds.c): command
  *    (step_command.c), agent (agent.c, once the attempt reserved what it
  *    may spend), patch (step_patch.c), checkpoint (step_checkpoint.c: the
- *    run is parked and this runner exits), pull_request (refused with a
- *    clear error until its own work lands);
+ *    run is parked and this runner exits), pull_request (step_pr.c: the
+ *    change pushed and its pull request opened, by the supervisor's git
+ *    helper);
  *  - a failed attempt is retried up to "retry" times (artifact.c).
  * A failed step fails the run unless it allows failure.  Every database
  * change is one operation that checks the lease, so a runner that lost its

@@ -697,8 +697,7 @@ pr_push(struct srun *r, struct ipc_msg *m)
 
 	if (ipc_dec_pr_push(m->body, &req) == -1 || !pr_may_start(r, m->id))
 		return;
-	if ((msg = strndup(req.message, req.messagelen)) == NULL)
-		fatal("strndup");
+	msg = memdup0(req.message, req.messagelen);
 	redact_span(r, msg, req.messagelen);
 	memset(&gr, 0, sizeof(gr));
 	gr.kind = GITRUN_PUSH;
@@ -746,9 +745,8 @@ pr_open(struct srun *r, struct ipc_msg *m)
 		pr_reply(r, m->id, &none, "");
 		return;
 	}
-	if ((title = strndup(req.title, req.titlelen)) == NULL ||
-	    (body = strndup(req.body, req.bodylen)) == NULL)
-		fatal("strndup");
+	title = memdup0(req.title, req.titlelen);
+	body = memdup0(req.body, req.bodylen);
 	redact_span(r, title, req.titlelen);
 	redact_span(r, body, req.bodylen);
 	memset(&gr, 0, sizeof(gr));

@@ -3,7 +3,8 @@
 # local git repositories: a submitted run is claimed at once, checked out by
 # the git helper, walked step by step by its runner (command output as
 # events, allow_failure, retries, timeouts, "when", checkpoints decided over
-# the API, pull_request refused), every event in order on the stream; a
+# the API, a pull_request step with nothing to push skipped), every event in
+# order on the stream; a
 # cancel kills the running command; kill -9 of the runner, of the engine and
 # of the whole daemon mid-step: the run completes after, the interrupted
 # step ran again (also with retry 0), no event lost or duplicated; a runner
@@ -260,9 +261,11 @@ check "a command past its timeout is killed: the step timed_out and the run fail
 
 submit pr clean
 R4=$RUN
-wait_for 30 is_status "$R4" failed
-check "pull_request steps fail clearly" \
-	[ "$(psql_q "select error from run_steps where run_id = '$R4'")" = "pull_request steps are not supported yet" ]
+wait_for 30 is_status "$R4" succeeded
+check "a pull_request step with no change to push succeeds ($(run_status "$R4"))" is_status "$R4" succeeded
+check "... with pull_request.skipped, nothing pushed" \
+	[ "$(psql_q "select payload->>'reason' from run_events where run_id = '$R4' and type = 'pull_request.skipped'")" = "no changes" -a \
+	  "$(psql_q "select count(*) from run_pull_requests where run_id = '$R4'")" = 0 ]
 
 submit basic gone
 R5=$RUN
