@@ -1193,9 +1193,14 @@ tmpl_resource(struct tmpl_parse *p, const struct tn *n, const char *label, json_
 	return json_pack("{sssb}", "name", name, "optional", opt);
 }
 
-/* A requires list (skills or mcp_servers); NULL n is an empty list. */
+/* What judges one item of a list: its node, label, and the set of what the
+ * list held so far (for duplicates); returns the compiled item or NULL. */
+typedef json_t *tmpl_item_fn(struct tmpl_parse *, const struct tn *, const char *, json_t *);
+
+/* A list of at most max items, each judged by item; NULL n: empty. */
 static json_t *
-tmpl_resources(struct tmpl_parse *p, const struct tn *n, const char *label)
+tmpl_list(struct tmpl_parse *p, const struct tn *n, const char *label, size_t max,
+          tmpl_item_fn *item)
 {
 	char lab[TMPL_LABEL_MAX];
 	json_t *a = json_array(), *seen = json_object();
@@ -1206,17 +1211,24 @@ tmpl_resources(struct tmpl_parse *p, const struct tn *n, const char *label)
 	if (a == NULL || seen == NULL || n == NULL || tmpl_want_seq(p, n, label, 0) == -1)
 		goto out;
 	for (i = 0; i < n->nkid; i++) {
-		if (i == TMPL_MAX_RESOURCES) {
-			tmpl_lerr(p, n->kid[i], label, "at most %d entries", TMPL_MAX_RESOURCES);
+		if (i == max) {
+			tmpl_lerr(p, n->kid[i], label, "at most %zu entries", max);
 			break;
 		}
 		tmpl_label_index(lab, sizeof(lab), label, i);
 		if (n->kid[i]->type != TN_ALIAS)
-			tj_append(p, a, tmpl_resource(p, n->kid[i], lab, seen));
+			tj_append(p, a, item(p, n->kid[i], lab, seen));
 	}
 out:
 	json_decref(seen);
 	return a;
+}
+
+/* A requires list (skills or mcp_servers); NULL n is an empty list. */
+static json_t *
+tmpl_resources(struct tmpl_parse *p, const struct tn *n, const char *label)
+{
+	return tmpl_list(p, n, label, TMPL_MAX_RESOURCES, tmpl_resource);
 }
 
 static const char *const tmpl_req_keys[] = {"skills", "mcp_servers"};
@@ -1408,35 +1420,6 @@ tmpl_preset(struct tmpl_parse *p, const struct tn *n, const char *label, json_t 
 	return json_string(name);
 }
 
-typedef json_t *tmpl_item_fn(struct tmpl_parse *, const struct tn *, const char *, json_t *);
-
-/* A list of at most max scalars, each judged by item; NULL n: empty. */
-static json_t *
-tmpl_net_list(struct tmpl_parse *p, const struct tn *n, const char *label, size_t max,
-              tmpl_item_fn *item)
-{
-	char lab[TMPL_LABEL_MAX];
-	json_t *a = json_array(), *seen = json_object();
-	size_t i;
-
-	if (a == NULL || seen == NULL)
-		p->oom = 1;
-	if (a == NULL || seen == NULL || n == NULL || tmpl_want_seq(p, n, label, 0) == -1)
-		goto out;
-	for (i = 0; i < n->nkid; i++) {
-		if (i == max) {
-			tmpl_lerr(p, n->kid[i], label, "at most %zu entries", max);
-			break;
-		}
-		tmpl_label_index(lab, sizeof(lab), label, i);
-		if (n->kid[i]->type != TN_ALIAS)
-			tj_append(p, a, item(p, n->kid[i], lab, seen));
-	}
-out:
-	json_decref(seen);
-	return a;
-}
-
 static const char *const tmpl_net_keys[] = {"allow", "presets"};
 
 /* network: { allow: [...], presets: [...] } at label ("network" or a
@@ -1454,10 +1437,9 @@ tmpl_network(struct tmpl_parse *p, const struct tn *n, const char *label)
 		return NULL;
 	tmpl_fields(p, n, label, tmpl_net_keys, 2, val, at);
 	tmpl_label(lab, sizeof(lab), label, "allow");
-	tj_set(p, o, "allow", tmpl_net_list(p, val[0], lab, TMPL_MAX_ALLOW, tmpl_allow_entry));
+	tj_set(p, o, "allow", tmpl_list(p, val[0], lab, TMPL_MAX_ALLOW, tmpl_allow_entry));
 	tmpl_label(lab, sizeof(lab), label, "presets");
-	tj_set(p, o, "presets",
-	       tmpl_net_list(p, val[1], lab, TMPL_MAX_PRESETS, tmpl_preset));
+	tj_set(p, o, "presets", tmpl_list(p, val[1], lab, TMPL_MAX_PRESETS, tmpl_preset));
 	return o;
 }
 
