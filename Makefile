@@ -42,7 +42,7 @@ ALL_LDFLAGS = $(LDOPT) $(LDFLAGS)
 
 # Every .c under these folders except the two mains goes into libagrippa.a,
 # so unit tests link the same objects the daemon runs.
-LIB_DIRS  := common ipc privsep tmpl supervisor engine runner httpd proxy sandbox remover
+LIB_DIRS  := common ipc privsep egress tmpl supervisor engine runner httpd proxy sandbox remover
 MAIN_SRC  := supervisor/agrippad.c ctl/agrippactl.c sandbox/main.c remover/main.c
 LIB_SRC   := $(filter-out $(MAIN_SRC),$(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
 CTL_SRC   := $(filter-out ctl/agrippactl.c,$(wildcard ctl/*.c))

@@ -492,6 +492,7 @@ static void conf_set_sandbox(struct conf_parse *, const struct conf_key *, yaml_
 static void conf_set_engine(struct conf_parse *, const struct conf_key *, yaml_event_t *);
 static void conf_set_providers(struct conf_parse *, const struct conf_key *, yaml_event_t *);
 static void conf_set_agent(struct conf_parse *, const struct conf_key *, yaml_event_t *);
+static void conf_set_egress(struct conf_parse *, const struct conf_key *, yaml_event_t *);
 
 #define CONF_FIELD_SIZE(field) sizeof(((struct config *)0)->field)
 #define CONF_STRING(field, setter)                                                                 \
@@ -515,6 +516,7 @@ static const struct conf_key conf_top_keys[] = {
     {"engine", "engine", conf_set_engine, 0, 0},
     {"providers", "providers", conf_set_providers, 0, 0},
     {"agent", "agent", conf_set_agent, 0, 0},
+    {"egress", "egress", conf_set_egress, 0, 0},
 };
 
 enum { CONF_DB_URL, CONF_DB_POOL };
@@ -1355,6 +1357,274 @@ conf_check_agent(struct conf_parse *p)
 		    "agent.model: not one of the models of providers[%d]", i);
 }
 
+/* Egress */
+
+#define CONF_PRESET_NAME_RE "[a-z0-9][a-z0-9_-]{0,31}"
+
+/* Whether s[0..n) is a preset name, as templates' network.presets write one. */
+static int
+conf_preset_name_ok(const unsigned char *s, size_t n)
+{
+	size_t i;
+
+	if (n == 0 || n >= CONF_PRESET_NAME_MAX)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') ||
+		      (i > 0 && (s[i] == '_' || s[i] == '-'))))
+			return 0;
+	return 1;
+}
+
+/* One entry of a preset's list into pr (label names it). */
+static void
+conf_preset_rule(struct conf_parse *p, struct conf_preset *pr, const char *label,
+    yaml_event_t *ev)
+{
+	char text[EGRESS_RULE_TEXT_MAX + 1];
+	struct egress_rule r;
+	const char *why;
+	size_t i;
+
+	if (conf_scalar(p, label, ev, text, sizeof(text)) == -1)
+		return;
+	if ((why = egress_rule_parse(text, strlen(text), &r)) != NULL) {
+		conf_error(p, &ev->start_mark, "%s: %s", label, why);
+		return;
+	}
+	for (i = 0; i < pr->nrules; i++) {
+		if (egress_rule_equal(&pr->rules[i], &r)) {
+			conf_error(p, &ev->start_mark, "%s: duplicate entry", label);
+			return;
+		}
+	}
+	pr->rules[pr->nrules++] = r;
+}
+
+/*
+ * A list of scalars (label names it), each handed to item with its label
+ * "label[i]"; at most max, the first one past it reported and the rest
+ * skipped.  Returns the number of items; an empty list is reported when
+ * !empty_ok.
+ */
+typedef void conf_scalar_item_fn(struct conf_parse *, void *, const char *, yaml_event_t *);
+
+static size_t
+conf_scalar_list(struct conf_parse *p, const char *label, yaml_event_t *ev, size_t max,
+    int empty_ok, conf_scalar_item_fn *item, void *arg)
+{
+	char lab[CONF_LABEL_MAX];
+	yaml_event_t it;
+	size_t n;
+
+	if (ev->type != YAML_SEQUENCE_START_EVENT) {
+		conf_error(p, &ev->start_mark, "%s: expected a sequence, found %s", label,
+		    conf_found(ev));
+		conf_skip(p, ev);
+		return 0;
+	}
+	for (n = 0; conf_next(p, &it) == 0; n++) {
+		if (it.type == YAML_SEQUENCE_END_EVENT) {
+			yaml_event_delete(&it);
+			if (n == 0 && !empty_ok)
+				conf_error(p, &ev->start_mark, "%s: empty list", label);
+			return n;
+		}
+		snprintf(lab, sizeof(lab), "%s[%zu]", label, n);
+		if (n == max)
+			conf_error(p, &it.start_mark, "%s: at most %zu entries", label, max);
+		if (n >= max)
+			conf_skip(p, &it);
+		else if (it.type != YAML_ALIAS_EVENT) /* reported already */
+			item(p, arg, lab, &it);
+		yaml_event_delete(&it);
+	}
+	return n;
+}
+
+static void
+conf_preset_item(struct conf_parse *p, void *arg, const char *label, yaml_event_t *ev)
+{
+	conf_preset_rule(p, arg, label, ev);
+}
+
+/* The preset whose name is the scalar kev, or NULL after reporting. */
+static struct conf_preset *
+conf_preset_new(struct conf_parse *p, yaml_event_t *kev)
+{
+	struct conf_egress *e = &p->c->egress;
+	const unsigned char *v = kev->data.scalar.value;
+	size_t n = kev->data.scalar.length, i;
+
+	if (!conf_preset_name_ok(v, n)) {
+		conf_error(p, &kev->start_mark, "egress.presets: a preset name must match "
+		    CONF_PRESET_NAME_RE);
+		return NULL;
+	}
+	for (i = 0; i < e->npresets; i++) {
+		if (strlen(e->presets[i].name) == n && memcmp(e->presets[i].name, v, n) == 0) {
+			conf_error(p, &kev->start_mark, "egress.presets: duplicate preset '%.*s'",
+			    (int)n, (const char *)v);
+			return NULL;
+		}
+	}
+	if (e->npresets == CONF_MAX_PRESETS) {
+		conf_error(p, &kev->start_mark, "egress.presets: at most %d presets",
+		    CONF_MAX_PRESETS);
+		return NULL;
+	}
+	memset(&e->presets[e->npresets], 0, sizeof(e->presets[0]));
+	memcpy(e->presets[e->npresets].name, v, n);
+	return &e->presets[e->npresets++];
+}
+
+/* egress.presets: { NAME: [ ENTRY, ... ], ... }, replacing the defaults. */
+static void
+conf_set_egress_presets(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+{
+	char label[CONF_LABEL_MAX];
+	struct conf_preset *pr;
+	yaml_event_t kev, vev;
+
+	if (conf_want_mapping(p, k->label, ev) == -1)
+		return;
+	p->c->egress.npresets = 0;
+	while (conf_next(p, &kev) == 0 && kev.type != YAML_MAPPING_END_EVENT) {
+		pr = NULL;
+		if (kev.type == YAML_SCALAR_EVENT)
+			pr = conf_preset_new(p, &kev);
+		else if (kev.type != YAML_ALIAS_EVENT) {
+			conf_error(p, &kev.start_mark, "a key must be a scalar, not %s",
+			    conf_kind(&kev));
+			conf_skip(p, &kev);
+		}
+		if (pr != NULL)
+			snprintf(label, sizeof(label), "%s.%s", k->label, pr->name);
+		yaml_event_delete(&kev);
+		if (conf_next(p, &vev) == -1)
+			return;
+		if (pr != NULL && vev.type != YAML_ALIAS_EVENT)
+			conf_scalar_list(p, label, &vev, CONF_PRESET_RULES, 0, conf_preset_item, pr);
+		else
+			conf_skip(p, &vev);
+		yaml_event_delete(&vev);
+	}
+	yaml_event_delete(&kev);
+}
+
+static void
+conf_cidr_item(struct conf_parse *p, void *arg, const char *label, yaml_event_t *ev)
+{
+	struct conf_egress *e = arg;
+	char text[EGRESS_CIDR_TEXT_MAX];
+	struct egress_cidr c;
+	const char *why;
+	size_t i;
+
+	if (conf_scalar(p, label, ev, text, sizeof(text)) == -1)
+		return;
+	if ((why = egress_cidr_parse(text, strlen(text), &c)) != NULL) {
+		conf_error(p, &ev->start_mark, "%s: %s", label, why);
+		return;
+	}
+	for (i = 0; i < e->ncidrs; i++) {
+		if (memcmp(&e->cidrs[i], &c, sizeof(c)) == 0) {
+			conf_error(p, &ev->start_mark, "%s: duplicate network", label);
+			return;
+		}
+	}
+	e->cidrs[e->ncidrs++] = c;
+}
+
+/* egress.allow_cidrs: [ "10.20.0.0/16", ... ]; [] is none. */
+static void
+conf_set_egress_cidrs(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+{
+	p->c->egress.ncidrs = 0;
+	conf_scalar_list(p, k->label, ev, CONF_MAX_CIDRS, 1, conf_cidr_item, &p->c->egress);
+}
+
+static void
+conf_set_egress_enabled(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+{
+	conf_bool(p, k->label, ev, &p->c->egress.enabled);
+}
+
+/* egress.* limits: numbers in a range; durations in whole seconds, sizes
+ * with K, M and G, as sandbox.* takes them. */
+static void conf_set_egress_num(struct conf_parse *, const struct conf_key *, yaml_event_t *);
+#define CONF_EGRESS(field)                                                                         \
+	{ #field, "egress." #field, conf_set_egress_num, offsetof(struct config, egress.field), 0 }
+static const struct conf_key conf_egress_keys[] = {
+    {"enabled", "egress.enabled", conf_set_egress_enabled, 0, 0},
+    {"presets", "egress.presets", conf_set_egress_presets, 0, 0},
+    {"allow_cidrs", "egress.allow_cidrs", conf_set_egress_cidrs, 0, 0},
+    CONF_EGRESS(tunnels_per_run),
+    CONF_EGRESS(connect_timeout),
+    CONF_EGRESS(idle_timeout),
+    CONF_EGRESS(bytes_per_run),
+};
+/* Ranges, in the order of conf_egress_keys. */
+static const struct conf_range conf_egress_ranges[] = {
+    {0, 0, 0},                    /* enabled: a bool */
+    {0, 0, 0},                    /* presets: a mapping */
+    {0, 0, 0},                    /* allow_cidrs: a list */
+    {1, 1024, 0},                 /* tunnels_per_run */
+    {1, 300, 0},                  /* connect_timeout: seconds */
+    {1, 86400, 0},                /* idle_timeout: seconds */
+    {1ull << 20, 1ull << 40, 1},  /* bytes_per_run: 1M..1T */
+};
+_Static_assert(CONF_NKEYS(conf_egress_keys) == CONF_NKEYS(conf_egress_ranges),
+    "one range per key");
+
+static void
+conf_set_egress_num(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+{
+	conf_set_ranged(p, k, ev, &conf_egress_ranges[k - conf_egress_keys]);
+}
+
+static void
+conf_set_egress(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+{
+	conf_section(p, k, ev, conf_egress_keys, CONF_NKEYS(conf_egress_keys), "egress.");
+}
+
+/* The presets that ship (agrippad.yaml.sample lists them): the public
+ * registries of each ecosystem's package tool, and no more. */
+static const struct {
+	const char *name;
+	const char *entries[6];
+} conf_default_presets[] = {
+    {"python", {"pypi.org", "files.pythonhosted.org"}},
+    {"node", {"registry.npmjs.org", "registry.yarnpkg.com"}},
+    {"rust", {"crates.io", "index.crates.io", "static.crates.io", "static.rust-lang.org"}},
+    {"go", {"proxy.golang.org", "sum.golang.org"}},
+    {"debian", {"deb.debian.org", "security.debian.org"}},
+};
+
+static void conf_strlcpy(char *, const char *, size_t);
+
+static void
+conf_egress_defaults(struct conf_egress *e)
+{
+	struct conf_preset *pr;
+	const char *s;
+	size_t i, j;
+
+	e->enabled = 1;
+	e->tunnels_per_run = 32;
+	e->connect_timeout = 10;
+	e->idle_timeout = 300;
+	e->bytes_per_run = 4ull << 30;
+	for (i = 0; i < CONF_NKEYS(conf_default_presets); i++) {
+		pr = &e->presets[e->npresets++];
+		conf_strlcpy(pr->name, conf_default_presets[i].name, sizeof(pr->name));
+		for (j = 0; j < 6 && (s = conf_default_presets[i].entries[j]) != NULL; j++)
+			if (egress_rule_parse(s, strlen(s), &pr->rules[pr->nrules]) == NULL)
+				pr->nrules++;
+	}
+}
+
 /* The stream */
 
 /* The one document: its root must be a mapping. */
@@ -1465,6 +1735,7 @@ config_defaults(struct config *c)
 	c->engine.step_budget = 10000000; /* 10 USD */
 	c->agent.max_tokens = 8192;
 	c->agent.tool_output_max = 32 * 1024;
+	conf_egress_defaults(&c->egress);
 }
 
 /* Run the walker over buf into tmp.  Returns the number of errors. */

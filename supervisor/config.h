@@ -8,6 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "egress/addr.h"
+#include "egress/policy.h"
+
 #define CONF_DEFAULT_PATH "/etc/agrippad.yaml"
 #define CONF_MAX_LISTEN 8
 #define CONF_ADDR_MAX 256
@@ -18,6 +21,10 @@
 #define CONF_MAX_MODELS 32
 #define CONF_PROVIDER_NAME_MAX 33 /* [a-z0-9][a-z0-9_-]{0,31} plus the NUL */
 #define CONF_MODEL_MAX 129        /* [A-Za-z0-9][A-Za-z0-9._:/@-]{0,127} plus the NUL */
+#define CONF_MAX_PRESETS 16
+#define CONF_PRESET_RULES 64      /* entries of one preset */
+#define CONF_PRESET_NAME_MAX 33   /* [a-z0-9][a-z0-9_-]{0,31} plus the NUL */
+#define CONF_MAX_CIDRS 32
 
 struct conf_listen {
 	char addr[CONF_ADDR_MAX]; /* as written, e.g. "127.0.0.1:8480", "[::1]:8480" */
@@ -85,6 +92,27 @@ struct conf_agent {
 	uint64_t tool_output_max;  /* agent.tool_output_max: 1K..1M, default 32K */
 };
 
+/* One named allow list templates may use (network.presets). */
+struct conf_preset {
+	char name[CONF_PRESET_NAME_MAX];
+	struct egress_rule rules[CONF_PRESET_RULES];
+	size_t nrules;
+};
+
+/* egress: the sandboxes' only way out, the egress proxy (agrippad.conf.5). */
+struct conf_egress {
+	int enabled;               /* enabled: false: no run gets any network, default true */
+	struct conf_preset presets[CONF_MAX_PRESETS];
+	size_t npresets;           /* presets: default python, node, rust, go and debian */
+	struct egress_cidr cidrs[CONF_MAX_CIDRS];
+	size_t ncidrs;             /* allow_cidrs: the only way to private or reserved
+	                            * addresses, none by default */
+	uint64_t tunnels_per_run;  /* tunnels_per_run: connections at once, 1..1024, default 32 */
+	uint64_t connect_timeout;  /* connect_timeout: seconds, 1..300, default 10 */
+	uint64_t idle_timeout;     /* idle_timeout: seconds, 1..86400, default 300 */
+	uint64_t bytes_per_run;    /* bytes_per_run: both ways, in all, 1M..1T, default 4G */
+};
+
 struct config {
 	char path[PATH_MAX];           /* file it was read from */
 	char state_dir[PATH_MAX];      /* state_dir: /var/agrippa */
@@ -106,6 +134,7 @@ struct config {
 	struct conf_provider providers[CONF_MAX_PROVIDERS];
 	size_t nproviders;             /* providers: none by default */
 	struct conf_agent agent;
+	struct conf_egress egress;
 };
 
 /*
@@ -136,7 +165,9 @@ void config_defaults(struct config *c);
  * relative paths (a daemon has no useful cwd), bad user names, user or
  * db_user "root" or both equal, out-of-range numbers, a provider or model
  * missing a required key, bad or duplicate provider and model names, an
- * agent naming a provider or model not configured, anchors, aliases,
+ * agent naming a provider or model not configured, an egress preset
+ * entry or allow_cidrs network egress/policy.h or egress/addr.h refuses
+ * (with its reason), a bad or duplicate preset name, anchors, aliases,
  * tags, more than one document, nesting deeper than 32 levels, and a top
  * level that is not a mapping.
  * Returns 0 when the file is valid, -1 otherwise.

@@ -35,6 +35,7 @@
 
 #include "common/util.h"
 #include "common/yamlev.h"
+#include "egress/policy.h"
 
 #define TMPL_FMT(f, a) __attribute__((format(printf, f, a)))
 #define TMPL_MAX_DEPTH 32 /* nesting a template never needs */
@@ -1210,9 +1211,14 @@ tmpl_resource(struct tmpl_parse *p, const struct tn *n, const char *label, json_
 	return json_pack("{sssb}", "name", name, "optional", opt);
 }
 
-/* A requires list (skills or mcp_servers); NULL n is an empty list. */
+/* What judges one item of a list: its node, label, and the set of what the
+ * list held so far (for duplicates); returns the compiled item or NULL. */
+typedef json_t *tmpl_item_fn(struct tmpl_parse *, const struct tn *, const char *, json_t *);
+
+/* A list of at most max items, each judged by item; NULL n: empty. */
 static json_t *
-tmpl_resources(struct tmpl_parse *p, const struct tn *n, const char *label)
+tmpl_list(struct tmpl_parse *p, const struct tn *n, const char *label, size_t max,
+          tmpl_item_fn *item)
 {
 	char lab[TMPL_LABEL_MAX];
 	json_t *a = json_array(), *seen = json_object();
@@ -1223,17 +1229,24 @@ tmpl_resources(struct tmpl_parse *p, const struct tn *n, const char *label)
 	if (a == NULL || seen == NULL || n == NULL || tmpl_want_seq(p, n, label, 0) == -1)
 		goto out;
 	for (i = 0; i < n->nkid; i++) {
-		if (i == TMPL_MAX_RESOURCES) {
-			tmpl_lerr(p, n->kid[i], label, "at most %d entries", TMPL_MAX_RESOURCES);
+		if (i == max) {
+			tmpl_lerr(p, n->kid[i], label, "at most %zu entries", max);
 			break;
 		}
 		tmpl_label_index(lab, sizeof(lab), label, i);
 		if (n->kid[i]->type != TN_ALIAS)
-			tj_append(p, a, tmpl_resource(p, n->kid[i], lab, seen));
+			tj_append(p, a, item(p, n->kid[i], lab, seen));
 	}
 out:
 	json_decref(seen);
 	return a;
+}
+
+/* A requires list (skills or mcp_servers); NULL n is an empty list. */
+static json_t *
+tmpl_resources(struct tmpl_parse *p, const struct tn *n, const char *label)
+{
+	return tmpl_list(p, n, label, TMPL_MAX_RESOURCES, tmpl_resource);
 }
 
 static const char *const tmpl_req_keys[] = {"skills", "mcp_servers"};
@@ -1371,6 +1384,83 @@ out:
 	return a;
 }
 
+/* ---- network ------------------------------------------------------------ */
+
+#define TMPL_MAX_ALLOW 64   /* entries of a network.allow list */
+#define TMPL_MAX_PRESETS 16 /* names of a network.presets list */
+
+static const struct tmpl_rx rx_preset = {TMPL_LOWER TMPL_DIGIT, TMPL_LOWER TMPL_DIGIT "_-", 32,
+                                         "[a-z0-9][a-z0-9_-]{0,31}"};
+
+/*
+ * One network.allow entry (egress_rule_parse), as its canonical text.  A
+ * reference is refused before anything else: the network is the
+ * template's to give, never a run's parameters.
+ */
+static json_t *
+tmpl_allow_entry(struct tmpl_parse *p, const struct tn *n, const char *label, json_t *seen)
+{
+	char text[EGRESS_RULE_TEXT_MAX + 1];
+	struct egress_rule r;
+	const char *why;
+
+	if (tmpl_scalar(p, n, label, "a host name") == -1)
+		return NULL;
+	if (memmem(n->s, n->len, "${", 2) != NULL) {
+		tmpl_lerr(p, n, label, "no ${...} in a network entry: parameters never widen "
+		                       "the network");
+		return NULL;
+	}
+	if ((why = egress_rule_parse(n->s, n->len, &r)) != NULL) {
+		tmpl_lerr(p, n, label, "%s", why);
+		return NULL;
+	}
+	egress_rule_format(&r, text, sizeof(text));
+	if (tj_seen(p, seen, text)) {
+		tmpl_lerr(p, n, label, "duplicate entry '%s'", text);
+		return NULL;
+	}
+	return json_string(text);
+}
+
+/* One network.presets name: checked here for its form only (tmpl.h). */
+static json_t *
+tmpl_preset(struct tmpl_parse *p, const struct tn *n, const char *label, json_t *seen)
+{
+	const char *name;
+
+	if ((name = tmpl_name(p, n, label, &rx_preset)) == NULL)
+		return NULL;
+	if (tj_seen(p, seen, name)) {
+		tmpl_lerr(p, n, label, "duplicate entry '%s'", name);
+		return NULL;
+	}
+	return json_string(name);
+}
+
+static const char *const tmpl_net_keys[] = {"allow", "presets"};
+
+/* network: { allow: [...], presets: [...] } at label ("network" or a
+ * step's); null when n is NULL (none given). */
+static json_t *
+tmpl_network(struct tmpl_parse *p, const struct tn *n, const char *label)
+{
+	const struct tn *val[2], *at[2];
+	char lab[TMPL_LABEL_MAX];
+	json_t *o;
+
+	if (n == NULL)
+		return json_null();
+	if (tmpl_want_map(p, n, label) == -1 || (o = json_object()) == NULL)
+		return NULL;
+	tmpl_fields(p, n, label, tmpl_net_keys, 2, val, at);
+	tmpl_label(lab, sizeof(lab), label, "allow");
+	tj_set(p, o, "allow", tmpl_list(p, val[0], lab, TMPL_MAX_ALLOW, tmpl_allow_entry));
+	tmpl_label(lab, sizeof(lab), label, "presets");
+	tj_set(p, o, "presets", tmpl_list(p, val[1], lab, TMPL_MAX_PRESETS, tmpl_preset));
+	return o;
+}
+
 /* ---- steps -------------------------------------------------------------- */
 
 #define KB(k) (1u << (k))
@@ -1385,6 +1475,7 @@ enum {
 	S_WHEN,
 	S_REQUIRES,
 	S_PRODUCES,
+	S_NETWORK,
 	S_RUN,
 	S_PROMPT,
 	S_MAX_TURNS,
@@ -1398,9 +1489,9 @@ enum {
 	S_NKEYS
 };
 static const char *const tmpl_step_keys[S_NKEYS] = {
-    "id",  "kind",   "retry",     "timeout", "allow_failure", "when",  "requires", "produces",
-    "run", "prompt", "max_turns", "message", "expires_in",    "title", "body",
-    "branch", "base", "draft"};
+    "id",      "kind", "retry",  "timeout",   "allow_failure", "when",       "requires",
+    "produces", "network", "run", "prompt", "max_turns",     "message", "expires_in",
+    "title",    "body", "branch", "base", "draft"};
 /* The kinds of step each key belongs to. */
 static const unsigned tmpl_step_key_kinds[S_NKEYS] = {
     [S_ID] = K_ALL,
@@ -1411,6 +1502,7 @@ static const unsigned tmpl_step_key_kinds[S_NKEYS] = {
     [S_WHEN] = K_ALL,
     [S_REQUIRES] = K_ALL & ~KB(K_CHECKPOINT),
     [S_PRODUCES] = KB(K_COMMAND) | KB(K_AGENT) | KB(K_PATCH),
+    [S_NETWORK] = KB(K_COMMAND) | KB(K_AGENT), /* the kinds that run in the sandbox */
     [S_RUN] = KB(K_COMMAND),
     [S_PROMPT] = KB(K_AGENT),
     [S_MAX_TURNS] = KB(K_AGENT),
@@ -1592,6 +1684,10 @@ tmpl_step_kind(struct tmpl_parse *p, struct tstep *st)
 	unsigned kb = st->kind >= 0 ? KB(st->kind) : K_ALL;
 	long long expires = 86400;
 
+	if (kb & (KB(K_COMMAND) | KB(K_AGENT)))
+		tj_set(p, st->o, "network",
+		       tmpl_network(p, st->val[S_NETWORK],
+		                    tmpl_step_label(st, S_NETWORK, lab, sizeof(lab))));
 	if (kb & KB(K_COMMAND))
 		tmpl_step_text(p, st, S_RUN, 1, TS_TEXT, TMPL_TEXT_MAX);
 	if (kb & KB(K_AGENT)) {
@@ -1719,9 +1815,19 @@ tmpl_phases(struct tmpl_parse *p, const struct tn *n)
 	return a;
 }
 
-enum { T_NAME, T_VERSION, T_DESCRIPTION, T_PARAMS, T_WORKSPACE, T_BUDGET, T_PHASES, T_NKEYS };
-static const char *const tmpl_top_keys[T_NKEYS] = {"name",      "version", "description", "params",
-                                                   "workspace", "budget",  "phases"};
+enum {
+	T_NAME,
+	T_VERSION,
+	T_DESCRIPTION,
+	T_PARAMS,
+	T_WORKSPACE,
+	T_BUDGET,
+	T_NETWORK,
+	T_PHASES,
+	T_NKEYS
+};
+static const char *const tmpl_top_keys[T_NKEYS] = {
+    "name", "version", "description", "params", "workspace", "budget", "network", "phases"};
 
 /* The document's root.  Returns the compiled document (meaningful only
  * when no error was reported), or NULL. */
@@ -1755,6 +1861,7 @@ tmpl_top(struct tmpl_parse *p, const struct tn *root)
 	if (tmpl_need(p, root, "", val[T_WORKSPACE], "workspace") == 0)
 		tj_set(p, o, "workspace", tmpl_workspace(p, val[T_WORKSPACE]));
 	tj_set(p, o, "budget", tmpl_budget(p, val[T_BUDGET], "budget"));
+	tj_set(p, o, "network", tmpl_network(p, val[T_NETWORK], "network"));
 	if (tmpl_need(p, root, "", val[T_PHASES], "phases") == 0)
 		tj_set(p, o, "phases", tmpl_phases(p, val[T_PHASES]));
 	return o;

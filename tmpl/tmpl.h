@@ -22,6 +22,7 @@
  *                    "ref": str (may hold ${params.x} of string parameters) or null,
  *                    "access": "readWrite"|"readOnly" },
  *     "budget": { "usd_micros": int } or null,
+ *     "network": NETWORK or null,
  *     "phases": [ { "name": str, "budget": { "usd_micros": int } or null,
  *                   "steps": [ STEP ] } ] }
  *   STEP: { "id": str, "kind": "command"|"agent"|"patch"|"checkpoint"|"pull_request",
@@ -31,10 +32,24 @@
  *                         "mcp_servers": [ { "name": str, "optional": bool } ] },
  *           "produces": [ { "key": str, "kind": "text"|"md"|"json"|"patch",
  *                           "required": bool, "file": str } ],
- *           and per kind: command { "run": str }; agent { "prompt": str,
+ *           and per kind: command { "network": NETWORK or null, "run": str };
+ *           agent { "network": NETWORK or null, "prompt": str,
  *           "max_turns": int }; checkpoint { "message": str, "expires_s": int };
  *           pull_request { "title": str, "body": str, "branch": str, "base": str,
  *           "draft": bool } ("" for the defaults); patch {} }
+ *   NETWORK: { "allow": [ str ], "presets": [ str ] }
+ *
+ * network: what a run's sandbox may reach through the egress process
+ * (agrippa-template(5)).  null is no network; a step's NETWORK, when not
+ * null, replaces the template's for that step (an empty one is none).
+ * "allow" holds egress_rule_parse entries in their canonical text
+ * (egress/policy.h); an entry holding ${...} is refused, since parameters
+ * never widen the network.  "presets" holds names of the configuration's
+ * egress.presets, checked here only for their form: whether a preset
+ * exists is decided when a run starts, against the configuration then in
+ * force, because templates outlive reloads and are compiled where no
+ * configuration is (agrippactl template check, httpd); a run naming a
+ * preset the configuration lacks fails at start with that name.
  */
 #ifndef AGRIPPA_TMPL_H
 #define AGRIPPA_TMPL_H

@@ -1,4 +1,4 @@
-/* FUZZ_SOURCES: supervisor/config.c */
+/* FUZZ_SOURCES: supervisor/config.c egress/policy.c egress/host.c egress/addr.c */
 /*
  * libFuzzer target for the configuration parser: any byte string must give
  * either a valid config or well-formed "name:line:col: reason" lines, never

@@ -1,4 +1,4 @@
-/* FUZZ_SOURCES: tmpl/tmpl.c tmpl/ref.c */
+/* FUZZ_SOURCES: tmpl/tmpl.c tmpl/ref.c egress/policy.c egress/host.c */
 /*
  * libFuzzer target for the template compiler: any byte string must give
  * either a compiled JSON object whose "name" is a string and no error, or

@@ -19,6 +19,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include "supervisor/config.h"
 
 #define NAME "t.yaml"
@@ -1365,6 +1368,180 @@ test_load(void **state)
 	unlink(path);
 }
 
+/* The preset of c named name, or NULL. */
+static const struct conf_preset *
+find_preset(const struct config *c, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < c->egress.npresets; i++)
+		if (strcmp(c->egress.presets[i].name, name) == 0)
+			return &c->egress.presets[i];
+	return NULL;
+}
+
+/* egress: the defaults and the shipped presets, every key set, and each
+ * bad value refused at its position with the reason egress/ gives. */
+static void
+test_egress_section(void **state)
+{
+	static const char *const shipped[] = {"python", "node", "rust", "go", "debian"};
+	struct egress_host h;
+	struct sockaddr_in sin;
+	const struct conf_preset *pr;
+	size_t i;
+
+	assert_int_equal(parse(minimal), 0);
+	assert_int_equal(cfg.egress.enabled, 1);
+	assert_int_equal(cfg.egress.tunnels_per_run, 32);
+	assert_int_equal(cfg.egress.connect_timeout, 10);
+	assert_int_equal(cfg.egress.idle_timeout, 300);
+	assert_true(cfg.egress.bytes_per_run == 4ull << 30);
+	assert_int_equal(cfg.egress.ncidrs, 0);
+	assert_int_equal(cfg.egress.npresets, 5);
+	for (i = 0; i < 5; i++) {
+		pr = find_preset(&cfg, shipped[i]);
+		assert_non_null(pr);
+		assert_true(pr->nrules >= 2);
+	}
+	/* what the shipped presets allow */
+	assert_null(egress_host_parse("files.pythonhosted.org", 22, &h));
+	pr = find_preset(&cfg, "python");
+	assert_non_null(egress_policy_match(pr->rules, pr->nrules, &h, 443, EGRESS_FORM_CONNECT));
+	assert_null(egress_host_parse("deb.debian.org", 14, &h));
+	pr = find_preset(&cfg, "debian");
+	assert_non_null(egress_policy_match(pr->rules, pr->nrules, &h, 80, EGRESS_FORM_HTTP));
+	pr = find_preset(&cfg, "rust");
+	assert_null(egress_host_parse("index.crates.io", 15, &h));
+	assert_non_null(egress_policy_match(pr->rules, pr->nrules, &h, 443, EGRESS_FORM_CONNECT));
+
+	assert_int_equal(parse("egress:\n"
+	                       "  enabled: false\n"
+	                       "  presets:\n"
+	                       "    mirror: [ \"*.mirror.example\", \"pkg.example:8443\" ]\n"
+	                       "    py_3: [ pypi.org ]\n"
+	                       "  allow_cidrs: [ \"10.20.0.0/16\", \"fd00:1::/32\" ]\n"
+	                       "  tunnels_per_run: 1024\n"
+	                       "  connect_timeout: 300\n"
+	                       "  idle_timeout: 86400\n"
+	                       "  bytes_per_run: 1M\n"),
+	                 0);
+	assert_int_equal(cfg.egress.enabled, 0);
+	assert_int_equal(cfg.egress.npresets, 2); /* replaced, not added to */
+	assert_null(find_preset(&cfg, "python"));
+	pr = find_preset(&cfg, "mirror");
+	assert_non_null(pr);
+	assert_int_equal(pr->nrules, 2);
+	assert_true(pr->rules[0].wildcard);
+	assert_int_equal(pr->rules[1].port, 8443);
+	assert_non_null(find_preset(&cfg, "py_3"));
+	assert_int_equal(cfg.egress.ncidrs, 2);
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(0x0a140101); /* 10.20.1.1 */
+	assert_null(egress_addr_refusal((struct sockaddr *)&sin, sizeof(sin), cfg.egress.cidrs,
+	                                cfg.egress.ncidrs));
+	assert_non_null(egress_addr_refusal((struct sockaddr *)&sin, sizeof(sin), NULL, 0));
+	assert_int_equal(cfg.egress.tunnels_per_run, 1024);
+	assert_int_equal(cfg.egress.connect_timeout, 300);
+	assert_int_equal(cfg.egress.idle_timeout, 86400);
+	assert_int_equal(cfg.egress.bytes_per_run, 1 << 20);
+	/* empty lists: no preset, no network */
+	assert_int_equal(parse("egress: { presets: {}, allow_cidrs: [] }\n"), 0);
+	assert_int_equal(cfg.egress.npresets, 0);
+	assert_int_equal(cfg.egress.ncidrs, 0);
+}
+
+static void
+test_egress_errors(void **state)
+{
+	expect_only("egress: { presets: { py: [ \"*.com\" ] } }\n",
+	    "1:28: egress.presets.py[0]: a wildcard over a single label (*.tld) would allow a "
+	    "whole top-level domain");
+	expect_only("egress: { presets: { py: [ pypi.org, \"*\" ] } }\n",
+	    "1:38: egress.presets.py[1]: a bare '*' would allow every host");
+	expect_only("egress: { presets: { py: [ 10.0.0.1 ] } }\n",
+	    "1:28: egress.presets.py[0]: an entry is a host name, not an IP address (see "
+	    "egress.allow_cidrs)");
+	expect_only("egress: { presets: { py: [ \"https://pypi.org\" ] } }\n",
+	    "1:28: egress.presets.py[0]: an entry is a host name, not a URL");
+	expect_only("egress: { presets: { py: [ PyPI.org ] } }\n",
+	    "1:28: egress.presets.py[0]: an entry must be in lower case");
+	expect_only("egress: { presets: { py: [ pypi.org, pypi.org ] } }\n",
+	    "1:38: egress.presets.py[1]: duplicate entry");
+	expect_only("egress: { presets: { py: [] } }\n", "1:26: egress.presets.py: empty list");
+	expect_only("egress: { presets: { py: pypi.org } }\n",
+	    "1:26: egress.presets.py: expected a sequence, found a scalar");
+	expect_only("egress: { presets: { py: [ [ a.test ] ] } }\n",
+	    "1:28: egress.presets.py[0]: expected a scalar, found a sequence");
+	expect_only("egress: { presets: { Py: [ a.test ] } }\n",
+	    "1:22: egress.presets: a preset name must match [a-z0-9][a-z0-9_-]{0,31}");
+	expect_only("egress: { presets: { -py: [ a.test ] } }\n",
+	    "1:22: egress.presets: a preset name must match [a-z0-9][a-z0-9_-]{0,31}");
+	expect_only("egress: { presets: { py: [ a.test ], py: [ b.test ] } }\n",
+	    "1:38: egress.presets: duplicate preset 'py'");
+	expect_only("egress: { presets: [ py ] }\n",
+	    "1:20: egress.presets: expected a mapping, found a sequence");
+	expect_only("egress: { allow_cidrs: [ \"10.20.0.1/16\" ] }\n",
+	    "1:26: egress.allow_cidrs[0]: host bits are set after the prefix length");
+	expect_only("egress: { allow_cidrs: [ \"127.0.0.0/8\" ] }\n",
+	    "1:26: egress.allow_cidrs[0]: holds loopback or unspecified addresses, the host's own");
+	expect_only("egress: { allow_cidrs: [ \"0.0.0.0/0\" ] }\n",
+	    "1:26: egress.allow_cidrs[0]: a /0 network would allow every address");
+	expect_only("egress: { allow_cidrs: [ 10.0.0.0 ] }\n",
+	    "1:26: egress.allow_cidrs[0]: expected ADDRESS/PREFIX, as in 10.20.0.0/16");
+	expect_only("egress: { allow_cidrs: [ \"10.0.0.0/33\" ] }\n",
+	    "1:26: egress.allow_cidrs[0]: the prefix length must be a number from 1 to 32");
+	expect_only("egress: { allow_cidrs: [ \"mirror.internal/24\" ] }\n",
+	    "1:26: egress.allow_cidrs[0]: not an IPv4 or IPv6 address before '/'");
+	expect_only("egress: { allow_cidrs: [ \"10.0.0.0/8\", \"10.0.0.0/8\" ] }\n",
+	    "1:40: egress.allow_cidrs[1]: duplicate network");
+	expect_only("egress: { allow_cidrs: \"10.0.0.0/8\" }\n",
+	    "1:24: egress.allow_cidrs: expected a sequence, found a scalar");
+	expect_only("egress: { enabled: yes }\n", "1:20: egress.enabled: expected true or false");
+	expect_only("egress: { tunnels_per_run: 0 }\n",
+	    "1:28: egress.tunnels_per_run: expected an integer from 1 to 1024");
+	expect_only("egress: { connect_timeout: 301 }\n",
+	    "1:28: egress.connect_timeout: expected an integer from 1 to 300");
+	expect_only("egress: { idle_timeout: 0 }\n",
+	    "1:25: egress.idle_timeout: expected an integer from 1 to 86400");
+	expect_only("egress: { bytes_per_run: 1K }\n",
+	    "1:26: egress.bytes_per_run: expected an integer from 1048576 to 1099511627776 "
+	    "(K, M and G suffixes allowed)");
+	expect_only("egress: { deny: [] }\n", "1:11: unknown key 'egress.deny'");
+	expect_only("egress: [ a ]\n", "1:9: egress: expected a mapping, found a sequence");
+	/* every error of the section, not only the first */
+	assert_int_equal(parse("egress: { presets: { py: [ \"*\", \"*.com\" ] },"
+	                       " allow_cidrs: [ \"::1/128\" ], tunnels_per_run: 0 }\n"),
+	    -1);
+	assert_int_equal(count_lines(err), 4);
+}
+
+static void
+test_egress_limits(void **state)
+{
+	static char yaml[65536];
+	size_t i, len = 0;
+
+	len += (size_t)snprintf(yaml + len, sizeof(yaml) - len, "egress:\n  presets:\n    big: [");
+	for (i = 0; i < 65; i++)
+		len += (size_t)snprintf(yaml + len, sizeof(yaml) - len, "%sh%zu.test", i ? ", " : "",
+		                        i);
+	len += (size_t)snprintf(yaml + len, sizeof(yaml) - len, "]\n");
+	for (i = 1; i < 17; i++)
+		len += (size_t)snprintf(yaml + len, sizeof(yaml) - len, "    p%zu: [ a.test ]\n", i);
+	len += (size_t)snprintf(yaml + len, sizeof(yaml) - len, "  allow_cidrs: [");
+	for (i = 0; i < 33; i++)
+		len += (size_t)snprintf(yaml + len, sizeof(yaml) - len, "%s\"10.%zu.0.0/16\"",
+		                        i ? ", " : "", i);
+	snprintf(yaml + len, sizeof(yaml) - len, "]\n");
+	assert_int_equal(parse(yaml), -1);
+	assert_non_null(strstr(err, "egress.presets.big: at most 64 entries\n"));
+	assert_non_null(strstr(err, "egress.presets: at most 16 presets\n"));
+	assert_non_null(strstr(err, "egress.allow_cidrs: at most 32 entries\n"));
+	assert_int_equal(count_lines(err), 3);
+}
+
 /* The shipped sample parses, and is exactly the defaults it claims to list. */
 static void
 test_sample_is_defaults(void **state)
@@ -1485,6 +1662,9 @@ main(void)
 	    cmocka_unit_test(test_small_errbuf),
 	    cmocka_unit_test(test_unchanged_on_failure),
 	    cmocka_unit_test(test_load),
+	    cmocka_unit_test(test_egress_section),
+	    cmocka_unit_test(test_egress_errors),
+	    cmocka_unit_test(test_egress_limits),
 	    cmocka_unit_test(test_sample_is_defaults),
 	    cmocka_unit_test(test_load_missing),
 	    cmocka_unit_test(test_load_not_regular),

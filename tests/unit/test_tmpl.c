@@ -323,11 +323,11 @@ test_compiled_form(void **state)
 	    "\"params\":{\"repo\":{\"type\":\"repoRef\",\"required\":true,\"default\":null,"
 	    "\"description\":\"\"}},"
 	    "\"workspace\":{\"repo\":\"${params.repo}\",\"ref\":null,\"access\":\"readWrite\"},"
-	    "\"budget\":null,"
+	    "\"budget\":null,\"network\":null,"
 	    "\"phases\":[{\"name\":\"only\",\"budget\":null,\"steps\":[{\"id\":\"s1\","
 	    "\"kind\":\"command\",\"retry\":0,\"timeout_s\":3600,\"allow_failure\":false,"
 	    "\"when\":\"success\",\"requires\":{\"skills\":[],\"mcp_servers\":[]},"
-	    "\"produces\":[],\"run\":\"true\"}]}]}";
+	    "\"produces\":[],\"network\":null,\"run\":\"true\"}]}]}";
 	char *got;
 
 	expect_ok(yaml);
@@ -352,12 +352,14 @@ test_kind_defaults(void **state)
 	expect_ok(yaml);
 	s = step0(doc, 0);
 	assert_int_equal(geti(s, "timeout_s"), 3600);
-	assert_int_equal(json_object_size(s), 9);
+	assert_true(json_is_null(json_object_get(s, "network")));
+	assert_int_equal(json_object_size(s), 10);
 	s = step0(doc, 1);
 	assert_int_equal(geti(s, "timeout_s"), 3600);
 	assert_int_equal(geti(s, "max_turns"), 50);
 	assert_string_equal(gets(s, "prompt"), "y");
-	assert_int_equal(json_object_size(s), 10);
+	assert_true(json_is_null(json_object_get(s, "network")));
+	assert_int_equal(json_object_size(s), 11);
 	s = step0(doc, 2);
 	assert_int_equal(geti(s, "timeout_s"), 600);
 	assert_int_equal(json_object_size(s), 8);
@@ -1280,6 +1282,116 @@ test_produces(void **state)
 
 /* ${...} references */
 
+/* network: top level and per step, each entry judged where it is written. */
+static void
+test_network(void **state)
+{
+	const char *top = NAMEVER "network: { allow: [ pypi.org, \"*.Example.com\" ] }\n" BODY ONE;
+	char *got;
+	json_t *n;
+
+	/* the template's list, canonical; steps without one inherit (null) */
+	expect_ok(NAMEVER "network:\n  allow: [ pypi.org, \"*.example.com:8443\", localhost ]\n"
+	                  "  presets: [ python, node ]\n" BODY ONE);
+	n = json_object_get(doc, "network");
+	got = json_dumps(n, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	assert_string_equal(got, "{\"allow\":[\"pypi.org\",\"*.example.com:8443\",\"localhost\"],"
+	                         "\"presets\":[\"python\",\"node\"]}");
+	free(got);
+	assert_true(json_is_null(json_object_get(step0(doc, 0), "network")));
+	/* none at all: null; an empty mapping or lists: the empty policy */
+	expect_ok(HEAD ONE);
+	assert_true(json_is_null(json_object_get(doc, "network")));
+	expect_ok(NAMEVER "network: {}\n" BODY ONE);
+	n = json_object_get(doc, "network");
+	assert_int_equal(json_array_size(json_object_get(n, "allow")), 0);
+	assert_int_equal(json_array_size(json_object_get(n, "presets")), 0);
+	/* a step's list replaces the template's: compiled apart */
+	expect_ok(NAMEVER "network: { allow: [ a.test ] }\n" BODY
+	          "      - { id: a, kind: command, run: x, network: { allow: [ b.test:22 ] } }\n"
+	          "      - { id: b, kind: agent, prompt: y, network: { allow: [] } }\n"
+	          "      - { id: c, kind: command, run: z }\n");
+	assert_string_equal(json_string_value(json_array_get(
+	                        json_object_get(json_object_get(step0(doc, 0), "network"), "allow"),
+	                        0)),
+	                    "b.test:22");
+	assert_int_equal(json_array_size(json_object_get(
+	                     json_object_get(step0(doc, 1), "network"), "allow")),
+	                 0);
+	assert_true(json_is_null(json_object_get(step0(doc, 2), "network")));
+
+	/* every entry at its own position, with the rule it breaks */
+	expect_only_at(top, "\"*.Example", "network.allow[1]: an entry must be in lower case");
+	expect_only_at(NAMEVER "network: { allow: [ \"*\" ] }\n" BODY ONE, "\"*\"",
+	               "network.allow[0]: a bare '*' would allow every host");
+	expect_only_at(NAMEVER "network: { allow: [ \"*.com\" ] }\n" BODY ONE, "\"*.com",
+	               "network.allow[0]: a wildcard over a single label (*.tld) would allow a "
+	               "whole top-level domain");
+	expect_only_at(NAMEVER "network: { allow: [ 10.0.0.1 ] }\n" BODY ONE, "10.0",
+	               "network.allow[0]: an entry is a host name, not an IP address (see "
+	               "egress.allow_cidrs)");
+	expect_only_at(NAMEVER "network: { allow: [ \"[::1]\" ] }\n" BODY ONE, "\"[::1]",
+	               "network.allow[0]: an entry is a host name, not an IP address");
+	expect_only_at(NAMEVER "network: { allow: [ \"https://pypi.org/\" ] }\n" BODY ONE, "\"https",
+	               "network.allow[0]: an entry is a host name, not a URL");
+	expect_only_at(NAMEVER "network: { allow: [ \"u@pypi.org\" ] }\n" BODY ONE, "\"u@",
+	               "network.allow[0]: an entry holds no user information ('@')");
+	expect_only_at(NAMEVER "network: { allow: [ \"pypi.org:99999\" ] }\n" BODY ONE, "\"pypi",
+	               "network.allow[0]: the port must be a number from 1 to 65535");
+	expect_only_at(NAMEVER "network: { allow: [ \"${params.cmd}\" ] }\n" BODY ONE, "\"${params.cmd",
+	               "network.allow[0]: no ${...} in a network entry: parameters never widen "
+	               "the network");
+	expect_only_at(NAMEVER "network: { allow: [ \"${params.cmd}.evil.test\" ] }\n" BODY ONE,
+	               "\"${params.cmd", "network.allow[0]: no ${...} in a network entry: "
+	               "parameters never "
+	                       "widen the network");
+	expect_only_at(NAMEVER "network: { allow: [ a.test, a.test ] }\n" BODY ONE, "a.test ]",
+	               "network.allow[1]: duplicate entry 'a.test'");
+	expect_only_at(NAMEVER "network: { allow: [ \"\" ] }\n" BODY ONE, "\"\"",
+	               "network.allow[0]: empty value");
+	expect_only_at(NAMEVER "network: { allow: [ [ a.test ] ] }\n" BODY ONE, "[ a.test",
+	               "network.allow[0]: expected a host name, found a sequence");
+	expect_only_at(NAMEVER "network: { allow: a.test }\n" BODY ONE, "a.test }",
+	               "network.allow: expected a sequence, found a scalar");
+	expect_only_at(NAMEVER "network: { presets: [ Python ] }\n" BODY ONE, "Python",
+	               "network.presets[0]: must match [a-z0-9][a-z0-9_-]{0,31}");
+	expect_only_at(NAMEVER "network: { presets: [ go, go ] }\n" BODY ONE, "go ]",
+	               "network.presets[1]: duplicate entry 'go'");
+	expect_only_at(NAMEVER "network: { deny: [ a.test ] }\n" BODY ONE, "deny",
+	               "network: unknown key 'deny'");
+	expect_only_at(NAMEVER "network: [ a.test ]\n" BODY ONE, "[ a.test",
+	               "network: expected a mapping, found a sequence");
+	expect_only_at(NAMEVER "network: all\n" BODY ONE, "all",
+	               "network: expected a mapping, found a scalar");
+	/* in a step, labelled as the step's */
+	expect_only_at(STEP("{ id: a, kind: command, run: x, network: { allow: [ \"*.com\" ] } }"),
+	               "\"*.com", "phases[0].steps[0].network.allow[0]: a wildcard over a single "
+	                          "label (*.tld) would allow a whole top-level domain");
+	/* only the kinds that run in the sandbox have one */
+	expect_only_at(STEP("{ id: a, kind: checkpoint, message: m, network: {} }"), "network",
+	               "phases[0].steps[0]: network: not a key of a checkpoint step");
+	expect_only_at(STEP("{ id: a, kind: pull_request, network: {} }"), "network",
+	               "phases[0].steps[0]: network: not a key of a pull_request step");
+}
+
+static void
+test_network_limits(void **state)
+{
+	size_t i;
+
+	big[0] = '\0';
+	bigcat(NAMEVER "network:\n  allow:\n");
+	for (i = 0; i < 65; i++)
+		bigcat("    - h%zu.test\n", i);
+	bigcat("  presets: [");
+	for (i = 0; i < 17; i++)
+		bigcat("%sp%zu", i ? ", " : "", i);
+	bigcat("]\n" BODY ONE);
+	expect_error_at(big, "h64.test", "network.allow: at most 64 entries");
+	expect_error_at(big, "p16", "network.presets: at most 16 entries");
+	assert_int_equal(nerr, 2);
+}
+
 static void
 test_references(void **state)
 {
@@ -1595,6 +1707,8 @@ main(void)
 	    cmocka_unit_test(test_requires),
 	    cmocka_unit_test(test_requires_limit),
 	    cmocka_unit_test(test_produces),
+	    cmocka_unit_test(test_network),
+	    cmocka_unit_test(test_network_limits),
 	    cmocka_unit_test(test_references),
 	    cmocka_unit_test(test_control_chars),
 	    cmocka_unit_test(test_all_errors_reported),
