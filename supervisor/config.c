@@ -493,6 +493,7 @@ static void conf_set_engine(struct conf_parse *, const struct conf_key *, yaml_e
 static void conf_set_providers(struct conf_parse *, const struct conf_key *, yaml_event_t *);
 static void conf_set_agent(struct conf_parse *, const struct conf_key *, yaml_event_t *);
 static void conf_set_egress(struct conf_parse *, const struct conf_key *, yaml_event_t *);
+static void conf_set_git(struct conf_parse *, const struct conf_key *, yaml_event_t *);
 
 #define CONF_FIELD_SIZE(field) sizeof(((struct config *)0)->field)
 #define CONF_STRING(field, setter)                                                                 \
@@ -517,6 +518,7 @@ static const struct conf_key conf_top_keys[] = {
     {"providers", "providers", conf_set_providers, 0, 0},
     {"agent", "agent", conf_set_agent, 0, 0},
     {"egress", "egress", conf_set_egress, 0, 0},
+    {"git", "git", conf_set_git, 0, 0},
 };
 
 enum { CONF_DB_URL, CONF_DB_POOL };
@@ -1355,6 +1357,55 @@ conf_check_agent(struct conf_parse *p)
 	else if (!conf_has_model(&p->c->providers[i], a->model))
 		conf_error(p, &p->agent_model_mark,
 		    "agent.model: not one of the models of providers[%d]", i);
+}
+
+/* git */
+
+/* git.author: "Name <address>", as git writes an identity: a name of
+ * printable ASCII without '<' or '>', and an address with an '@' and no
+ * space, '<' or '>'. */
+static void
+conf_set_git_author(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+{
+	char v[CONF_AUTHOR_NAME_MAX + CONF_AUTHOR_EMAIL_MAX + 4], *lt, *gt, *end;
+	size_t i, nlen;
+
+	if (conf_scalar(p, k->label, ev, v, sizeof(v)) == -1)
+		return;
+	lt = strchr(v, '<');
+	gt = strchr(v, '>');
+	end = lt != NULL ? lt : v;
+	while (end > v && end[-1] == ' ')
+		end--;
+	nlen = (size_t)(end - v);
+	for (i = 0; v[i] != '\0'; i++)
+		if ((unsigned char)v[i] < 0x20 || (unsigned char)v[i] >= 0x7f)
+			break;
+	if (v[i] != '\0' || lt == NULL || gt == NULL || gt[1] != '\0' || gt < lt ||
+	    strchr(lt + 1, '<') != NULL || nlen == 0 || nlen >= CONF_AUTHOR_NAME_MAX ||
+	    memchr(v, '>', nlen) != NULL || (size_t)(gt - lt - 1) >= CONF_AUTHOR_EMAIL_MAX ||
+	    gt - lt - 1 < 3 || memchr(lt + 1, '@', (size_t)(gt - lt - 1)) == NULL ||
+	    memchr(lt + 1, ' ', (size_t)(gt - lt - 1)) != NULL) {
+		conf_error(p, &ev->start_mark,
+		           "%s: expected \"Name <address>\" in printable ASCII (a name of 1 to %d "
+		           "bytes, an address with an @)",
+		           k->label, CONF_AUTHOR_NAME_MAX - 1);
+		return;
+	}
+	memcpy(p->c->git.author_name, v, nlen);
+	p->c->git.author_name[nlen] = '\0';
+	memcpy(p->c->git.author_email, lt + 1, (size_t)(gt - lt - 1));
+	p->c->git.author_email[gt - lt - 1] = '\0';
+}
+
+static const struct conf_key conf_git_keys[] = {
+    {"author", "git.author", conf_set_git_author, 0, 0},
+};
+
+static void
+conf_set_git(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+{
+	conf_section(p, k, ev, conf_git_keys, CONF_NKEYS(conf_git_keys), "git.");
 }
 
 /* Egress */

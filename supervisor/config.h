@@ -113,6 +113,14 @@ struct conf_egress {
 	uint64_t bytes_per_run;    /* bytes_per_run: both ways, in all, 1M..1T, default 4G */
 };
 
+/* git: the commits runs push */
+#define CONF_AUTHOR_NAME_MAX 64
+#define CONF_AUTHOR_EMAIL_MAX 254
+struct conf_git {
+	char author_name[CONF_AUTHOR_NAME_MAX];   /* git.author "Name <email>": "" for the default, */
+	char author_email[CONF_AUTHOR_EMAIL_MAX]; /* Agrippa <agrippa@HOSTNAME> */
+};
+
 struct config {
 	char path[PATH_MAX];           /* file it was read from */
 	char state_dir[PATH_MAX];      /* state_dir: /var/agrippa */
@@ -134,6 +142,7 @@ struct config {
 	struct conf_provider providers[CONF_MAX_PROVIDERS];
 	size_t nproviders;             /* providers: none by default */
 	struct conf_agent agent;
+	struct conf_git git;
 	struct conf_egress egress;
 };
 

@@ -709,8 +709,13 @@ pr_push(struct srun *r, struct ipc_msg *m)
 	gr.workspace = r->ws;
 	gr.base = r->base;
 	gr.cap = sup.conf.sandbox.artifact_max;
-	gr.author_name = sup.git_author_name;
-	gr.author_email = sup.git_author_email;
+	if (sup.conf.git.author_name[0] != '\0') {
+		gr.author_name = sup.conf.git.author_name;
+		gr.author_email = sup.conf.git.author_email;
+	} else {
+		gr.author_name = sup.git_author_name;
+		gr.author_email = sup.git_author_email;
+	}
 	gr.when = req.when;
 	gr.message = msg;
 	gr.branch = req.branch;

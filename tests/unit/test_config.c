@@ -1623,6 +1623,35 @@ teardown_dir(void **state)
 	return rmdir(tmpdir);
 }
 
+/* git.author: "Name <address>", or the default (empty here). */
+static void
+test_git_author(void **state)
+{
+	assert_int_equal(parse(minimal), 0);
+	assert_string_equal(cfg.git.author_name, "");
+	assert_int_equal(parse("git: { author: \"Fix Bot <bot@ci.example.com>\" }\n"), 0);
+	assert_string_equal(cfg.git.author_name, "Fix Bot");
+	assert_string_equal(cfg.git.author_email, "bot@ci.example.com");
+	expect_only("git: { author: bot }\n",
+	    "1:16: git.author: expected \"Name <address>\" in printable ASCII (a name of 1 to 63 "
+	    "bytes, an address with an @)");
+	expect_only("git: { author: \"<bot@x.test>\" }\n",
+	    "1:16: git.author: expected \"Name <address>\" in printable ASCII (a name of 1 to 63 "
+	    "bytes, an address with an @)");
+	expect_only("git: { author: \"Bot <bot>\" }\n",
+	    "1:16: git.author: expected \"Name <address>\" in printable ASCII (a name of 1 to 63 "
+	    "bytes, an address with an @)");
+	expect_only("git: { author: \"Bot <b@x> y\" }\n",
+	    "1:16: git.author: expected \"Name <address>\" in printable ASCII (a name of 1 to 63 "
+	    "bytes, an address with an @)");
+	expect_only("git: { author: \"Bot <b o@x>\" }\n",
+	    "1:16: git.author: expected \"Name <address>\" in printable ASCII (a name of 1 to 63 "
+	    "bytes, an address with an @)");
+	expect_only("git: { author: \"B\\tot <b@x>\" }\n",
+	    "1:16: git.author: control characters are not allowed");
+	expect_only("git: { writer: x }\n", "1:8: unknown key 'git.writer'");
+}
+
 int
 main(void)
 {
@@ -1665,6 +1694,7 @@ main(void)
 	    cmocka_unit_test(test_egress_section),
 	    cmocka_unit_test(test_egress_errors),
 	    cmocka_unit_test(test_egress_limits),
+	    cmocka_unit_test(test_git_author),
 	    cmocka_unit_test(test_sample_is_defaults),
 	    cmocka_unit_test(test_load_missing),
 	    cmocka_unit_test(test_load_not_regular),
