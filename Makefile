@@ -99,9 +99,10 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libagrippa.a
 
 # The git helper links libgit2, which stays out of agrippad: its code is
 # built apart from libagrippa.a, into a program of its own.
-GH_OBJ  := $(BUILD)/githelper/checkout.o $(BUILD)/githelper/diff.o $(BUILD)/githelper/mirror.o
+GH_OBJ  := $(BUILD)/githelper/checkout.o $(BUILD)/githelper/diff.o $(BUILD)/githelper/mirror.o \
+           $(BUILD)/githelper/forge.o
 GH_LIBS := $(shell pkg-config --libs libgit2 2>/dev/null)
-GIT_LIBS := $(GH_LIBS) $(shell pkg-config --libs libevent libsodium msgpack libcurl 2>/dev/null)
+GIT_LIBS := $(GH_LIBS) $(shell pkg-config --libs libevent libsodium msgpack libcurl jansson 2>/dev/null)
 $(BUILD)/agrippa-git: $(BUILD)/githelper/main.o $(GH_OBJ) $(BUILD)/libagrippa.a
 	$(CC) $(ALL_LDFLAGS) -Wl,--as-needed -o $@ $^ $(GIT_LIBS)
 $(BUILD)/tests/tools/mkrepo: tests/tools/mkrepo.c
@@ -113,6 +114,13 @@ $(BUILD)/tests/test_checkout: tests/unit/test_checkout.c $(GH_OBJ) $(BUILD)/liba
 $(BUILD)/tests/test_diff: tests/unit/test_diff.c $(GH_OBJ) $(BUILD)/libagrippa.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(GH_LIBS) $(PKG_LIBS) $$(pkg-config --libs cmocka)
+# The forge client needs libcurl and jansson, not libgit2.
+$(BUILD)/tests/test_forge: tests/unit/test_forge.c $(BUILD)/githelper/forge.o $(BUILD)/libagrippa.a
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS) $$(pkg-config --libs cmocka)
+$(BUILD)/tests/tools/forgereq: tests/tools/forgereq.c $(BUILD)/githelper/forge.o $(BUILD)/libagrippa.a
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 # Probes that run inside sandboxes: static, no sanitizers, no libagrippa.
 PROBE_BIN := $(BUILD)/tests/probe/try_syscall
