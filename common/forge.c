@@ -32,7 +32,8 @@ forge_parse(const char *name)
 const char *
 forge_name(enum forge_kind kind)
 {
-	return (size_t)kind < sizeof(forge_names) / sizeof(forge_names[0]) ? forge_names[kind] : "?";
+	return (size_t)kind < sizeof(forge_names) / sizeof(forge_names[0]) ? forge_names[kind]
+	                                                                   : "?";
 }
 
 const char *
@@ -48,9 +49,7 @@ forge_default_api(enum forge_kind kind)
 	}
 }
 
-static int
-forge_fail(char *err, size_t errsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int
+int
 forge_fail(char *err, size_t errsz, const char *fmt, ...)
 {
 	va_list ap;
@@ -63,11 +62,25 @@ forge_fail(char *err, size_t errsz, const char *fmt, ...)
 
 /* ---- URLs ---------------------------------------------------------------- */
 
+/* len bytes at s, all of them in the set chars. */
+static int
+forge_only(const char *s, size_t len, const char *chars)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (s[i] == '\0' || strchr(chars, s[i]) == NULL)
+			return 0;
+	return 1;
+}
+
+#define FORGE_ALNUM "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
 /* An https URL taken apart by curl_url. */
 struct forge_url {
 	char host[FORGE_API_URL_MAX + 1];
-	char port[8];                     /* "" for 443 */
-	char path[FORGE_PATH_MAX + 64];   /* as written: "/" at least */
+	char port[8];                   /* "" for 443 */
+	char path[FORGE_PATH_MAX + 64]; /* as written: "/" at least */
 };
 
 /* Copy a part curl_url gave (and free it); -1 when it does not fit. */
@@ -111,9 +124,12 @@ forge_url_split(const char *what, const char *url, size_t max, struct forge_url 
 		return forge_fail(err, errsz, "%s must be 1 to %zu bytes", what, max);
 	for (i = 0; i < n; i++)
 		if ((unsigned char)url[i] <= 0x20 || (unsigned char)url[i] >= 0x7f)
-			return forge_fail(err, errsz, "%s may hold only printable ASCII, no space", what);
+			return forge_fail(err, errsz, "%s may hold only printable ASCII, no space",
+			                  what);
 	if (strpbrk(url, "?#") != NULL) /* even an empty query or fragment */
 		return forge_fail(err, errsz, "%s must have no query and no fragment", what);
+	if (strchr(url, '%') != NULL) /* nothing here needs it; curl would decode a host's */
+		return forge_fail(err, errsz, "%s must hold no percent-encoding", what);
 	if ((u = curl_url()) == NULL)
 		return forge_fail(err, errsz, "out of memory");
 	/* curl_url is lenient ("https:/h", "https:///h" are https://h): the
@@ -146,6 +162,13 @@ forge_url_split(const char *what, const char *url, size_t max, struct forge_url 
 		goto out;
 	}
 	s = NULL;
+	/* a name or an address as written: curl decodes "%41" in a host */
+	n = strlen(fu->host);
+	if (fu->host[0] == '[' ? !forge_only(fu->host, n, "[]:.0123456789abcdefABCDEF")
+	                       : !forge_only(fu->host, n, FORGE_ALNUM ".-")) {
+		forge_fail(err, errsz, "%s: the host must be a name or an address", what);
+		goto out;
+	}
 	for (i = 0; fu->host[i] != '\0'; i++) /* host names know no case */
 		fu->host[i] = (char)tolower((unsigned char)fu->host[i]);
 	fu->port[0] = '\0';
@@ -184,20 +207,6 @@ forge_url_authority(const char *what, const char *url, size_t max, char *out, si
 	return 0;
 }
 
-/* len bytes at s, all of them in the set chars. */
-static int
-forge_only(const char *s, size_t len, const char *chars)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		if (s[i] == '\0' || strchr(chars, s[i]) == NULL)
-			return 0;
-	return 1;
-}
-
-#define FORGE_ALNUM "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-
 int
 forge_api_url_check(enum forge_kind kind, const char *url, char *out, size_t outsz, char *err,
                     size_t errsz)
@@ -216,10 +225,12 @@ forge_api_url_check(enum forge_kind kind, const char *url, char *out, size_t out
 	for (seg = fu.path + 1; len > 1; seg += n + 1) {
 		n = strcspn(seg, "/");
 		if (n == 0 || !forge_only(seg, n, FORGE_ALNUM "._~-"))
-			return forge_fail(err, errsz, "api_url: its path may hold only segments of "
+			return forge_fail(err, errsz,
+			                  "api_url: its path may hold only segments of "
 			                  "letters, digits, '.', '_', '~' and '-'");
 		if ((n == 1 && seg[0] == '.') || (n == 2 && seg[0] == '.' && seg[1] == '.'))
-			return forge_fail(err, errsz, "api_url: its path must not hold '.' or '..'");
+			return forge_fail(err, errsz,
+			                  "api_url: its path must not hold '.' or '..'");
 		if (seg[n] == '\0')
 			break;
 	}
@@ -243,7 +254,8 @@ forge_segment_problem(enum forge_kind kind, const char *s, size_t n, int owner)
 		if (owner && (!forge_only(s, n, FORGE_ALNUM "_-") || s[0] == '-'))
 			return "has an owner that is not letters, digits, '-' and '_'";
 		if (!owner && !forge_only(s, n, FORGE_ALNUM "._-"))
-			return "has a repository name that is not letters, digits, '.', '-' and '_'";
+			return "has a repository name that is not letters, digits, '.', '-' and "
+			       "'_'";
 		return NULL;
 	}
 	if (!forge_only(s, n, FORGE_ALNUM "._-"))
@@ -281,12 +293,16 @@ forge_repo_path(enum forge_kind kind, const char *repo_url, char *out, size_t ou
 			return forge_fail(err, errsz, "the repository URL's path %s", why);
 	}
 	if (kind == FORGE_GITHUB && nseg != 2)
-		return forge_fail(err, errsz, "a GitHub repository URL must be "
-		                  "https://HOST/OWNER/REPO (its path has %zu segments)", nseg);
+		return forge_fail(err, errsz,
+		                  "a GitHub repository URL must be "
+		                  "https://HOST/OWNER/REPO (its path has %zu segments)",
+		                  nseg);
 	if (kind == FORGE_GITLAB && (nseg < 2 || nseg > FORGE_GITLAB_DEPTH))
-		return forge_fail(err, errsz, "a GitLab repository URL must be "
+		return forge_fail(err, errsz,
+		                  "a GitLab repository URL must be "
 		                  "https://HOST/GROUP[/SUBGROUP...]/PROJECT, 2 to %d segments "
-		                  "(its path has %zu)", FORGE_GITLAB_DEPTH, nseg);
+		                  "(its path has %zu)",
+		                  FORGE_GITLAB_DEPTH, nseg);
 	memcpy(out, fu.path + 1, len - 1);
 	out[len - 1] = '\0';
 	return 0;
@@ -344,7 +360,8 @@ forge_title_check(const char *title, char *err, size_t errsz)
 		if ((k = forge_utf8(p + i, len - i, &cp)) == 0)
 			return forge_fail(err, errsz, "the title is not UTF-8");
 		if (cp < 0x20 || (cp >= 0x7f && cp < 0xa0))
-			return forge_fail(err, errsz, "the title must be one line without control "
+			return forge_fail(err, errsz,
+			                  "the title must be one line without control "
 			                  "characters");
 		visible |= cp != ' ';
 		i += k;
@@ -353,7 +370,8 @@ forge_title_check(const char *title, char *err, size_t errsz)
 	if (!visible)
 		return forge_fail(err, errsz, "the title must not be empty");
 	if (chars > FORGE_TITLE_MAX)
-		return forge_fail(err, errsz, "the title must be at most %d characters (it has %zu)",
+		return forge_fail(err, errsz,
+		                  "the title must be at most %d characters (it has %zu)",
 		                  FORGE_TITLE_MAX, chars);
 	return 0;
 }
@@ -361,7 +379,7 @@ forge_title_check(const char *title, char *err, size_t errsz)
 size_t
 forge_body_limit(enum forge_kind kind)
 {
-	return kind == FORGE_GITHUB ? FORGE_GITHUB_BODY_MAX
+	return kind == FORGE_GITHUB   ? FORGE_GITHUB_BODY_MAX
 	       : kind == FORGE_GITLAB ? FORGE_GITLAB_BODY_MAX
 	                              : 0;
 }

@@ -13,15 +13,19 @@
 
 enum forge_kind { FORGE_NONE, FORGE_GITHUB, FORGE_GITLAB };
 
-#define FORGE_API_URL_MAX 256  /* an api_url, normalised, without its NUL */
-#define FORGE_PATH_MAX 512     /* OWNER/REPO, or a GitLab project's full path */
-#define FORGE_SEGMENT_MAX 100  /* one segment of it (GitHub's bound for a repository) */
-#define FORGE_GITLAB_DEPTH 21  /* 20 nested groups (GitLab's bound) and the project */
-#define FORGE_TITLE_MAX 240    /* characters: "Draft: " and it fit GitLab's 255 */
-#define FORGE_GITHUB_BODY_MAX 65536  /* characters (GitHub: "body is too long") */
+#define FORGE_API_URL_MAX 256         /* an api_url, normalised, without its NUL */
+#define FORGE_PATH_MAX 512            /* OWNER/REPO, or a GitLab project's full path */
+#define FORGE_SEGMENT_MAX 100         /* one segment of it (GitHub's bound for a repository) */
+#define FORGE_GITLAB_DEPTH 21         /* 20 nested groups (GitLab's bound) and the project */
+#define FORGE_TITLE_MAX 240           /* characters: "Draft: " and it fit GitLab's 255 */
+#define FORGE_GITHUB_BODY_MAX 65536   /* characters (GitHub: "body is too long") */
 #define FORGE_GITLAB_BODY_MAX 1048576 /* characters (GitLab: description) */
 /* Ends a body that was cut; counted within the forge's limit. */
 #define FORGE_CUT_MARKER "\n\n---\n[... cut by agrippa: longer than the forge accepts ...]\n"
+
+/* A one-line reason into err (errsz bytes), for this file and the git
+ * helper's forge client alike; returns -1. */
+int forge_fail(char *err, size_t errsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* "github", "gitlab" or "none" (exactly, lower case): its kind, or -1. */
 int forge_parse(const char *name);
@@ -35,15 +39,18 @@ const char *forge_default_api(enum forge_kind kind);
 
 /*
  * Check an api_url for kind (GitHub or GitLab) and write it normalised to
- * out (outsz bytes, at least FORGE_API_URL_MAX + 1): https only, a host, an
- * optional port (443 dropped), no user or password, no query, no fragment;
+ * out (outsz bytes, at least FORGE_API_URL_MAX + 1): https:// (as
+ * written: curl_url would take "https:/h" and "https:///h" too), a host
+ * (letters, digits, '.' and '-', lower-cased, or an IPv6 address in
+ * brackets), an optional port (443 dropped), no user or password, no query,
+ * no fragment, no percent-encoding (curl would decode a host's);
  * a path of unreserved characters (/api/v3, /api/v4), no "." or ".."
  * segment and no empty one but a trailing slash, which is dropped.  At most
  * FORGE_API_URL_MAX bytes of printable ASCII.  Returns 0, or -1 with a
  * one-line reason naming api_url in err.
  */
-int forge_api_url_check(enum forge_kind kind, const char *url, char *out, size_t outsz,
-                        char *err, size_t errsz);
+int forge_api_url_check(enum forge_kind kind, const char *url, char *out, size_t outsz, char *err,
+                        size_t errsz);
 
 /*
  * The forge's name for the repository a connection clones from repo_url
@@ -58,8 +65,8 @@ int forge_api_url_check(enum forge_kind kind, const char *url, char *out, size_t
  * Each segment 1 to FORGE_SEGMENT_MAX bytes; no empty segment, no
  * percent-encoding.  Returns 0, or -1 with a one-line reason in err.
  */
-int forge_repo_path(enum forge_kind kind, const char *repo_url, char *out, size_t outsz,
-                    char *err, size_t errsz);
+int forge_repo_path(enum forge_kind kind, const char *repo_url, char *out, size_t outsz, char *err,
+                    size_t errsz);
 
 /*
  * The authority ("host" or "host:port", the host as curl_url gives it,

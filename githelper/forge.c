@@ -2,12 +2,11 @@
  * Pull requests on GitHub and GitLab over their REST APIs
  * (githelper/forge.h).
  */
-#include <curl/curl.h>
 #include <ctype.h>
+#include <curl/curl.h>
 #include <errno.h>
 #include <jansson.h>
 #include <sodium.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,58 +20,36 @@
 #include "tmpl/tmpl.h"
 
 #define FG_TOKEN_MAX 4096
+#ifndef AGRIPPA_VERSION /* the Makefile defines it; tests/fuzz/run.sh does not */
+#define AGRIPPA_VERSION "unknown"
+#endif
 
 /* One call of gh_forge_pr. */
 struct fg {
 	const struct gh_pr_req *req;
-	const char *fname;                   /* "GitHub", "GitLab" */
-	const char *pr;                      /* "pull request #", "merge request !" */
-	const char *noun;                    /* "pull request", "merge request" */
-	char api[FORGE_API_URL_MAX + 1];     /* normalised */
-	char path[FORGE_PATH_MAX + 1];       /* OWNER/REPO, or the project's path */
-	char proj[3 * FORGE_PATH_MAX + 1];   /* that path as one URL segment (GitLab) */
-	char owner[FORGE_SEGMENT_MAX + 1];   /* GitHub: OWNER */
-	char host[FORGE_API_URL_MAX + 1];    /* repo_url's authority: where links point */
-	char *body;                          /* req->body as the forge takes it */
+	const char *fname;                 /* "GitHub", "GitLab" */
+	const char *pr;                    /* "pull request #", "merge request !" */
+	const char *noun;                  /* "pull request", "merge request" */
+	char api[FORGE_API_URL_MAX + 1];   /* normalised */
+	char path[FORGE_PATH_MAX + 1];     /* OWNER/REPO, or the project's path */
+	char proj[3 * FORGE_PATH_MAX + 1]; /* that path as one URL segment (GitLab) */
+	char owner[FORGE_SEGMENT_MAX + 1]; /* GitHub: OWNER */
+	char host[FORGE_API_URL_MAX + 1];  /* repo_url's authority: where links point */
+	char *body;                        /* req->body as the forge takes it */
 	CURL *easy;
-	struct curl_slist *hdrs;             /* holds the token: wiped, then freed */
-	uint64_t deadline_ms, waited_ms;     /* CLOCK_MONOTONIC */
+	struct curl_slist *hdrs;         /* holds the token: wiped, then freed */
+	uint64_t deadline_ms, waited_ms; /* CLOCK_MONOTONIC */
 	/* the last answer */
 	long status;
 	char *ans;
 	size_t anslen;
 	int ans_over;
-	long retry_after;                    /* seconds, -1 when none */
-	long long rl_remaining, rl_reset;    /* x-ratelimit-*, -1 when none */
+	long retry_after;                 /* seconds, -1 when none */
+	long long rl_remaining, rl_reset; /* x-ratelimit-*, -1 when none */
 	char curlerr[CURL_ERROR_SIZE];
 	char *err;
 	size_t errsz;
 };
-
-static int fg_fail(struct fg *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int
-fg_fail(struct fg *f, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(f->err, f->errsz, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
-static int
-fg_err(char *err, size_t errsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int
-fg_err(char *err, size_t errsz, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errsz, fmt, ap);
-	va_end(ap);
-	return -1;
-}
 
 static uint64_t
 fg_now_ms(void)
@@ -111,11 +88,12 @@ fg_json(const char *text, size_t len, char *err, size_t errsz)
 	json_t *j;
 
 	if (text == NULL || len == 0) {
-		fg_err(err, errsz, "the answer is empty");
+		forge_fail(err, errsz, "the answer is empty");
 		return NULL;
 	}
 	if ((j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je)) == NULL)
-		fg_err(err, errsz, "the answer is not JSON (line %d, column %d)", je.line, je.column);
+		forge_fail(err, errsz, "the answer is not JSON (line %d, column %d)", je.line,
+		           je.column);
 	return j;
 }
 
@@ -147,8 +125,8 @@ fg_github_side(json_t *o, const char *key, char *ref, size_t refsz, char *owner,
 		return -1;
 	if (owner == NULL)
 		return 0;
-	if (fg_str(side, "label", label, sizeof(label)) == -1 || (n = strcspn(label, ":")) >= ownsz ||
-	    label[n] != ':')
+	if (fg_str(side, "label", label, sizeof(label)) == -1 ||
+	    (n = strcspn(label, ":")) >= ownsz || label[n] != ':')
 		return -1;
 	memcpy(owner, label, n);
 	owner[n] = '\0';
@@ -172,8 +150,9 @@ fg_state(enum forge_kind kind, json_t *o)
 		if (strcmp(s, "closed") != 0)
 			return -1;
 		m = json_object_get(o, "merged_at");
-		return json_is_string(m) || json_is_true(json_object_get(o, "merged")) ? GH_PR_MERGED
-		                                                                         : GH_PR_CLOSED;
+		return json_is_string(m) || json_is_true(json_object_get(o, "merged"))
+		           ? GH_PR_MERGED
+		           : GH_PR_CLOSED;
 	}
 	if (strcmp(s, "opened") == 0)
 		return GH_PR_OPEN;
@@ -202,33 +181,36 @@ fg_pr_object(enum forge_kind kind, json_t *o, const char *host, struct gh_pr_see
 
 	memset(pr, 0, sizeof(*pr));
 	if (!json_is_object(o))
-		return fg_err(err, errsz, "it is not an object");
+		return forge_fail(err, errsz, "it is not an object");
 	n = json_object_get(o, nkey);
 	if (!json_is_integer(n) || json_integer_value(n) <= 0)
-		return fg_err(err, errsz, "it has no positive integer \"%s\"", nkey);
+		return forge_fail(err, errsz, "it has no positive integer \"%s\"", nkey);
 	pr->number = (uint64_t)json_integer_value(n);
 	if (fg_str(o, ukey, pr->url, sizeof(pr->url)) == -1)
-		return fg_err(err, errsz, "it has no \"%s\" of at most %d bytes", ukey,
-		              GH_FORGE_URL_MAX - 1);
+		return forge_fail(err, errsz, "it has no \"%s\" of at most %d bytes", ukey,
+		                  GH_FORGE_URL_MAX - 1);
 	if (forge_url_authority(ukey, pr->url, GH_FORGE_URL_MAX - 1, auth, sizeof(auth), why,
 	                        sizeof(why)) == -1)
-		return fg_err(err, errsz, "%s", why);
+		return forge_fail(err, errsz, "%s", why);
+	if (strncmp(pr->url, "https://", 8) != 0) /* as links are written, for whoever follows it */
+		return forge_fail(err, errsz, "its %s is not written https://...", ukey);
 	if (strcasecmp(auth, host) != 0)
-		return fg_err(err, errsz, "its %s is not on the repository's host %s", ukey, host);
+		return forge_fail(err, errsz, "its %s is not on the repository's host %s", ukey,
+		                  host);
 	if ((st = fg_state(kind, o)) == -1)
-		return fg_err(err, errsz, "it has no \"state\" the forge would write");
+		return forge_fail(err, errsz, "it has no \"state\" the forge would write");
 	pr->state = (enum gh_pr_state)st;
 	pr->draft = fg_flag(o, "draft");
 	if (!gh && pr->draft == 0 && json_object_get(o, "draft") == NULL)
 		pr->draft = fg_flag(o, "work_in_progress"); /* before GitLab 13.x */
 	if (pr->draft == -1)
-		return fg_err(err, errsz, "its \"draft\" is not a boolean");
+		return forge_fail(err, errsz, "its \"draft\" is not a boolean");
 	if (gh ? fg_github_side(o, "head", pr->head, sizeof(pr->head), pr->owner,
 	                        sizeof(pr->owner)) == -1 ||
 	             fg_github_side(o, "base", pr->base, sizeof(pr->base), NULL, 0) == -1
 	       : fg_str(o, "source_branch", pr->head, sizeof(pr->head)) == -1 ||
 	             fg_str(o, "target_branch", pr->base, sizeof(pr->base)) == -1)
-		return fg_err(err, errsz, "it names no head and base branches");
+		return forge_fail(err, errsz, "it names no head and base branches");
 	return 0;
 }
 
@@ -250,8 +232,8 @@ gh_forge_answer_pr(enum forge_kind kind, const char *text, size_t len, const cha
 
 int
 gh_forge_answer_find(enum forge_kind kind, const char *text, size_t len, const char *host,
-                     const char *owner, const char *head, const char *base,
-                     struct gh_pr_seen *pr, char *err, size_t errsz)
+                     const char *owner, const char *head, const char *base, struct gh_pr_seen *pr,
+                     char *err, size_t errsz)
 {
 	char why[256];
 	json_t *j, *v;
@@ -263,11 +245,12 @@ gh_forge_answer_find(enum forge_kind kind, const char *text, size_t len, const c
 		return -1;
 	if (!json_is_array(j)) {
 		json_decref(j);
-		return fg_err(err, errsz, "the answer is not a list");
+		return forge_fail(err, errsz, "the answer is not a list");
 	}
-	json_array_foreach(j, i, v) {
+	json_array_foreach(j, i, v)
+	{
 		if (fg_pr_object(kind, v, host, pr, why, sizeof(why)) == -1) {
-			rv = fg_err(err, errsz, "entry %zu of the list: %s", i, why);
+			rv = forge_fail(err, errsz, "entry %zu of the list: %s", i, why);
 			break;
 		}
 		if (strcmp(pr->head, head) == 0 && strcmp(pr->base, base) == 0 &&
@@ -312,22 +295,24 @@ fg_words(json_t *v, const char *field, int depth, char *out, size_t outsz, size_
 	if (json_is_string(v)) {
 		fg_say(out, outsz, n, field, json_string_value(v));
 	} else if (json_is_array(v) && depth < 2) {
-		json_array_foreach(v, i, e) {
+		json_array_foreach(v, i, e)
+		{
 			if (json_is_object(e) && json_is_string(json_object_get(e, "message")))
-				fg_say(out, outsz, n, field, json_string_value(json_object_get(e, "message")));
+				fg_say(out, outsz, n, field,
+				       json_string_value(json_object_get(e, "message")));
 			else if (json_is_object(e) && json_is_string(json_object_get(e, "code"))) {
 				const char *res = json_string_value(json_object_get(e, "resource"));
 				const char *fld = json_string_value(json_object_get(e, "field"));
 
 				snprintf(tmp, sizeof(tmp), "%s %s: %s", res != NULL ? res : "",
-				         fld != NULL ? fld : "", json_string_value(json_object_get(e, "code")));
+				         fld != NULL ? fld : "",
+				         json_string_value(json_object_get(e, "code")));
 				fg_say(out, outsz, n, field, tmp);
 			} else
 				fg_words(e, field, depth + 1, out, outsz, n);
 		}
 	} else if (json_is_object(v) && depth == 0) {
-		json_object_foreach(v, key, e)
-			fg_words(e, key, depth + 1, out, outsz, n);
+		json_object_foreach(v, key, e) fg_words(e, key, depth + 1, out, outsz, n);
 	}
 }
 
@@ -437,8 +422,8 @@ fg_star_token(struct fg *f)
 	size_t tl = strlen(f->req->token);
 	char *p = f->ans, *t;
 
-	while (p != NULL && (t = memmem(p, f->anslen - (size_t)(p - f->ans), f->req->token, tl)) !=
-	                        NULL) {
+	while (p != NULL &&
+	       (t = memmem(p, f->anslen - (size_t)(p - f->ans), f->req->token, tl)) != NULL) {
 		memset(t, '*', tl);
 		p = t + tl;
 	}
@@ -466,7 +451,7 @@ fg_perform(struct fg *f, const char *method, const char *url, const char *data)
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "https");
 	curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "https");
 	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L); /* a redirect could carry the token away */
-	curl_easy_setopt(e, CURLOPT_PROXY, "");           /* whatever https_proxy says */
+	curl_easy_setopt(e, CURLOPT_PROXY, "");          /* whatever https_proxy says */
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)left);
@@ -558,8 +543,11 @@ fg_wait(struct fg *f, int attempt, const char *what)
 	if (asked < 0 && f->rl_remaining == 0 && f->rl_reset >= 0)
 		asked = f->rl_reset <= now ? 0 : f->rl_reset - now + 1;
 	if (asked > GH_FORGE_WAIT_MAX_S)
-		return fg_fail(f, "%s; it asks to wait %lld s before trying again, more than the %d s "
-		               "agrippa waits: try later", what, asked, GH_FORGE_WAIT_MAX_S);
+		return forge_fail(
+		    f->err, f->errsz,
+		    "%s; it asks to wait %lld s before trying again, more than the %d s "
+		    "agrippa waits: try later",
+		    what, asked, GH_FORGE_WAIT_MAX_S);
 	if (asked >= 0) {
 		ms = (uint64_t)asked * 1000;
 	} else {
@@ -570,8 +558,10 @@ fg_wait(struct fg *f, int attempt, const char *what)
 	}
 	if (f->waited_ms + ms > (uint64_t)GH_FORGE_WAIT_TOTAL_S * 1000 ||
 	    fg_now_ms() + ms >= f->deadline_ms)
-		return fg_fail(f, "%s; waiting %llu ms more would pass the %d s agrippa waits for %s",
-		               what, (unsigned long long)ms, GH_FORGE_WAIT_TOTAL_S, f->fname);
+		return forge_fail(
+		    f->err, f->errsz,
+		    "%s; waiting %llu ms more would pass the %d s agrippa waits for %s", what,
+		    (unsigned long long)ms, GH_FORGE_WAIT_TOTAL_S, f->fname);
 	f->waited_ms += ms;
 	log_info("%s; trying again in %llu ms (attempt %d of %d)", what, (unsigned long long)ms,
 	         attempt + 1, GH_FORGE_ATTEMPTS);
@@ -596,17 +586,17 @@ fg_call(struct fg *f, const char *method, const char *tail, json_t *body)
 	if (strcmp(method, "GET") != 0 &&
 	    (body == NULL || (data = json_dumps(body, JSON_COMPACT)) == NULL)) {
 		json_decref(body);
-		return fg_fail(f, "%s %s: out of memory", method, tail);
+		return forge_fail(f->err, f->errsz, "%s %s: out of memory", method, tail);
 	}
 	json_decref(body);
 	if (fmt_ok(url, sizeof(url), "%s%s", f->api, tail) == -1) {
 		free(data);
-		return fg_fail(f, "%s %s: the URL is too long", method, tail);
+		return forge_fail(f->err, f->errsz, "%s %s: the URL is too long", method, tail);
 	}
 	for (attempt = 1;; attempt++) {
 		if (fg_now_ms() >= f->deadline_ms) {
-			fg_fail(f, "%s %s: %s took more than %d s", method, tail, f->fname,
-			        GH_FORGE_DEADLINE_S);
+			forge_fail(f->err, f->errsz, "%s %s: %s took more than %d s", method, tail,
+			           f->fname, GH_FORGE_DEADLINE_S);
 			break;
 		}
 		rc = fg_perform(f, method, url, data);
@@ -617,11 +607,12 @@ fg_call(struct fg *f, const char *method, const char *tail, json_t *body)
 		fg_trouble(f, rc, trouble, sizeof(trouble));
 		snprintf(what, sizeof(what), "%s %s: %s", method, tail, trouble);
 		if (rc != CURLE_OK && (f->ans_over || !fg_transient(rc))) {
-			fg_fail(f, "%s", f->ans_over ? "the answer is over 1 MiB" : what);
+			forge_fail(f->err, f->errsz, "%s",
+			           f->ans_over ? "the answer is over 1 MiB" : what);
 			break;
 		}
 		if (attempt == GH_FORGE_ATTEMPTS) {
-			fg_fail(f, "%s (%d tries, giving up)", what, attempt);
+			forge_fail(f->err, f->errsz, "%s (%d tries, giving up)", what, attempt);
 			break;
 		}
 		if (fg_wait(f, attempt, what) == -1)
@@ -643,13 +634,14 @@ fg_refused(struct fg *f, const char *what)
 	if (f->status == 401)
 		hint = " (the connection's token is not valid for this forge)";
 	else if (f->status == 403)
-		hint = " (the token may not do this: check its scopes or the repository's permissions)";
+		hint = " (the token may not do this: check its scopes or the repository's "
+		       "permissions)";
 	else if (f->status == 404)
 		hint = " (no such repository, or the token cannot see it)";
 	else if (f->status >= 300 && f->status < 400)
 		hint = " (a redirect, not followed: has the repository or the API moved?)";
-	return fg_fail(f, "%s: %s answered %ld: %s%s", what, f->fname, f->status,
-	               msg[0] != '\0' ? msg : "(no message)", hint);
+	return forge_fail(f->err, f->errsz, "%s: %s answered %ld: %s%s", what, f->fname, f->status,
+	                  msg[0] != '\0' ? msg : "(no message)", hint);
 }
 
 /* The pull request in the last answer into pr and res. */
@@ -660,7 +652,8 @@ fg_take(struct fg *f, const char *what, struct gh_pr_seen *pr, struct gh_pr_res 
 
 	if (gh_forge_answer_pr(f->req->forge, f->ans, f->anslen, f->host, pr, why, sizeof(why)) ==
 	    -1)
-		return fg_fail(f, "%s: %s's answer is malformed: %s", what, f->fname, why);
+		return forge_fail(f->err, f->errsz, "%s: %s's answer is malformed: %s", what,
+		                  f->fname, why);
 	if (res != NULL) {
 		res->number = pr->number;
 		memcpy(res->url, pr->url, sizeof(res->url));
@@ -701,13 +694,16 @@ fg_recorded(struct fg *f, struct gh_pr_seen *pr)
 	if (fg_take(f, what, pr, NULL) == -1)
 		return -1;
 	if (pr->number != f->req->number)
-		return fg_fail(f, "%s: %s answered with %s%llu", what, f->fname, f->pr,
-		               (unsigned long long)pr->number);
+		return forge_fail(f->err, f->errsz, "%s: %s answered with %s%llu", what, f->fname,
+		                  f->pr, (unsigned long long)pr->number);
 	if (pr->state != GH_PR_OPEN)
-		return fg_fail(f, "%s: it was %s on %s; agrippa neither reopens it nor opens another",
-		               what, pr->state == GH_PR_MERGED ? "merged" : "closed", f->fname);
+		return forge_fail(
+		    f->err, f->errsz,
+		    "%s: it was %s on %s; agrippa neither reopens it nor opens another", what,
+		    pr->state == GH_PR_MERGED ? "merged" : "closed", f->fname);
 	if (strcmp(pr->head, f->req->head) != 0)
-		return fg_fail(f, "%s: it is for the branch %s, not %s", what, pr->head, f->req->head);
+		return forge_fail(f->err, f->errsz, "%s: it is for the branch %s, not %s", what,
+		                  pr->head, f->req->head);
 	return 0;
 }
 
@@ -729,8 +725,9 @@ fg_update(struct fg *f, const struct gh_pr_seen *pr, struct gh_pr_res *res)
 	} else {
 		snprintf(tail, sizeof(tail), "/projects/%s/merge_requests/%llu", f->proj, n);
 		st = fg_call(f, "PUT", tail,
-		             json_pack("{s:o, s:s}", "title", fg_gitlab_title(f->req->title, pr->draft),
-		                       "description", f->body));
+		             json_pack("{s:o, s:s}", "title",
+		                       fg_gitlab_title(f->req->title, pr->draft), "description",
+		                       f->body));
 	}
 	if (st == -1)
 		return -1;
@@ -756,15 +753,16 @@ fg_find(struct fg *f, struct gh_pr_seen *pr)
 	if (h == NULL || b == NULL) {
 		curl_free(h);
 		curl_free(b);
-		return fg_fail(f, "out of memory");
+		return forge_fail(f->err, f->errsz, "out of memory");
 	}
 	if (f->req->forge == FORGE_GITHUB)
-		snprintf(tail, sizeof(tail), "/repos/%s/pulls?head=%s&base=%s&state=open", f->path, h,
-		         b);
+		snprintf(tail, sizeof(tail), "/repos/%s/pulls?head=%s&base=%s&state=open", f->path,
+		         h, b);
 	else
-		snprintf(tail, sizeof(tail),
-		         "/projects/%s/merge_requests?source_branch=%s&target_branch=%s&state=opened",
-		         f->proj, h, b);
+		snprintf(
+		    tail, sizeof(tail),
+		    "/projects/%s/merge_requests?source_branch=%s&target_branch=%s&state=opened",
+		    f->proj, h, b);
 	curl_free(h);
 	curl_free(b);
 	snprintf(what, sizeof(what), "finding the open %s of %s into %s", f->noun, f->req->head,
@@ -776,9 +774,11 @@ fg_find(struct fg *f, struct gh_pr_seen *pr)
 	found = gh_forge_answer_find(f->req->forge, f->ans, f->anslen, f->host, f->owner,
 	                             f->req->head, f->req->base, pr, why, sizeof(why));
 	if (found == -1)
-		return fg_fail(f, "%s: %s's answer is malformed: %s", what, f->fname, why);
+		return forge_fail(f->err, f->errsz, "%s: %s's answer is malformed: %s", what,
+		                  f->fname, why);
 	if (found == 0)
-		return fg_fail(f, "%s: %s says one exists but lists none", what, f->fname);
+		return forge_fail(f->err, f->errsz, "%s: %s says one exists but lists none", what,
+		                  f->fname);
 	return 0;
 }
 
@@ -804,14 +804,15 @@ fg_github_open(struct fg *f, struct gh_pr_res *res)
 	snprintf(tail, sizeof(tail), "/repos/%s/pulls", f->path);
 	for (;;) {
 		st = fg_call(f, "POST", tail,
-		             json_pack("{s:s, s:s, s:s, s:s, s:b}", "title", r->title, "head", r->head,
-		                       "base", r->base, "body", f->body, "draft", draft));
+		             json_pack("{s:s, s:s, s:s, s:s, s:b}", "title", r->title, "head",
+		                       r->head, "base", r->base, "body", f->body, "draft", draft));
 		if (st == -1)
 			return -1;
 		if (st == 201) {
 			res->opened = 1;
 			if (draft != (r->draft != 0))
-				snprintf(res->note, sizeof(res->note), "drafts are not supported in this "
+				snprintf(res->note, sizeof(res->note),
+				         "drafts are not supported in this "
 				         "repository: opened as a normal pull request");
 			return fg_take(f, "opening the pull request", &pr, res);
 		}
@@ -824,8 +825,11 @@ fg_github_open(struct fg *f, struct gh_pr_res *res)
 		draft = 0;
 	}
 	if (st == 422 && fg_says(f, "No commits between"))
-		return fg_fail(f, "opening the pull request: nothing to propose: %s has no commit that "
-		               "%s lacks (GitHub: No commits between, 422)", r->head, r->base);
+		return forge_fail(
+		    f->err, f->errsz,
+		    "opening the pull request: nothing to propose: %s has no commit that "
+		    "%s lacks (GitHub: No commits between, 422)",
+		    r->head, r->base);
 	return fg_refused(f, "opening the pull request");
 }
 
@@ -875,7 +879,7 @@ fg_open(struct fg *f)
 	int rv;
 
 	if ((f->easy = curl_easy_init()) == NULL || (auth = sodium_malloc(n)) == NULL)
-		return fg_fail(f, "out of memory");
+		return forge_fail(f->err, f->errsz, "out of memory");
 	snprintf(auth, n, "Authorization: Bearer %s", f->req->token);
 	rv = fg_header_add(f, auth);
 	sodium_free(auth); /* wipes it */
@@ -886,7 +890,7 @@ fg_open(struct fg *f)
 	         ? fg_header_add(f, "Accept: application/vnd.github+json") == -1 ||
 	               fg_header_add(f, "X-GitHub-Api-Version: 2022-11-28") == -1
 	         : fg_header_add(f, "Accept: application/json") == -1))
-		return fg_fail(f, "out of memory");
+		return forge_fail(f->err, f->errsz, "out of memory");
 	return 0;
 }
 
@@ -912,9 +916,11 @@ fg_branch_check(struct fg *f, const char *what, const char *b)
 	const char *why;
 
 	if (b == NULL || (why = tmpl_ref_problem(b, strlen(b))) != NULL)
-		return fg_fail(f, "the %s branch %s", what, b == NULL ? "is missing" : why);
+		return forge_fail(f->err, f->errsz, "the %s branch %s", what,
+		                  b == NULL ? "is missing" : why);
 	if (strncmp(b, "refs/", 5) == 0)
-		return fg_fail(f, "the %s branch must be a branch's name, not refs/...", what);
+		return forge_fail(f->err, f->errsz,
+		                  "the %s branch must be a branch's name, not refs/...", what);
 	return 0;
 }
 
@@ -928,7 +934,8 @@ fg_prepare(struct fg *f)
 	int cut;
 
 	if (r->forge != FORGE_GITHUB && r->forge != FORGE_GITLAB)
-		return fg_fail(f, "the forge %s opens no pull request", forge_name(r->forge));
+		return forge_fail(f->err, f->errsz, "the forge %s opens no pull request",
+		                  forge_name(r->forge));
 	f->fname = r->forge == FORGE_GITHUB ? "GitHub" : "GitLab";
 	f->pr = r->forge == FORGE_GITHUB ? "pull request #" : "merge request !";
 	f->noun = r->forge == FORGE_GITHUB ? "pull request" : "merge request";
@@ -939,25 +946,27 @@ fg_prepare(struct fg *f)
 	    forge_url_authority("the repository URL", r->repo_url, FORGE_PATH_MAX + 256, f->host,
 	                        sizeof(f->host), why, sizeof(why)) == -1 ||
 	    forge_title_check(r->title != NULL ? r->title : "", why, sizeof(why)) == -1)
-		return fg_fail(f, "%s", why);
+		return forge_fail(f->err, f->errsz, "%s", why);
 	if (fg_branch_check(f, "head", r->head) == -1 || fg_branch_check(f, "base", r->base) == -1)
 		return -1;
 	if (strcmp(r->head, r->base) == 0)
-		return fg_fail(f, "the head and base branches are both %s", r->head);
+		return forge_fail(f->err, f->errsz, "the head and base branches are both %s",
+		                  r->head);
 	tl = r->token != NULL ? strlen(r->token) : 0;
 	for (i = 0; i < tl && r->token[i] > 0x20 && r->token[i] < 0x7f; i++)
 		;
 	if (tl == 0 || tl > FG_TOKEN_MAX || i < tl) /* a CR or LF would make another header */
-		return fg_fail(f, "the connection's token must be 1 to %d bytes of printable ASCII",
-		               FG_TOKEN_MAX);
+		return forge_fail(f->err, f->errsz,
+		                  "the connection's token must be 1 to %d bytes of printable ASCII",
+		                  FG_TOKEN_MAX);
 	n = strcspn(f->path, "/");
 	memcpy(f->owner, f->path, n);
 	f->owner[n] = '\0';
 	for (i = n = 0; f->path[i] != '\0'; i++)
-		n += (size_t)snprintf(f->proj + n, sizeof(f->proj) - n, f->path[i] == '/' ? "%%2F" : "%c",
-		                      f->path[i]);
+		n += (size_t)snprintf(f->proj + n, sizeof(f->proj) - n,
+		                      f->path[i] == '/' ? "%%2F" : "%c", f->path[i]);
 	if ((f->body = forge_body_fit(r->forge, r->body != NULL ? r->body : "", &cut)) == NULL)
-		return fg_fail(f, "out of memory");
+		return forge_fail(f->err, f->errsz, "out of memory");
 	return 0;
 }
 

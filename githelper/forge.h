@@ -82,20 +82,21 @@
 #define GH_FORGE_WAIT_MAX_S 60
 #define GH_FORGE_WAIT_TOTAL_S 120
 #define GH_FORGE_DEADLINE_S 300
-#define GH_FORGE_TIMEOUT_S 60         /* one request */
+#define GH_FORGE_TIMEOUT_S 60 /* one request */
 #define GH_FORGE_CONNECT_TIMEOUT_S 15
-#define GH_FORGE_URL_MAX 1024         /* a pull request's link, with its NUL */
-#define GH_FORGE_MESSAGE_MAX 300      /* the forge's message in an error */
+#define GH_FORGE_URL_MAX 1024    /* a pull request's link, with its NUL */
+#define GH_FORGE_MESSAGE_MAX 300 /* the forge's message in an error */
 
 struct gh_pr_req {
-	enum forge_kind forge;      /* GITHUB or GITLAB */
-	const char *api_url;        /* checked by forge_api_url_check */
-	const char *repo_url;       /* the connection's URL */
-	const char *token;          /* NUL-terminated, sodium_malloc'd by the caller */
-	const char *head, *base;    /* branch names */
+	enum forge_kind forge;   /* GITHUB or GITLAB */
+	const char *api_url;     /* checked by forge_api_url_check */
+	const char *repo_url;    /* the connection's URL */
+	const char *token;       /* NUL-terminated, sodium_malloc'd by the caller */
+	const char *head, *base; /* branch names */
 	const char *title, *body;
 	int draft;
-	uint64_t number;            /* a PR/MR recorded earlier for this run (0: none): update that one */
+	/* a PR/MR recorded earlier for this run (0: none): update that one */
+	uint64_t number;
 };
 
 struct gh_pr_res {
@@ -103,7 +104,8 @@ struct gh_pr_res {
 	char url[GH_FORGE_URL_MAX]; /* html_url / web_url */
 	int opened;                 /* 1 opened now, 0 an existing one updated */
 	int draft;                  /* as the forge has it */
-	char note[256];             /* e.g. "drafts are not supported in this repository: opened as a normal pull request" */
+	/* e.g. "drafts are not supported in this repository: opened as a normal pull request" */
+	char note[256];
 };
 
 /*
@@ -125,9 +127,9 @@ struct gh_pr_seen {
 	char url[GH_FORGE_URL_MAX]; /* https, on the host asked for */
 	int draft;
 	enum gh_pr_state state;
-	char head[256];             /* head.ref / source_branch */
-	char base[256];             /* base.ref / target_branch */
-	char owner[128];            /* GitHub: head.label's owner ("" for GitLab) */
+	char head[256];  /* head.ref / source_branch */
+	char base[256];  /* base.ref / target_branch */
+	char owner[128]; /* GitHub: head.label's owner ("" for GitLab) */
 };
 
 /*

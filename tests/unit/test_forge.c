@@ -38,8 +38,11 @@ utf8_ok(const char *s)
 	size_t i, k, need;
 
 	for (i = 0; p[i] != '\0'; i += need) {
-		need = p[i] < 0x80 ? 1 : (p[i] & 0xe0) == 0xc0 ? 2 : (p[i] & 0xf0) == 0xe0 ? 3
-		       : (p[i] & 0xf8) == 0xf0 ? 4 : 0;
+		need = p[i] < 0x80             ? 1
+		       : (p[i] & 0xe0) == 0xc0 ? 2
+		       : (p[i] & 0xf0) == 0xe0 ? 3
+		       : (p[i] & 0xf8) == 0xf0 ? 4
+		                               : 0;
 		if (need == 0)
 			return 0;
 		for (k = 1; k < need; k++)
@@ -113,6 +116,10 @@ t_api_url(void **state)
 	    "https://h.example/a;b",
 	    "https://h.example/a@b",
 	    "https://h.example:99999/api",
+	    "https://g.example.com%8443/api/v3/",
+	    "https://h%41.example/api",
+	    "https://h_x.example/api",
+	    "https://[fe80::1%25eth0]/api",
 	    "https://h.example:x/api",
 	    "ftp://h.example/api",
 	    "file:///etc/passwd",
@@ -130,21 +137,24 @@ t_api_url(void **state)
 	}
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		err[0] = '\0';
-		if (forge_api_url_check(FORGE_GITLAB, bad[i], out, sizeof(out), err, sizeof(err)) == 0)
+		if (forge_api_url_check(FORGE_GITLAB, bad[i], out, sizeof(out), err, sizeof(err)) ==
+		    0)
 			fail_msg("accepted %s as %s", bad[i], out);
 		assert_non_null(strstr(err, "api_url"));
 	}
 	memset(longurl, 'a', sizeof(longurl) - 1);
 	longurl[sizeof(longurl) - 1] = '\0';
 	memcpy(longurl, "https://h.example/", 18);
-	assert_int_equal(forge_api_url_check(FORGE_GITHUB, longurl, out, sizeof(out), err,
-	                                     sizeof(err)), -1);
+	assert_int_equal(
+	    forge_api_url_check(FORGE_GITHUB, longurl, out, sizeof(out), err, sizeof(err)), -1);
 	assert_int_equal(forge_api_url_check(FORGE_NONE, "https://api.github.com", out, sizeof(out),
-	                                     err, sizeof(err)), -1);
+	                                     err, sizeof(err)),
+	                 -1);
 	assert_non_null(strstr(err, "none"));
 	/* an out buffer too small is an error, never a cut URL */
-	assert_int_equal(forge_api_url_check(FORGE_GITHUB, "https://api.github.com", out, 10, err,
-	                                     sizeof(err)), -1);
+	assert_int_equal(
+	    forge_api_url_check(FORGE_GITHUB, "https://api.github.com", out, 10, err, sizeof(err)),
+	    -1);
 }
 
 static void
@@ -206,13 +216,15 @@ t_repo_path(void **state)
 
 	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
 		err[0] = '\0';
-		if (forge_repo_path(good[i].kind, good[i].in, out, sizeof(out), err, sizeof(err)) != 0)
+		if (forge_repo_path(good[i].kind, good[i].in, out, sizeof(out), err, sizeof(err)) !=
+		    0)
 			fail_msg("%s: %s", good[i].in, err);
 		assert_string_equal(out, good[i].out);
 	}
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		err[0] = '\0';
-		if (forge_repo_path(bad[i].kind, bad[i].in, out, sizeof(out), err, sizeof(err)) == 0)
+		if (forge_repo_path(bad[i].kind, bad[i].in, out, sizeof(out), err, sizeof(err)) ==
+		    0)
 			fail_msg("accepted %s as %s", bad[i].in, out);
 		assert_true(err[0] != '\0');
 	}
@@ -222,16 +234,19 @@ t_repo_path(void **state)
 		n += (size_t)snprintf(url + n, sizeof(url) - n, "/g%zu", i);
 	assert_int_equal(forge_repo_path(FORGE_GITLAB, url, out, sizeof(out), err, sizeof(err)), 0);
 	snprintf(url + n, sizeof(url) - n, "/g21");
-	assert_int_equal(forge_repo_path(FORGE_GITLAB, url, out, sizeof(out), err, sizeof(err)), -1);
+	assert_int_equal(forge_repo_path(FORGE_GITLAB, url, out, sizeof(out), err, sizeof(err)),
+	                 -1);
 	n = (size_t)snprintf(url, sizeof(url), "https://github.com/o/");
 	memset(url + n, 'r', 100);
 	url[n + 100] = '\0';
 	assert_int_equal(forge_repo_path(FORGE_GITHUB, url, out, sizeof(out), err, sizeof(err)), 0);
 	strcat(url, "r");
-	assert_int_equal(forge_repo_path(FORGE_GITHUB, url, out, sizeof(out), err, sizeof(err)), -1);
+	assert_int_equal(forge_repo_path(FORGE_GITHUB, url, out, sizeof(out), err, sizeof(err)),
+	                 -1);
 	/* too small an out buffer fails */
 	assert_int_equal(forge_repo_path(FORGE_GITHUB, "https://github.com/octo/hello", out, 5, err,
-	                                 sizeof(err)), -1);
+	                                 sizeof(err)),
+	                 -1);
 }
 
 static void
@@ -240,16 +255,19 @@ t_authority(void **state)
 	char out[64], err[128];
 
 	assert_int_equal(forge_url_authority("u", "https://GitHub.COM/o/r", 100, out, sizeof(out),
-	                                     err, sizeof(err)), 0);
+	                                     err, sizeof(err)),
+	                 0);
 	assert_string_equal(out, "github.com");
-	assert_int_equal(forge_url_authority("u", "https://h:8443/o", 100, out, sizeof(out), err,
-	                                     sizeof(err)), 0);
+	assert_int_equal(
+	    forge_url_authority("u", "https://h:8443/o", 100, out, sizeof(out), err, sizeof(err)),
+	    0);
 	assert_string_equal(out, "h:8443");
-	assert_int_equal(forge_url_authority("u", "https://h:443/o", 100, out, sizeof(out), err,
-	                                     sizeof(err)), 0);
+	assert_int_equal(
+	    forge_url_authority("u", "https://h:443/o", 100, out, sizeof(out), err, sizeof(err)),
+	    0);
 	assert_string_equal(out, "h");
-	assert_int_equal(forge_url_authority("u", "http://h/o", 100, out, sizeof(out), err,
-	                                     sizeof(err)), -1);
+	assert_int_equal(
+	    forge_url_authority("u", "http://h/o", 100, out, sizeof(out), err, sizeof(err)), -1);
 }
 
 static void
@@ -258,8 +276,10 @@ t_title(void **state)
 	static const char *const good[] = {"Fix the test", "R\xc3\xa9parer \xe2\x9c\x93", "x",
 	                                   "\xf0\x9f\x9a\x80 launch", " padded "};
 	static const char *const bad[] = {
-	    "", "   ", "a\nb", "a\rb", "tab\there", "del\x7f", "\xc2\x85 (NEL)", "\xc3",
-	    "\xc0\xaf", "\xe0\x80\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xff", "\x80",
+	    "",          "   ",          "a\nb",           "a\rb",
+	    "tab\there", "del\x7f",      "\xc2\x85 (NEL)", "\xc3",
+	    "\xc0\xaf",  "\xe0\x80\xaf", "\xed\xa0\x80",   "\xf4\x90\x80\x80",
+	    "\xff",      "\x80",
 	};
 	char err[128], t[4 * FORGE_TITLE_MAX + 8];
 	size_t i;
@@ -356,7 +376,7 @@ t_retry_after(void **state)
 	assert_int_equal(gh_forge_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", when + 99), 0);
 }
 
-#define GH_PR(num, url, state, extra)                                                            \
+#define GH_PR(num, url, state, extra)                                                              \
 	"{\"number\":" num ",\"html_url\":\"" url "\",\"state\":\"" state "\"" extra               \
 	",\"head\":{\"ref\":\"agrippa/run-1\",\"label\":\"octo:agrippa/run-1\"},"                  \
 	"\"base\":{\"ref\":\"main\",\"label\":\"octo:main\"}}"
@@ -383,24 +403,27 @@ t_answer_pr(void **state)
 	    "",
 	    "{\"number\":4,\"number\":5}",
 	};
-	const char *good = GH_PR("4", "https://github.com/octo/hello/pull/4", "open",
-	                         ",\"draft\":true");
+	const char *good =
+	    GH_PR("4", "https://github.com/octo/hello/pull/4", "open", ",\"draft\":true");
 	const char *merged = GH_PR("4", "https://github.com/octo/hello/pull/4", "closed",
 	                           ",\"merged_at\":\"2026-01-01T00:00:00Z\"");
-	const char *closed = GH_PR("4", "https://github.com/octo/hello/pull/4", "closed",
-	                           ",\"merged_at\":null");
-	const char *gl = "{\"iid\":7,\"web_url\":\"https://gitlab.example:8443/g/p/-/merge_requests/7\","
-	                 "\"state\":\"opened\",\"draft\":true,\"source_branch\":\"feature\","
-	                 "\"target_branch\":\"main\"}";
-	const char *glold = "{\"iid\":7,\"web_url\":\"https://gitlab.example:8443/g/p/-/merge_requests/7\","
-	                    "\"state\":\"locked\",\"work_in_progress\":true,\"source_branch\":\"f\","
-	                    "\"target_branch\":\"main\"}";
+	const char *closed =
+	    GH_PR("4", "https://github.com/octo/hello/pull/4", "closed", ",\"merged_at\":null");
+	const char *gl =
+	    "{\"iid\":7,\"web_url\":\"https://gitlab.example:8443/g/p/-/merge_requests/7\","
+	    "\"state\":\"opened\",\"draft\":true,\"source_branch\":\"feature\","
+	    "\"target_branch\":\"main\"}";
+	const char *glold =
+	    "{\"iid\":7,\"web_url\":\"https://gitlab.example:8443/g/p/-/merge_requests/7\","
+	    "\"state\":\"locked\",\"work_in_progress\":true,\"source_branch\":\"f\","
+	    "\"target_branch\":\"main\"}";
 	struct gh_pr_seen pr;
 	char err[256];
 	size_t i;
 
-	assert_int_equal(gh_forge_answer_pr(FORGE_GITHUB, good, strlen(good), "github.com", &pr, err,
-	                                    sizeof(err)), 0);
+	assert_int_equal(gh_forge_answer_pr(FORGE_GITHUB, good, strlen(good), "github.com", &pr,
+	                                    err, sizeof(err)),
+	                 0);
 	assert_int_equal(pr.number, 4);
 	assert_string_equal(pr.url, "https://github.com/octo/hello/pull/4");
 	assert_int_equal(pr.draft, 1);
@@ -408,13 +431,16 @@ t_answer_pr(void **state)
 	assert_string_equal(pr.head, "agrippa/run-1");
 	assert_string_equal(pr.base, "main");
 	assert_string_equal(pr.owner, "octo");
-	assert_int_equal(gh_forge_answer_pr(FORGE_GITHUB, good, strlen(good), "GitHub.com", &pr, err,
-	                                    sizeof(err)), 0);
+	assert_int_equal(gh_forge_answer_pr(FORGE_GITHUB, good, strlen(good), "GitHub.com", &pr,
+	                                    err, sizeof(err)),
+	                 0);
 	assert_int_equal(gh_forge_answer_pr(FORGE_GITHUB, merged, strlen(merged), "github.com", &pr,
-	                                    err, sizeof(err)), 0);
+	                                    err, sizeof(err)),
+	                 0);
 	assert_int_equal(pr.state, GH_PR_MERGED);
 	assert_int_equal(gh_forge_answer_pr(FORGE_GITHUB, closed, strlen(closed), "github.com", &pr,
-	                                    err, sizeof(err)), 0);
+	                                    err, sizeof(err)),
+	                 0);
 	assert_int_equal(pr.state, GH_PR_CLOSED);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		err[0] = '\0';
@@ -426,49 +452,63 @@ t_answer_pr(void **state)
 	}
 	/* the same answer on another host than the repository's */
 	assert_int_equal(gh_forge_answer_pr(FORGE_GITHUB, good, strlen(good), "github.com:8443",
-	                                    &pr, err, sizeof(err)), -1);
-	assert_int_equal(gh_forge_answer_pr(FORGE_GITLAB, gl, strlen(gl), "gitlab.example:8443", &pr,
-	                                    err, sizeof(err)), 0);
+	                                    &pr, err, sizeof(err)),
+	                 -1);
+	assert_int_equal(gh_forge_answer_pr(FORGE_GITLAB, gl, strlen(gl), "gitlab.example:8443",
+	                                    &pr, err, sizeof(err)),
+	                 0);
 	assert_int_equal(pr.number, 7);
 	assert_int_equal(pr.draft, 1);
 	assert_string_equal(pr.head, "feature");
-	assert_int_equal(gh_forge_answer_pr(FORGE_GITLAB, glold, strlen(glold), "gitlab.example:8443",
-	                                    &pr, err, sizeof(err)), 0);
+	assert_int_equal(gh_forge_answer_pr(FORGE_GITLAB, glold, strlen(glold),
+	                                    "gitlab.example:8443", &pr, err, sizeof(err)),
+	                 0);
 	assert_int_equal(pr.state, GH_PR_CLOSED);
 	assert_int_equal(pr.draft, 1);
 	/* a GitHub answer is no GitLab answer */
-	assert_int_equal(gh_forge_answer_pr(FORGE_GITLAB, good, strlen(good), "github.com", &pr, err,
-	                                    sizeof(err)), -1);
+	assert_int_equal(gh_forge_answer_pr(FORGE_GITLAB, good, strlen(good), "github.com", &pr,
+	                                    err, sizeof(err)),
+	                 -1);
 }
 
 static void
 t_answer_find(void **state)
 {
 	const char *list =
-	    "[{\"number\":1,\"html_url\":\"https://github.com/octo/hello/pull/1\",\"state\":\"open\","
+	    "[{\"number\":1,\"html_url\":\"https://github.com/octo/hello/pull/"
+	    "1\",\"state\":\"open\","
 	    "\"head\":{\"ref\":\"other\",\"label\":\"octo:other\"},\"base\":{\"ref\":\"main\"}},"
-	    "{\"number\":2,\"html_url\":\"https://github.com/octo/hello/pull/2\",\"state\":\"open\","
+	    "{\"number\":2,\"html_url\":\"https://github.com/octo/hello/pull/"
+	    "2\",\"state\":\"open\","
 	    "\"head\":{\"ref\":\"agrippa/run-1\",\"label\":\"fork:agrippa/run-1\"},"
 	    "\"base\":{\"ref\":\"main\"}},"
-	    "{\"number\":3,\"html_url\":\"https://github.com/octo/hello/pull/3\",\"state\":\"open\","
+	    "{\"number\":3,\"html_url\":\"https://github.com/octo/hello/pull/"
+	    "3\",\"state\":\"open\","
 	    "\"head\":{\"ref\":\"agrippa/run-1\",\"label\":\"Octo:agrippa/run-1\"},"
 	    "\"base\":{\"ref\":\"main\"}}]";
 	const char *broken = "[{\"number\":1}]";
 	struct gh_pr_seen pr;
 	char err[256];
 
-	assert_int_equal(gh_forge_answer_find(FORGE_GITHUB, list, strlen(list), "github.com", "octo",
-	                                      "agrippa/run-1", "main", &pr, err, sizeof(err)), 1);
+	assert_int_equal(gh_forge_answer_find(FORGE_GITHUB, list, strlen(list), "github.com",
+	                                      "octo", "agrippa/run-1", "main", &pr, err,
+	                                      sizeof(err)),
+	                 1);
 	assert_int_equal(pr.number, 3); /* not #2, a fork's branch of the same name */
-	assert_int_equal(gh_forge_answer_find(FORGE_GITHUB, list, strlen(list), "github.com", "octo",
-	                                      "agrippa/run-1", "dev", &pr, err, sizeof(err)), 0);
+	assert_int_equal(gh_forge_answer_find(FORGE_GITHUB, list, strlen(list), "github.com",
+	                                      "octo", "agrippa/run-1", "dev", &pr, err,
+	                                      sizeof(err)),
+	                 0);
 	assert_int_equal(pr.number, 0);
 	assert_int_equal(gh_forge_answer_find(FORGE_GITHUB, "[]", 2, "github.com", "octo", "x",
-	                                      "main", &pr, err, sizeof(err)), 0);
+	                                      "main", &pr, err, sizeof(err)),
+	                 0);
 	assert_int_equal(gh_forge_answer_find(FORGE_GITHUB, "{}", 2, "github.com", "octo", "x",
-	                                      "main", &pr, err, sizeof(err)), -1);
+	                                      "main", &pr, err, sizeof(err)),
+	                 -1);
 	assert_int_equal(gh_forge_answer_find(FORGE_GITHUB, broken, strlen(broken), "github.com",
-	                                      "octo", "x", "main", &pr, err, sizeof(err)), -1);
+	                                      "octo", "x", "main", &pr, err, sizeof(err)),
+	                 -1);
 	assert_non_null(strstr(err, "entry 0"));
 }
 
@@ -478,15 +518,19 @@ t_answer_message(void **state)
 	static const struct {
 		const char *in, *out;
 	} cases[] = {
-	    {"{\"message\":\"Bad credentials\",\"documentation_url\":\"https://docs.github.com/rest\"}",
+	    {"{\"message\":\"Bad "
+	     "credentials\",\"documentation_url\":\"https://docs.github.com/rest\"}",
 	     "Bad credentials"},
-	    {"{\"message\":\"Validation Failed\",\"errors\":[{\"resource\":\"PullRequest\",\"code\":"
+	    {"{\"message\":\"Validation "
+	     "Failed\",\"errors\":[{\"resource\":\"PullRequest\",\"code\":"
 	     "\"custom\",\"message\":\"A pull request already exists for octo:b.\"}]}",
 	     "Validation Failed; A pull request already exists for octo:b."},
-	    {"{\"message\":\"Validation Failed\",\"errors\":[{\"resource\":\"PullRequest\",\"code\":"
+	    {"{\"message\":\"Validation "
+	     "Failed\",\"errors\":[{\"resource\":\"PullRequest\",\"code\":"
 	     "\"missing_field\",\"field\":\"head\"}]}",
 	     "Validation Failed; PullRequest head: missing_field"},
-	    {"{\"message\":[\"Another open merge request already exists for this source branch: !38\"]}",
+	    {"{\"message\":[\"Another open merge request already exists for this source branch: "
+	     "!38\"]}",
 	     "Another open merge request already exists for this source branch: !38"},
 	    {"{\"message\":{\"title\":[\"can't be blank\"],\"description\":[\"is too long\"]}}",
 	     "title can't be blank; description is too long"},
@@ -518,9 +562,15 @@ static void
 t_pr_refused(void **state)
 {
 	struct gh_pr_req ok = {
-	    .forge = FORGE_GITHUB, .api_url = "https://127.0.0.1:1/api/v3",
-	    .repo_url = "https://127.0.0.1:1/octo/hello.git", .token = "tok", .head = "agrippa/x",
-	    .base = "main", .title = "T", .body = "B", .draft = 1,
+	    .forge = FORGE_GITHUB,
+	    .api_url = "https://127.0.0.1:1/api/v3",
+	    .repo_url = "https://127.0.0.1:1/octo/hello.git",
+	    .token = "tok",
+	    .head = "agrippa/x",
+	    .base = "main",
+	    .title = "T",
+	    .body = "B",
+	    .draft = 1,
 	};
 	struct {
 		const char *field, *value, *says;
@@ -570,11 +620,11 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(t_names),         cmocka_unit_test(t_api_url),
-	    cmocka_unit_test(t_repo_path),     cmocka_unit_test(t_authority),
-	    cmocka_unit_test(t_title),         cmocka_unit_test(t_body_fit),
-	    cmocka_unit_test(t_retry_after),   cmocka_unit_test(t_answer_pr),
-	    cmocka_unit_test(t_answer_find),   cmocka_unit_test(t_answer_message),
+	    cmocka_unit_test(t_names),       cmocka_unit_test(t_api_url),
+	    cmocka_unit_test(t_repo_path),   cmocka_unit_test(t_authority),
+	    cmocka_unit_test(t_title),       cmocka_unit_test(t_body_fit),
+	    cmocka_unit_test(t_retry_after), cmocka_unit_test(t_answer_pr),
+	    cmocka_unit_test(t_answer_find), cmocka_unit_test(t_answer_message),
 	    cmocka_unit_test(t_pr_refused),
 	};
 
