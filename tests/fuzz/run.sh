@@ -22,7 +22,7 @@ shift
 cd "$(dirname "$0")/../.." || exit 2
 
 CC=${FUZZ_CC:-clang}
-PKGS="libpq libevent libsodium yaml-0.1 msgpack libseccomp libcap jansson"
+PKGS="libpq libevent libsodium yaml-0.1 msgpack libseccomp libcap jansson libcurl"
 # shellcheck disable=SC2086
 pkg_cflags=$(pkg-config --cflags $PKGS) || exit 2
 # shellcheck disable=SC2086
