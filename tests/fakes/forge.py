@@ -489,18 +489,9 @@ def main():
     args = ap.parse_args()
     with open(args.token_file, encoding="utf-8") as f:
         token = f.read().strip()
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(args.cert, args.key)
-    srv = Server(ctx, args, token)
+    srv = Server(fakehttp.tls_server_context(args.cert, args.key), args, token)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
-    tmp = args.ports + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(f"{srv.server_address[1]}\n")
-    os.rename(tmp, args.ports)
-    try:
-        threading.Event().wait()
-    except KeyboardInterrupt:
-        pass
+    fakehttp.announce_and_wait(args.ports, f"{srv.server_address[1]}\n")
     return 0
 
 

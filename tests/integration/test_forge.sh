@@ -14,13 +14,7 @@
 . tests/integration/ctl_lib.sh
 . tests/integration/git_lib.sh
 need_root forge
-for prog in openssl python3 unshare curl; do
-	if ! command -v "$prog" >/dev/null 2>&1; then
-		notok "$prog is installed (scripts/deps.sh)"
-		finish forge
-		exit 1
-	fi
-done
+need_progs forge openssl python3 unshare curl
 make_env
 FORGE_PID=""
 stop_forge() { [ -z "$FORGE_PID" ] || kill "$FORGE_PID" 2>/dev/null; FORGE_PID=""; }
