@@ -248,8 +248,10 @@ forge_segment_problem(enum forge_kind kind, const char *s, size_t n, int owner)
 		return "has an empty segment";
 	if (n > FORGE_SEGMENT_MAX)
 		return "has a segment over 100 bytes";
-	if (n <= 2 && strncmp(s, "..", n) == 0)
-		return "has a '.' or '..' segment";
+	if (n == 1 && s[0] == '.')
+		return "has a '.' segment";
+	if (memmem(s, n, "..", 2) != NULL) /* a segment, or in one: never near a ".." */
+		return "has a segment holding '..'";
 	if (kind == FORGE_GITHUB) {
 		if (owner && (!forge_only(s, n, FORGE_ALNUM "_-") || s[0] == '-'))
 			return "has an owner that is not letters, digits, '-' and '_'";
@@ -262,8 +264,6 @@ forge_segment_problem(enum forge_kind kind, const char *s, size_t n, int owner)
 		return "has a segment that is not letters, digits, '.', '-' and '_'";
 	if (s[0] == '-' || s[0] == '.' || s[n - 1] == '.')
 		return "has a segment that starts with '-' or '.' or ends with '.'";
-	if (memmem(s, n, "..", 2) != NULL)
-		return "has a segment holding '..'";
 	return NULL;
 }
 

@@ -58,10 +58,11 @@ int forge_api_url_check(enum forge_kind kind, const char *url, char *out, size_t
  * (outsz bytes, at least FORGE_PATH_MAX + 1) with one trailing ".git"
  * stripped:
  *  - GitHub: exactly OWNER/REPO; OWNER of letters, digits, '-' and '_',
- *    REPO of those and '.', neither "." nor "..";
+ *    REPO of those and '.', not ".";
  *  - GitLab: GROUP[/SUBGROUP...]/PROJECT, 2 to FORGE_GITLAB_DEPTH segments
- *    of letters, digits, '_', '-' and '.', none starting with '-' or '.',
- *    ending with '.', or holding "..".
+ *    of letters, digits, '_', '-' and '.', none starting with '-' or '.'
+ *    or ending with '.'.
+ * No segment holds ".." (as itself or within).
  * Each segment 1 to FORGE_SEGMENT_MAX bytes; no empty segment, no
  * percent-encoding.  Returns 0, or -1 with a one-line reason in err.
  */

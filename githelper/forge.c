@@ -253,7 +253,8 @@ gh_forge_answer_find(enum forge_kind kind, const char *text, size_t len, const c
 			rv = forge_fail(err, errsz, "entry %zu of the list: %s", i, why);
 			break;
 		}
-		if (strcmp(pr->head, head) == 0 && strcmp(pr->base, base) == 0 &&
+		if (pr->state == GH_PR_OPEN && strcmp(pr->head, head) == 0 &&
+		    strcmp(pr->base, base) == 0 &&
 		    (kind != FORGE_GITHUB || strcasecmp(pr->owner, owner) == 0)) {
 			rv = 1;
 			break;
@@ -607,8 +608,11 @@ fg_call(struct fg *f, const char *method, const char *tail, json_t *body)
 		fg_trouble(f, rc, trouble, sizeof(trouble));
 		snprintf(what, sizeof(what), "%s %s: %s", method, tail, trouble);
 		if (rc != CURLE_OK && (f->ans_over || !fg_transient(rc))) {
-			forge_fail(f->err, f->errsz, "%s",
-			           f->ans_over ? "the answer is over 1 MiB" : what);
+			if (f->ans_over)
+				forge_fail(f->err, f->errsz, "%s %s: %s's answer is over %d bytes",
+				           method, tail, f->fname, GH_FORGE_ANSWER_MAX);
+			else
+				forge_fail(f->err, f->errsz, "%s", what);
 			break;
 		}
 		if (attempt == GH_FORGE_ATTEMPTS) {

@@ -141,10 +141,10 @@ int gh_forge_answer_pr(enum forge_kind kind, const char *text, size_t len, const
                        struct gh_pr_seen *pr, char *err, size_t errsz);
 
 /*
- * In text (a JSON array of pull requests), the first whose head is head
- * (on GitHub: of owner, compared without case) and whose base is base.
- * Returns 1 with *pr set, 0 when none is, -1 with the reason in err when
- * the answer is not a list or the matching entry is malformed.
+ * In text (a JSON array of pull requests), the first open one whose head
+ * is head (on GitHub: of owner, compared without case) and whose base is
+ * base.  Returns 1 with *pr set, 0 when none is, -1 with the reason in err
+ * when the answer is not a list or an entry before the match is malformed.
  */
 int gh_forge_answer_find(enum forge_kind kind, const char *text, size_t len, const char *host,
                          const char *owner, const char *head, const char *base,

@@ -187,6 +187,8 @@ t_repo_path(void **state)
 	    {FORGE_GITHUB, "https://github.com/octo//hello"},
 	    {FORGE_GITHUB, "https://github.com/../hello"},
 	    {FORGE_GITHUB, "https://github.com/octo/.."},
+	    {FORGE_GITHUB, "https://github.com/octo/..cf7"},
+	    {FORGE_GITHUB, "https://github.com/octo/a..b"},
 	    {FORGE_GITHUB, "https://github.com/octo/."},
 	    {FORGE_GITHUB, "https://github.com/-octo/hello"},
 	    {FORGE_GITHUB, "https://github.com/oc.to/hello"},
@@ -487,6 +489,10 @@ t_answer_find(void **state)
 	    "\"head\":{\"ref\":\"agrippa/run-1\",\"label\":\"Octo:agrippa/run-1\"},"
 	    "\"base\":{\"ref\":\"main\"}}]";
 	const char *broken = "[{\"number\":1}]";
+	const char *closed =
+	    "[{\"number\":5,\"html_url\":\"https://github.com/octo/hello/pull/5\",\"state\":"
+	    "\"closed\",\"head\":{\"ref\":\"x\",\"label\":\"octo:x\"},\"base\":{\"ref\":\"main\"}}"
+	    "]";
 	struct gh_pr_seen pr;
 	char err[256];
 
@@ -510,6 +516,9 @@ t_answer_find(void **state)
 	                                      "octo", "x", "main", &pr, err, sizeof(err)),
 	                 -1);
 	assert_non_null(strstr(err, "entry 0"));
+	assert_int_equal(gh_forge_answer_find(FORGE_GITHUB, closed, strlen(closed), "github.com",
+	                                      "octo", "x", "main", &pr, err, sizeof(err)),
+	                 0); /* a closed one is never adopted */
 }
 
 static void
