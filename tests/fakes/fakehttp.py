@@ -16,3 +16,25 @@ def request_body(handler):
             handler.rfile.readline()
     n = int(handler.headers.get("Content-Length") or 0)
     return handler.rfile.read(n) if n > 0 else b""
+
+
+def tls_server_context(cert, key):
+    """A TLS server context with the test's certificate."""
+    import ssl
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    return ctx
+
+
+def announce_and_wait(ports_path, text):
+    """Write text to ports_path whole (a rename), then serve until killed."""
+    import os
+    import threading
+    tmp = ports_path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.rename(tmp, ports_path)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass

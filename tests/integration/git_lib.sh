@@ -56,3 +56,16 @@ EOS
 	start_daemon_or_finish "$1"
 	AGRIPPAD=$real_agrippad
 }
+
+# need_progs NAME PROG...: every PROG is installed, or the test NAME fails
+# here, saying which is not.
+need_progs() {
+	np_name=$1
+	shift
+	for np_prog in "$@"; do
+		command -v "$np_prog" >/dev/null 2>&1 && continue
+		notok "$np_prog is installed (scripts/deps.sh)"
+		finish "$np_name"
+		exit 1
+	done
+}
