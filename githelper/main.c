@@ -13,7 +13,11 @@
  *  - IMSG_GIT_PUSH (the URL, the token, the mirror, the workspace, the base
  *    commit, the commit's author, time and message, the branch and its
  *    lease): the run's commit pushed, githelper/push.c, answered with
- *    IMSG_PR_RESULT.
+ *    IMSG_PR_RESULT;
+ *  - IMSG_GIT_PR (the forge, its API, the connection's URL, the token, the
+ *    head and base branches, the title, body and draft flag, the pull
+ *    request recorded earlier): opened or updated with libcurl,
+ *    githelper/forge.c, answered with IMSG_PR_RESULT.
  * Run by git as its credential helper (--credential-fd=3 ACTION), it asks
  * the helper process above it for the token (githelper/mirror.h).
  *
@@ -26,6 +30,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 
+#include <curl/curl.h>
 #include <errno.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -36,6 +41,7 @@
 #include "common/util.h"
 #include "githelper/checkout.h"
 #include "githelper/diff.h"
+#include "githelper/forge.h"
 #include "githelper/mirror.h"
 #include "githelper/push.h"
 #include "ipc/ipc.h"
@@ -191,6 +197,46 @@ do_push(struct ipc_msg *m)
 	          (res.empty ? IPC_PR_F_EMPTY : 0) | (res.already ? IPC_PR_F_ALREADY : 0), 0, "", "");
 }
 
+static void
+do_pr(struct ipc_msg *m)
+{
+	static struct ipc_git_pr req;
+	struct gh_pr_req pr;
+	struct gh_pr_res res;
+	char err[IPC_ERRMSG_MAX], *token, *title, *body;
+	int rc;
+
+	if (ipc_dec_git_pr(m->body, &req) == -1)
+		fatalx("a malformed pull request request");
+	title = memdup0(req.title, req.titlelen);
+	body = memdup0(req.body, req.bodylen);
+	token = take_token(m, req.token, req.toklen);
+	memset(&pr, 0, sizeof(pr));
+	pr.forge = req.forge == IPC_FORGE_GITLAB ? FORGE_GITLAB : FORGE_GITHUB;
+	pr.api_url = req.api_url;
+	pr.repo_url = req.url;
+	pr.token = token != NULL ? token : "";
+	pr.head = req.head;
+	pr.base = req.base;
+	pr.title = title;
+	pr.body = body;
+	pr.draft = req.draft;
+	pr.number = req.number;
+	memset(&res, 0, sizeof(res));
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		snprintf(err, sizeof(err), "libcurl cannot start");
+		rc = -1;
+	} else
+		rc = gh_forge_pr(&pr, &res, err, sizeof(err));
+	if (token != NULL)
+		sodium_free(token); /* wipes it */
+	free(title);
+	free(body);
+	answer_pr(rc == 0, err, "",
+	          (res.opened ? IPC_PR_F_OPENED : 0) | (res.draft ? IPC_PR_F_DRAFT : 0), res.number,
+	          res.url, rc == 0 ? res.note : "");
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -221,7 +267,10 @@ main(int argc, char *argv[])
 		do_diff(&m);
 	else if (m.type == IMSG_GIT_PUSH)
 		do_push(&m);
+	else if (m.type == IMSG_GIT_PR)
+		do_pr(&m);
 	else
-		fatalx("the request is neither a fetch, a checkout, a diff nor a push");
+		fatalx("the request is neither a fetch, a checkout, a diff, a push nor a pull "
+		       "request");
 	return 0;
 }

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "common/log.h"
+#include "common/forge.h"
 #include "httpd/httpd.h"
 #include "tmpl/tmpl.h"
 
@@ -432,6 +433,45 @@ api_wipe_string(json_t *s)
 		sodium_memzero((void *)json_string_value(s), json_string_length(s));
 }
 
+/* The forge and its API URL of a new connection, when given: a forge
+ * github, gitlab or none; an API URL only with one, checked and normalised
+ * (common/forge.c) in the body; a forge's connection naming a repository
+ * the forge can name.  0, or -1 with the 422 sent. */
+static int
+repo_forge_check(struct hreq *h)
+{
+	const char *forge = json_string_value(json_object_get(h->body, "forge"));
+	const char *api = json_string_value(json_object_get(h->body, "api_url"));
+	const char *url = json_string_value(json_object_get(h->body, "url"));
+	char norm[FORGE_API_URL_MAX + 1], path[FORGE_PATH_MAX + 1], err[256];
+	int kind = FORGE_NONE;
+
+	if (forge != NULL && (kind = forge_parse(forge)) == -1) {
+		hreq_error_ex(h, 422, "invalid_field", "forge must be github, gitlab or none",
+		              json_pack("{s:s}", "field", "forge"));
+		return -1;
+	}
+	if (api != NULL && kind == FORGE_NONE) {
+		hreq_error_ex(h, 422, "invalid_field", "api_url needs a forge (github or gitlab)",
+		              json_pack("{s:s}", "field", "api_url"));
+		return -1;
+	}
+	if (api != NULL) {
+		if (forge_api_url_check((enum forge_kind)kind, api, norm, sizeof(norm), err,
+		                        sizeof(err)) == -1) {
+			hreq_error_ex(h, 422, "invalid_field", err, json_pack("{s:s}", "field", "api_url"));
+			return -1;
+		}
+		json_object_set_new(h->body, "api_url", json_string(norm));
+	}
+	if (kind != FORGE_NONE && url != NULL &&
+	    forge_repo_path((enum forge_kind)kind, url, path, sizeof(path), err, sizeof(err)) == -1) {
+		hreq_error_ex(h, 422, "invalid_field", err, json_pack("{s:s}", "field", "url"));
+		return -1;
+	}
+	return 0;
+}
+
 void
 api_repo_add(struct hreq *h)
 {
@@ -445,6 +485,10 @@ api_repo_add(struct hreq *h)
 	in = evhttp_request_get_input_buffer(h->req);
 	if (evbuffer_get_length(in) > 0)
 		sodium_memzero(evbuffer_pullup(in, -1), evbuffer_get_length(in));
+	if (repo_forge_check(h) == -1) {
+		api_wipe_string(tok);
+		return;
+	}
 	if (tok == NULL) {
 		repo_add_call(h, NULL, NULL, 0);
 		return;

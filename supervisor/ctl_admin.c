@@ -28,6 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/forge.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "supervisor/db.h"
@@ -107,6 +108,7 @@ struct admin_req {
 	long long tversion;
 	char token[TOKEN_STR_MAX];      /* token create: shown once, then wiped */
 	int secret;                     /* ADMIN_F_SECRET: one was given and sealed */
+	char api_url[FORGE_API_URL_MAX + 1]; /* repo add: the API URL, normalised */
 	char prefix[TOKEN_PREFIX_LEN + 1];
 };
 
@@ -668,21 +670,6 @@ url_problem(const char *url)
 	return "must start with https://, file:/// or / (an absolute path)";
 }
 
-/* Why api (a forge's API URL) cannot be forge's, or NULL. */
-static const char *
-forge_api_problem(const char *forge, const char *api)
-{
-	size_t n = strlen(api);
-
-	if (forge == NULL || strcmp(forge, "none") == 0)
-		return "needs a forge (github or gitlab)";
-	if (!display_ok(api, 512) || strchr(api, ' ') != NULL || strncmp(api, "https://", 8) != 0 ||
-	    n == 8 || api[n - 1] == '/' || strpbrk(api + 8, "@?#") != NULL)
-		return "must be https://HOST[/PATH] without credentials, query, fragment or a "
-		       "trailing /";
-	return NULL;
-}
-
 /* A token or credentials: no control characters (C0 or DEL). */
 static int
 secret_text_ok(const char *s)
@@ -745,18 +732,31 @@ prep_repo_add(struct admin_req *r, struct admin_args *a, char *err, size_t sz)
 	 * read from standard input, right after the URL */
 	const char *forge = r->argc >= 5 ? r->argv[4] : NULL;
 	const char *api = r->argc >= 6 ? r->argv[5] : NULL;
+	char path[FORGE_PATH_MAX + 1], fwhy[256];
+	int kind = FORGE_NONE;
 
 	if ((why = url_problem(r->argv[2])) != NULL) {
 		snprintf(err, sz, "repo add: URL %s", why);
 		return -1;
 	}
-	if (forge != NULL && strcmp(forge, "github") != 0 && strcmp(forge, "gitlab") != 0 &&
-	    strcmp(forge, "none") != 0) {
+	if (forge != NULL && (kind = forge_parse(forge)) == -1) {
 		snprintf(err, sz, "repo add: the forge must be github, gitlab or none");
 		return -1;
 	}
-	if (api != NULL && (why = forge_api_problem(forge, api)) != NULL) {
-		snprintf(err, sz, "repo add: API URL %s", why);
+	if (api != NULL && kind == FORGE_NONE) {
+		snprintf(err, sz, "repo add: API URL needs a forge (github or gitlab)");
+		return -1;
+	}
+	/* normalised in place: r->argv[5] is ours */
+	if (api != NULL && forge_api_url_check((enum forge_kind)kind, api, r->api_url,
+	                                       sizeof(r->api_url), fwhy, sizeof(fwhy)) == -1) {
+		snprintf(err, sz, "repo add: %s", fwhy);
+		return -1;
+	}
+	if (kind != FORGE_NONE &&
+	    forge_repo_path((enum forge_kind)kind, r->argv[2], path, sizeof(path), fwhy,
+	                    sizeof(fwhy)) == -1) {
+		snprintf(err, sz, "repo add: %s", fwhy);
 		return -1;
 	}
 	arg_str(a, r->argv[0]);
@@ -769,7 +769,7 @@ prep_repo_add(struct admin_req *r, struct admin_args *a, char *err, size_t sz)
 	else
 		arg_nil(a);
 	if (api != NULL)
-		arg_str(a, api);
+		arg_str(a, r->api_url);
 	else
 		arg_nil(a);
 	return 0;

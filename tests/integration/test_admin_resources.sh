@@ -79,16 +79,18 @@ run repo add api gh https://github.com/o/r.git
 expect 0 "repo gh added to project api" "repo add of a github.com URL"
 check "... its forge is github, its API the public one" \
 	[ "$(psql_q "select forge || ':' || coalesce(api_url, '-') from repo_connections where name = 'gh'")" = "github:-" ]
-run repo add api ghe https://ghe.example.test/o/r.git github https://ghe.example.test/api/v3
-expect 0 "repo ghe added to project api" "repo add with a forge and an API URL"
+run repo add api ghe https://ghe.example.test/o/r.git github https://GHE.example.test/api/v3/
+expect 0 "repo ghe added to project api" "repo add with a forge and an API URL (normalised)"
 check "... both stored" \
 	[ "$(psql_q "select forge || ':' || api_url from repo_connections where name = 'ghe'")" = "github:https://ghe.example.test/api/v3" ]
 run repo add api bad https://x.example.test/o/r bitbucket
 expect 1 "repo add: the forge must be github, gitlab or none" "repo add refuses an unknown forge"
-for api in http://x.test/api "https://u:p@x.test/api" "https://x.test/api?q=1" "https://x.test/api/" https://; do
+for api in http://x.test/api "https://u:p@x.test/api" "https://x.test/api?q=1" "https://x.test/%41" https://; do
 	run repo add api bad https://x.example.test/o/r gitlab "$api"
-	expect 1 "repo add: API URL must be https://HOST" "repo add refuses the API URL $api"
+	expect 1 "repo add: api_url" "repo add refuses the API URL $api"
 done
+run repo add api bad /srv/git/x.git github
+expect 1 "repo add: " "repo add refuses a GitHub connection whose URL names no OWNER/REPO"
 run repo add api bad https://x.example.test/o/r none https://x.test/api
 expect 1 "repo add: API URL needs a forge" "repo add refuses an API URL without a forge"
 run_in "$(printf 'a\tb')" repo add web ctrl https://git.example.com/x.git

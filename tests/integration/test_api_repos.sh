@@ -76,13 +76,18 @@ for f in '"GitHub"' '"bitbucket"' '""'; do
 done
 api "$TA" POST "/v1/projects/$P1/repos" -H "$J" -d '{"name":"web","url":"/srv/x","forge":1}'
 expect 422 "d['error']['code'] == 'invalid_field'" "a forge that is not a string: 422"
-for u in http://h.example/api https://u:p@h.example/api "https://h.example/api?x=1" https://h.example/api/ https:// ""; do
+for u in http://h.example/api https://u:p@h.example/api "https://h.example/api?x=1" "https://h.example/api#f" \
+	"https://h.example/%41pi" "https://h.example/../x" https:// ""; do
 	api "$TA" POST "/v1/projects/$P1/repos" -H "$J" \
-		-d "{\"name\":\"web\",\"url\":\"/srv/x\",\"forge\":\"github\",\"api_url\":\"$u\"}"
-	expect 422 "d['error']['field'] == 'api_url'" "api_url '$u': 422 invalid_field api_url"
+		-d "{\"name\":\"web\",\"url\":\"https://g.example/o/r.git\",\"forge\":\"github\",\"api_url\":\"$u\"}"
+	expect 422 "d['error']['field'] == 'api_url' and 'api_url' in d['error']['message']" "api_url '$u': 422 invalid_field api_url"
 done
 api "$TA" POST "/v1/projects/$P1/repos" -H "$J" -d '{"name":"web","url":"/srv/x","api_url":"https://h.example/api"}'
 expect 422 "d['error']['field'] == 'api_url'" "an api_url without a forge (none for a path): 422"
+for u in /srv/x https://g.example/only-one.git https://g.example/a/b/c.git; do
+	api "$TA" POST "/v1/projects/$P1/repos" -H "$J" -d "{\"name\":\"web\",\"url\":\"$u\",\"forge\":\"github\"}"
+	expect 422 "d['error']['field'] == 'url'" "a GitHub connection whose url names no OWNER/REPO ($u): 422 invalid_field url"
+done
 check "no refusal wrote anything" [ "$(counts)" = "$BEFORE" ]
 
 # --- an admin adds one with a token ----------------------------------------------------------
@@ -113,8 +118,8 @@ expect 201 "d['has_token'] is False" "one without a token: 201, has_token false"
 api "$TA" POST "/v1/projects/$P1/repos" -H "$J" -d '{"name":"gh","url":"https://github.com/o/r.git"}'
 expect 201 "d['forge'] == 'github' and d['api_url'] is None" "one on github.com: forge github"
 api "$TA" POST "/v1/projects/$P1/repos" -H "$J" \
-	-d '{"name":"gl","url":"https://git.example/g/p.git","forge":"gitlab","api_url":"https://git.example/api/v4"}'
-expect 201 "d['forge'] == 'gitlab' and d['api_url'] == 'https://git.example/api/v4'" "a self-hosted GitLab with its API"
+	-d '{"name":"gl","url":"https://git.example/g/p.git","forge":"gitlab","api_url":"https://Git.Example:443/api/v4/"}'
+expect 201 "d['forge'] == 'gitlab' and d['api_url'] == 'https://git.example/api/v4'" "a self-hosted GitLab with its API, normalised"
 api "$TV" GET "/v1/projects/$P1/repos"
 expect 200 "sorted(r['name'] for r in d['repos']) == ['gh', 'gl', 'local', 'web'] and all('token' not in r for r in d['repos']) and [r['forge'] for r in d['repos']] == ['github', 'gitlab', 'none', 'none']" \
 	"a viewer lists them, without tokens, with their forges"
