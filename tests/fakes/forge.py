@@ -26,7 +26,8 @@ GitHub lives under /api/v3 (GitHub Enterprise's shape), GitLab under
           PUT  /projects/ID/merge_requests/IID
           401 "401 Unauthorized"; 404 "404 Project Not Found".
 
-Links (html_url, web_url) are https://HOST/... with the request's Host.
+Links (html_url, web_url) are https://HOST/... with the request's Host, or
+the --web-host given (as github.com serves the pages of api.github.com).
 
 Control (never logged):
   GET  /_state    every pull request, by repository
@@ -314,7 +315,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _github(self, path, q, body):
         st = self.server.state
-        host = self.headers.get("Host", "127.0.0.1")
+        host = self.server.web_host or self.headers.get("Host", "127.0.0.1")
         parts = path.strip("/").split("/")
         if len(parts) < 3 or parts[0] != "repos" or f"{parts[1]}/{parts[2]}" not in st.github_repos:
             self._send(404, {"message": "Not Found", "documentation_url": GH_DOCS, "status": "404"})
@@ -393,7 +394,7 @@ class Handler(BaseHTTPRequestHandler):
     # ---- GitLab ----------------------------------------------------------
     def _gitlab(self, path, q, body):
         st = self.server.state
-        host = self.headers.get("Host", "127.0.0.1")
+        host = self.server.web_host or self.headers.get("Host", "127.0.0.1")
         parts = path.strip("/").split("/")
         if len(parts) < 2 or parts[0] != "projects":
             self._send(404, {"error": "404 Not Found"})
@@ -461,6 +462,7 @@ class Server(ThreadingHTTPServer):
         self.ctx = ctx
         self.token = token
         self.log_path = args.log
+        self.web_host = args.web_host
         self.log_lock = threading.Lock()
         self.state = State(args.github_repo, args.gitlab_project)
         super().__init__(("127.0.0.1", 0), Handler)
@@ -486,6 +488,7 @@ def main():
     ap.add_argument("--ports", required=True)
     ap.add_argument("--github-repo", action="append", default=[])
     ap.add_argument("--gitlab-project", action="append", default=[])
+    ap.add_argument("--web-host", default="")
     args = ap.parse_args()
     with open(args.token_file, encoding="utf-8") as f:
         token = f.read().strip()
