@@ -67,8 +67,59 @@ providers:
 $PROVIDER
 agent: { provider: anthropic, model: $MODEL }
 EOC
+# A pull request needs a forge: as root the demo serves the repository of
+# its second run with real `git http-backend` over https and a fake GitHub
+# beside it (tests/fakes/git_https.py, tests/fakes/forge.py), both on
+# loopback with a throwaway CA that only agrippad's own mount namespace
+# trusts (the system's bundle plus that CA, bound over the bundle).
+FORGE_PID=""
+GIT_PID=""
+PR_DEMO=""
+if [ "$(id -u)" -eq 0 ] && command -v openssl >/dev/null && command -v unshare >/dev/null; then
+	TLS="$DEMO/tls"
+	mkdir -p "$TLS" "$DEMO/srv/demo"
+	if [ ! -s "$TLS/srv.crt" ]; then
+		(
+			cd "$TLS" &&
+			openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 30 \
+				-subj /CN=agrippa-demo-ca -addext basicConstraints=critical,CA:TRUE \
+				-addext keyUsage=critical,keyCertSign,cRLSign &&
+			openssl req -newkey rsa:2048 -nodes -keyout srv.key -out srv.csr -subj /CN=127.0.0.1 &&
+			printf '%s\n' 'subjectAltName=DNS:127.0.0.1,IP:127.0.0.1' 'basicConstraints=CA:FALSE' \
+				'extendedKeyUsage=serverAuth' >ext &&
+			openssl x509 -req -in srv.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 30 \
+				-extfile ext -out srv.crt
+		) >"$TLS/log" 2>&1
+	fi
+	cat /etc/ssl/certs/ca-certificates.crt "$TLS/ca.crt" >"$TLS/bundle.crt"
+	head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$DEMO/srv/token"
+	chmod 0600 "$DEMO/srv/token"
+	rm -f "$DEMO/git.ports" "$DEMO/forge.port"
+	python3 tests/fakes/git_https.py --root "$DEMO/srv" --cert "$TLS/srv.crt" --key "$TLS/srv.key" \
+		--token-file "$DEMO/srv/token" --log "$DEMO/git-requests.log" --ports "$DEMO/git.ports" \
+		--hold "$DEMO/no-hold" --hold-push "$DEMO/no-hold" >"$DEMO/git-server.log" 2>&1 &
+	GIT_PID=$!
+	i=0
+	until [ -s "$DEMO/git.ports" ] || [ $i -gt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	GIT_PORT=$(cut -d' ' -f1 "$DEMO/git.ports" 2>/dev/null || true)
+	python3 tests/fakes/forge.py --cert "$TLS/srv.crt" --key "$TLS/srv.key" \
+		--token-file "$DEMO/srv/token" --log "$DEMO/forge.log" --ports "$DEMO/forge.port" \
+		--github-repo demo/calc --web-host "127.0.0.1:$GIT_PORT" >"$DEMO/forge.out" 2>&1 &
+	FORGE_PID=$!
+	i=0
+	until [ -s "$DEMO/forge.port" ] || [ $i -gt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	FORGE_PORT=$(cat "$DEMO/forge.port" 2>/dev/null || true)
+	[ -n "$GIT_PORT" ] && [ -n "$FORGE_PORT" ] && PR_DEMO=1
+fi
 ./build/agrippad -n -f "$CONF"
-./build/agrippad -d -f "$CONF" &
+if [ -n "$PR_DEMO" ]; then
+	# shellcheck disable=SC2016 # $0 and $1 are the inner shell's
+	unshare -m --propagation private sh -c 'mount --bind "$0" "$1" && shift && exec "$@"' \
+		"$DEMO/tls/bundle.crt" /etc/ssl/certs/ca-certificates.crt \
+		./build/agrippad -d -f "$CONF" &
+else
+	./build/agrippad -d -f "$CONF" &
+fi
 PID=$!
 stop() {
 	trap - INT TERM
@@ -76,7 +127,7 @@ stop() {
 	echo "demo: stopping agrippad"
 	kill -TERM "$PID" 2>/dev/null || true
 	wait "$PID" || true
-	[ -z "$FAKE_PID" ] || kill -TERM "$FAKE_PID" 2>/dev/null || true
+	for p in $FAKE_PID $GIT_PID $FORGE_PID; do kill -TERM "$p" 2>/dev/null || true; done
 	echo "demo: stopped cleanly"
 	exit 0
 }
@@ -184,7 +235,27 @@ $CTLS skill list 2>/dev/null | grep -q '^c-style ' || $CTLS skill add c-style "$
 $CTLS grant add demo skill c-style >/dev/null 2>&1 || true
 $CTLS repo add demo calc "$CALC" </dev/null >/dev/null 2>&1 || true
 $CTLS template list 2>/dev/null | grep -q '^fix-failing-test ' || $CTLS template load templates/fix-failing-test.yaml
-BODY='{"template":"fix-failing-test","params":{"repo":"calc","open_pr":false}}'
+if [ -n "$PR_DEMO" ]; then
+	# the repository on the demo's git server, and a connection to it with its
+	# forge (made again each time: the servers' ports change)
+	rm -rf "$DEMO/srv/demo/calc.git"
+	git clone -q --bare "$CALC" "$DEMO/srv/demo/calc.git"
+	git -C "$DEMO/srv/demo/calc.git" config http.receivepack true
+	chmod -R a+rwX "$DEMO/srv"
+	OLD=$(curl -s -H "$AUTH" "$API/v1/projects/$PROJ/repos" | python3 -c '
+import json, sys
+print(" ".join(r["id"] for r in json.load(sys.stdin)["repos"] if r["name"] == "calc-gh"))')
+	for id in $OLD; do curl -s -o /dev/null -X DELETE -H "$AUTH" "$API/v1/repos/$id"; done
+	$CTLS repo add demo calc-gh "https://127.0.0.1:$GIT_PORT/demo/calc.git" github \
+		"https://127.0.0.1:$FORGE_PORT/api/v3" <"$DEMO/srv/token" >/dev/null
+	echo "demo: the repository is served over https (git http-backend) with a token, beside a"
+	echo "demo: fake GitHub; once the patch is approved the run pushes a branch and opens a"
+	echo "demo: pull request (set DEMO_SECONDS, or see README.md for a real GitHub repository)"
+	BODY='{"template":"fix-failing-test","params":{"repo":"calc-gh","open_pr":true}}'
+else
+	echo "demo: (not root: no local forge, so the run stops at the approved patch)"
+	BODY='{"template":"fix-failing-test","params":{"repo":"calc","open_pr":false}}'
+fi
 echo "demo: \$ curl -H 'Authorization: Bearer agr_...' -d '$BODY' $API/v1/projects/$PROJ/runs"
 RUN_JSON=$(curl -s -H "$AUTH" -H 'Content-Type: application/json' -d "$BODY" "$API/v1/projects/$PROJ/runs")
 RUN=$(echo "$RUN_JSON" | sed -n 's/^{"id":"\([0-9a-f-]*\)".*/\1/p')
@@ -208,6 +279,20 @@ for e in json.load(sys.stdin)["events"]:
 	PATCH_ID=$(curl -s -H "$AUTH" "$API/v1/runs/$RUN/artifacts" |
 		sed -n 's/.*"id":"\([0-9a-f-]*\)","key":"patch".*/\1/p')
 	[ -z "$PATCH_ID" ] || curl -s -H "$AUTH" "$API/v1/artifacts/$PATCH_ID" | sed 's/^/  /'
+	if [ -n "$PR_DEMO" ]; then
+		echo "demo: its pull request (GET /v1/runs/$RUN .pull_request):"
+		curl -s -H "$AUTH" "$API/v1/runs/$RUN" | python3 -c '
+import json, sys
+p = json.load(sys.stdin).get("pull_request") or {}
+print("  branch %s, commit %s" % (p.get("branch"), p.get("commit")))
+print("  pull request #%s%s: %s" % (p.get("number"), " (draft)" if p.get("draft") else "", p.get("url")))' || true
+		echo "demo: and what the fake GitHub holds:"
+		curl -s --cacert "$DEMO/tls/ca.crt" "https://127.0.0.1:$FORGE_PORT/_state" | python3 -c '
+import json, sys
+for repo, prs in json.load(sys.stdin).items():
+    for p in prs:
+        print("  %s #%d %s <- %s: %s" % (repo, p["number"], p["base"], p["head"], p["title"]))' || true
+	fi
 else
 	echo "demo: the run did not get to its approval: $(run_status)"
 fi
