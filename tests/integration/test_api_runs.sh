@@ -1065,7 +1065,7 @@ expect 200 "d['runs'].get('succeeded') == 1 and d['runs'] == $(dbruns "$P1")" "u
 # --- secrets -----------------------------------------------------------------------
 api "$TV" GET "/v1/projects/$P1/repos"
 expect 200 "[(r['name'], r['url'], r['has_token']) for r in d['repos']] == [('myrepo', 'https://example.com/x.git', True)] and
-	all(set(r) == {'id', 'name', 'url', 'has_token', 'created_at'} for r in d['repos'])" \
+	all(set(r) == {'id', 'name', 'url', 'has_token', 'forge', 'api_url', 'created_at'} for r in d['repos'])" \
 	"GET repos: has_token true, no token"
 api "$TN" GET "/v1/projects/$P2/repos"
 expect 200 "[(r['name'], r['has_token']) for r in d['repos']] == [('otherrepo', False)]" "p2's repos: its own, without a token"

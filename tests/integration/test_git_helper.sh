@@ -109,9 +109,9 @@ for r in d["rows"]:
         want = [size(int(b)), time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(when)))]
     else:
         want = ["none", "never"]
-    if r[4:] != want:
+    if r[6:] != want:
         bad += 1
-        print("# %s: %s, not %s" % (r[0], r[4:], want))
+        print("# %s: %s, not %s" % (r[0], r[6:], want))
 print("mismatches %d" % bad)
 PY
 check "repo list shows each mirror's size and last fetch from its stamp ($(tail -1 "$T/list.check"))" \
