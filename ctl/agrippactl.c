@@ -224,7 +224,7 @@ static void
 print_status(json_t *d)
 {
 	json_t *db = json_object_get(d, "database"), *procs = json_object_get(d, "processes");
-	json_t *mirrors = json_object_get(d, "mirrors"), *p;
+	json_t *mirrors = json_object_get(d, "mirrors"), *egress = json_object_get(d, "egress"), *p;
 	size_t i;
 	char up[32], size[32];
 
@@ -241,6 +241,10 @@ print_status(json_t *d)
 		    (long long)json_integer_value(json_object_get(mirrors, "count")),
 		    fmt_size((uint64_t)json_integer_value(json_object_get(mirrors, "bytes")), size,
 		        sizeof(size)));
+	if (json_is_object(egress))
+		printf("egress: %lld runs with a network, %lld tunnels open\n",
+		    (long long)json_integer_value(json_object_get(egress, "runs")),
+		    (long long)json_integer_value(json_object_get(egress, "tunnels")));
 	putchar('\n');
 	printf("%-12s %8s %-12s %10s %8s  %s\n", "ROLE", "PID", "USER", "UPTIME", "RESTARTS",
 	    "STATE");

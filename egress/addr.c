@@ -21,6 +21,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "common/util.h"
@@ -254,4 +255,14 @@ egress_cidr_parse(const char *s, size_t len, struct egress_cidr *out)
 		if (addr_overlap(out, &addr_host_nets[i]))
 			return "holds loopback or unspecified addresses, the host's own";
 	return NULL;
+}
+
+void
+egress_cidr_format(const struct egress_cidr *c, char *buf, size_t bufsz)
+{
+	char t[INET6_ADDRSTRLEN];
+
+	if (inet_ntop(c->family, c->addr, t, sizeof(t)) == NULL)
+		t[0] = '\0';
+	snprintf(buf, bufsz, "%s/%u", t, c->prefix);
 }

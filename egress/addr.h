@@ -37,6 +37,10 @@ struct egress_cidr {
  */
 const char *egress_cidr_parse(const char *s, size_t len, struct egress_cidr *out);
 
+/* Write c as the text egress_cidr_parse reads back ("10.9.0.0/16") into
+ * buf (EGRESS_CIDR_TEXT_MAX bytes suffice). */
+void egress_cidr_format(const struct egress_cidr *c, char *buf, size_t bufsz);
+
 /* Whether sa (AF_INET or AF_INET6; an IPv4-mapped IPv6 address is taken
  * as its IPv4 address) lies in c. */
 int egress_cidr_contains(const struct egress_cidr *c, const struct sockaddr *sa);

@@ -18,7 +18,7 @@
 struct event_base;
 
 /* Bumped whenever the message catalog (ipc_msg.h) changes. */
-#define IPC_PROTO_VERSION 9
+#define IPC_PROTO_VERSION 10
 
 #define IPC_MAX_FRAME_DEFAULT (16u * 1024 * 1024)
 #define IPC_MAX_FRAME_MIN 64u
@@ -36,6 +36,7 @@ enum ipc_role {
 	ROLE_SANDBOX,
 	ROLE_GITHELPER,
 	ROLE_CTL,
+	ROLE_EGRESS,
 	ROLE__COUNT
 };
 #define ROLE_BIT(r) (1u << (r))

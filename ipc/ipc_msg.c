@@ -17,6 +17,7 @@ static const char *const role_names[ROLE__COUNT] = {
 	[ROLE_SANDBOX] = "sandbox",
 	[ROLE_GITHELPER] = "githelper",
 	[ROLE_CTL] = "ctl",
+	[ROLE_EGRESS] = "egress",
 };
 
 const char *
@@ -1249,6 +1250,80 @@ ipc_dec_sbx_result(const msgpack_object *body, struct ipc_sbx_result *out)
 	return 0;
 }
 
+/* ---- egress ----------------------------------------------------------- */
+
+/* Every element of list a string of 1..IPC_EGRESS_TEXT_MAX bytes without a
+ * NUL; the cursor is left at the list's start for the caller. */
+static int
+ipc_egress_texts(const struct ipc_cur *list)
+{
+	struct ipc_cur l = *list;
+	const char *s;
+	size_t len;
+
+	while (l.i < l.n)
+		if (ipc_get_str(&l, &s, &len, IPC_EGRESS_TEXT_MAX) == -1 || len == 0 ||
+		    memchr(s, '\0', len) != NULL)
+			return -1;
+	return 0;
+}
+
+int
+ipc_dec_egress_conf(const msgpack_object *body, struct ipc_egress_conf *out)
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_array(&c, &out->cidrs, IPC_EGRESS_CIDRS_MAX) == -1 ||
+	    ipc_egress_texts(&out->cidrs) == -1 || ipc_get_u32(&c, &out->tunnels) == -1 ||
+	    ipc_get_u32(&c, &out->connect_timeout) == -1 ||
+	    ipc_get_u32(&c, &out->idle_timeout) == -1 || ipc_get_u64(&c, &out->bytes) == -1 ||
+	    ipc_end(&c) == -1)
+		return -1;
+	if (out->tunnels < 1 || out->tunnels > 1024 || out->connect_timeout < 1 ||
+	    out->connect_timeout > 300 || out->idle_timeout < 1 || out->idle_timeout > 86400 ||
+	    out->bytes < 1)
+		return -1;
+	return 0;
+}
+
+int
+ipc_dec_egress_run(const msgpack_object *body, struct ipc_egress_run *out)
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_uuid(&c, out->run) == -1 ||
+	    ipc_get_array(&c, &out->rules, IPC_EGRESS_RULES_MAX) == -1 ||
+	    ipc_egress_texts(&out->rules) == -1 || ipc_end(&c) == -1)
+		return -1;
+	return 0;
+}
+
+int
+ipc_dec_egress_end(const msgpack_object *body, char run[IPC_UUID_LEN + 1])
+{
+	return ipc_dec_proxy_channel(body, run); /* the same body: [run] */
+}
+
+int
+ipc_dec_egress_event(const msgpack_object *body, struct ipc_egress_event *out)
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_uuid(&c, out->run) == -1 || ipc_get_u32(&c, &out->kind) == -1 ||
+	    ipc_get_cstr(&c, out->host, sizeof(out->host)) == -1 ||
+	    ipc_get_u32(&c, &out->port) == -1 ||
+	    ipc_get_cstr(&c, out->address, sizeof(out->address)) == -1 ||
+	    ipc_get_cstr(&c, out->reason, sizeof(out->reason)) == -1 ||
+	    ipc_get_u64(&c, &out->up) == -1 || ipc_get_u64(&c, &out->down) == -1 ||
+	    ipc_get_u64(&c, &out->ms) == -1 || ipc_get_u64(&c, &out->suppressed) == -1 ||
+	    ipc_end(&c) == -1)
+		return -1;
+	return out->kind < IPC_EGRESS_EV__COUNT && out->port <= 65535 ? 0 : -1;
+}
+
 /* ---- validators: one per IPC_MSG_LIST symbol -------------------------- */
 
 static int
@@ -1724,6 +1799,46 @@ val_IMSG_SBX_RESULT(const msgpack_object *body)
 	struct ipc_sbx_result r;
 
 	return ipc_dec_sbx_result(body, &r);
+}
+
+static int
+val_IMSG_EGRESS_CONF(const msgpack_object *body)
+{
+	struct ipc_egress_conf r;
+
+	return ipc_dec_egress_conf(body, &r);
+}
+
+static int
+val_IMSG_EGRESS_RUN(const msgpack_object *body)
+{
+	struct ipc_egress_run r;
+
+	return ipc_dec_egress_run(body, &r);
+}
+
+static int
+val_IMSG_EGRESS_POLICY(const msgpack_object *body)
+{
+	struct ipc_egress_run r;
+
+	return ipc_dec_egress_run(body, &r);
+}
+
+static int
+val_IMSG_EGRESS_END(const msgpack_object *body)
+{
+	char run[IPC_UUID_LEN + 1];
+
+	return ipc_dec_egress_end(body, run);
+}
+
+static int
+val_IMSG_EGRESS_EVENT(const msgpack_object *body)
+{
+	struct ipc_egress_event r;
+
+	return ipc_dec_egress_event(body, &r);
 }
 
 /* ---- catalog ---------------------------------------------------------- */

@@ -17,7 +17,8 @@
 
 #define CHILDREN_ALL                                                                        \
 	(ROLE_BIT(ROLE_ENGINE) | ROLE_BIT(ROLE_HTTPD) | ROLE_BIT(ROLE_PROXY) |              \
-	    ROLE_BIT(ROLE_RUNNER) | ROLE_BIT(ROLE_SANDBOX) | ROLE_BIT(ROLE_GITHELPER))
+	    ROLE_BIT(ROLE_RUNNER) | ROLE_BIT(ROLE_SANDBOX) | ROLE_BIT(ROLE_GITHELPER) |         \
+	    ROLE_BIT(ROLE_EGRESS))
 #define DB_CALLERS                                                                          \
 	(ROLE_BIT(ROLE_ENGINE) | ROLE_BIT(ROLE_HTTPD) | ROLE_BIT(ROLE_PROXY) |              \
 	    ROLE_BIT(ROLE_RUNNER))
@@ -303,7 +304,12 @@
 	X(IMSG_PR_OPEN, 55, ROLE_BIT(ROLE_RUNNER), SUP, 0)                                   \
 	X(IMSG_PR_RESULT, 56, SUP | ROLE_BIT(ROLE_GITHELPER), SUP | ROLE_BIT(ROLE_RUNNER), 0) \
 	X(IMSG_GIT_PUSH, 57, SUP, ROLE_BIT(ROLE_GITHELPER), 0)                               \
-	X(IMSG_GIT_PR, 58, SUP, ROLE_BIT(ROLE_GITHELPER), 0)
+	X(IMSG_GIT_PR, 58, SUP, ROLE_BIT(ROLE_GITHELPER), 0)                                 \
+	X(IMSG_EGRESS_CONF, 59, SUP, ROLE_BIT(ROLE_EGRESS), 0)                               \
+	X(IMSG_EGRESS_RUN, 60, SUP, ROLE_BIT(ROLE_EGRESS), IPC_F_FD)                         \
+	X(IMSG_EGRESS_POLICY, 61, SUP, ROLE_BIT(ROLE_EGRESS), 0)                             \
+	X(IMSG_EGRESS_END, 62, SUP, ROLE_BIT(ROLE_EGRESS), 0)                                \
+	X(IMSG_EGRESS_EVENT, 63, ROLE_BIT(ROLE_EGRESS), SUP, 0)
 
 enum ipc_msg_type {
 #define IPC_X_ENUM(sym, num, snd, rcv, fl) sym = num,
@@ -733,5 +739,59 @@ struct ipc_sbx_result {
 	const msgpack_object *data;
 };
 int ipc_dec_sbx_result(const msgpack_object *body, struct ipc_sbx_result *out);
+
+/*
+ * The egress process (DESIGN.md section 4.1):
+ *  EGRESS_CONF   [cidrs array(<=IPC_EGRESS_CIDRS_MAX) of str(1..IPC_EGRESS_TEXT_MAX)
+ *                (egress.allow_cidrs, as egress_cidr_parse reads them),
+ *                tunnels_per_run u32 (1..1024), connect_timeout u32 (s, 1..300),
+ *                idle_timeout u32 (s, 1..86400), bytes_per_run u64 (>= 1)]
+ *                at READY and after a reload; applies to every run
+ *  EGRESS_RUN    [run str (UUID), rules array(<=IPC_EGRESS_RULES_MAX) of
+ *                str(1..IPC_EGRESS_TEXT_MAX) (canonical egress_rule_parse entries:
+ *                the allow list of the step running, its presets resolved)]
+ *                + the listening socket the run's sandbox made in its network
+ *                namespace; again, with a copy, whenever a new egress is ready
+ *  EGRESS_POLICY [run str, rules as above]  the run's next step: its list
+ *                replaces the one in force (open tunnels stay)
+ *  EGRESS_END    [run str]  the run's sandbox is gone: close its listener and
+ *                every tunnel
+ *  EGRESS_EVENT  [run str, kind u32 (IPC_EGRESS_EV_*), host str(<=253), port u32
+ *                (<= 65535), address str(<=IPC_EGRESS_TEXT_MAX), reason
+ *                str(<=IPC_EGRESS_TEXT_MAX), bytes_up u64, bytes_down u64, ms u64,
+ *                suppressed u64]  egress -> supervisor: one decision or one closed
+ *                tunnel of a run it serves, for the run's events
+ */
+#define IPC_EGRESS_CIDRS_MAX 64
+#define IPC_EGRESS_RULES_MAX 2048
+#define IPC_EGRESS_TEXT_MAX 264 /* a rule, a cidr, an address with its port, a reason */
+enum {
+	IPC_EGRESS_EV_ALLOWED = 0, /* network.allowed */
+	IPC_EGRESS_EV_DENIED,      /* network.denied */
+	IPC_EGRESS_EV_CLOSED,      /* network.closed */
+	IPC_EGRESS_EV__COUNT
+};
+struct ipc_egress_conf {
+	struct ipc_cur cidrs; /* each a str */
+	uint32_t tunnels, connect_timeout, idle_timeout;
+	uint64_t bytes;
+};
+int ipc_dec_egress_conf(const msgpack_object *body, struct ipc_egress_conf *out);
+/* EGRESS_RUN and EGRESS_POLICY */
+struct ipc_egress_run {
+	char run[IPC_UUID_LEN + 1];
+	struct ipc_cur rules; /* each a str */
+};
+int ipc_dec_egress_run(const msgpack_object *body, struct ipc_egress_run *out);
+int ipc_dec_egress_end(const msgpack_object *body, char run[IPC_UUID_LEN + 1]);
+struct ipc_egress_event {
+	char run[IPC_UUID_LEN + 1];
+	uint32_t kind, port;
+	char host[254];
+	char address[IPC_EGRESS_TEXT_MAX + 1];
+	char reason[IPC_EGRESS_TEXT_MAX + 1];
+	uint64_t up, down, ms, suppressed;
+};
+int ipc_dec_egress_event(const msgpack_object *body, struct ipc_egress_event *out);
 
 #endif

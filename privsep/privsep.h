@@ -48,9 +48,11 @@ void privsep_seccomp(enum ipc_role role, int debug);
 /*
  * The sandbox's policy (privsep/seccomp_sandbox.c): allow by default, fail
  * with an errno every call on its deny list, kill on a foreign
- * architecture.  Needs no_new_privs set first.  fatal() on failure.
+ * architecture.  With network set (the run has a network policy) TCP/IP
+ * sockets are allowed too: in the empty network namespace they reach only
+ * its loopback, where egress listens.  Needs no_new_privs set first.  fatal() on failure.
  */
-void privsep_seccomp_sandbox(void);
+void privsep_seccomp_sandbox(int network);
 
 /* Sanitizer builds: skip LeakSanitizer's exit-time check in this process
  * (it needs ptrace, which the sandbox denies).  A no-op otherwise. */

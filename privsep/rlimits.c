@@ -33,6 +33,10 @@ static const struct rl_policy rl_policies[] = {
 	{ ROLE_PROXY, 1024, 0 },
 	/* runner: its supervisor and sandbox channels. */
 	{ ROLE_RUNNER, 256, 1 },
+	/* egress: two descriptors per tunnel (1024 runs' worth of listeners and
+	 * tunnels_per_run at most 1024 each would be more; the per-run limit
+	 * keeps one run from taking them all). */
+	{ ROLE_EGRESS, 65536, 1 },
 	/* Later roles get only RLIMIT_CORE until their own limits are set here. */
 };
 /* clang-format on */

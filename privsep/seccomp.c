@@ -181,6 +181,21 @@ static const struct sc_rule sc_proxy[] = {
 	ALLOW(munlock, "libsodium keeps API keys out of swap"),
 };
 
+/* egress: accepts on the sandboxes' listeners, connects out to checked
+ * addresses, and asks name servers (evdns) itself. */
+static const struct sc_rule sc_egress[] = {
+	ALLOW(accept4, "connections on the listeners the sandboxes made"),
+	ALLOW(accept, "connections on the listeners the sandboxes made"),
+	ALLOW_IF2(socket, ARG_EQ(0, AF_INET), ARG_MASKED(1, SC_SOCK_TYPE_MASK, SOCK_STREAM),
+	    "tunnels to checked addresses"),
+	ALLOW_IF2(socket, ARG_EQ(0, AF_INET6), ARG_MASKED(1, SC_SOCK_TYPE_MASK, SOCK_STREAM),
+	    "tunnels to checked addresses"),
+	ALLOW_IF2(socket, ARG_EQ(0, AF_INET), ARG_MASKED(1, SC_SOCK_TYPE_MASK, SOCK_DGRAM),
+	    "evdns queries, after a name matched the run's list"),
+	ALLOW_IF2(socket, ARG_EQ(0, AF_INET6), ARG_MASKED(1, SC_SOCK_TYPE_MASK, SOCK_DGRAM),
+	    "evdns queries, after a name matched the run's list"),
+};
+
 #ifdef AGRIPPA_SANITIZE
 /*
  * Sanitizer builds (make check) only: what the ASan/UBSan/LSan runtimes of
@@ -233,6 +248,7 @@ static const struct sc_policy sc_policies[] = {
 	{ ROLE_HTTPD, "httpd", { SC_LIST(sc_base), SC_LIST(sc_unix_socket), SC_LIST(sc_httpd) } },
 	{ ROLE_PROXY, "proxy", { SC_LIST(sc_base), SC_LIST(sc_proxy) } },
 	{ ROLE_RUNNER, "runner", { SC_LIST(sc_base), SC_LIST(sc_unix_socket) } },
+	{ ROLE_EGRESS, "egress", { SC_LIST(sc_base), SC_LIST(sc_unix_socket), SC_LIST(sc_egress) } },
 };
 /* clang-format on */
 

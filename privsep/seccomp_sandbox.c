@@ -146,7 +146,7 @@ static const struct sbx_rule sbx_rules[] = {
 
 	/* The network: the namespace has none; Unix sockets stay for the
 	 * programs (build tools, test suites) that talk to themselves. */
-	DENY_IF(socket, EAFNOSUPPORT, ARG_NE(0, AF_UNIX), "only Unix-domain sockets"),
+	/* socket: sbx_add_socket_rules */
 	DENY_IF(socketpair, EAFNOSUPPORT, ARG_NE(0, AF_UNIX), "only Unix-domain sockets"),
 };
 /* clang-format on */
@@ -165,8 +165,36 @@ sbx_add(scmp_filter_ctx ctx, int nr, int err, int argc, const struct scmp_arg_cm
 }
 
 
+/*
+ * A run with a network policy: AF_INET and AF_INET6 sockets too (the
+ * namespace's loopback, where egress listens, is all they reach), every
+ * other family still refused.  One rule per family: a rule compares an
+ * argument once.
+ */
+static void
+sbx_add_socket_rules(scmp_filter_ctx ctx, int network)
+{
+	struct scmp_arg_cmp a;
+	int fam;
+
+	if (!network) {
+		a = (struct scmp_arg_cmp)ARG_NE(0, AF_UNIX);
+		sbx_add(ctx, SCMP_SYS(socket), EAFNOSUPPORT, 1, &a, "only Unix-domain sockets");
+		return;
+	}
+	for (fam = 0; fam <= AF_MAX; fam++) {
+		if (fam == AF_UNIX || fam == AF_INET || fam == AF_INET6)
+			continue;
+		a = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)fam);
+		sbx_add(ctx, SCMP_SYS(socket), EAFNOSUPPORT, 1, &a,
+		    "only Unix-domain and TCP/IP sockets");
+	}
+	a = SCMP_A0(SCMP_CMP_GT, (scmp_datum_t)AF_MAX);
+	sbx_add(ctx, SCMP_SYS(socket), EAFNOSUPPORT, 1, &a, "only Unix-domain and TCP/IP sockets");
+}
+
 void
-privsep_seccomp_sandbox(void)
+privsep_seccomp_sandbox(int network)
 {
 	scmp_filter_ctx ctx;
 	size_t i;
@@ -183,6 +211,7 @@ privsep_seccomp_sandbox(void)
 
 		sbx_add(ctx, r->nr, r->err, r->argc, &r->arg, r->why);
 	}
+	sbx_add_socket_rules(ctx, network);
 	if ((rc = seccomp_load(ctx)) < 0) {
 		errno = -rc;
 		fatal("seccomp_load (sandbox)");

@@ -47,16 +47,27 @@ struct exec_state {
 static struct exec_state ex = { .out = { -1, -1, -1 } };
 
 /* The environment of every command: built, never inherited (DESIGN.md 4). */
-static char *const exec_env[] = {
-	"PATH=/usr/local/bin:/usr/bin:/bin",
-	"HOME=/workspace",
-	"LANG=C.UTF-8",
-	"TERM=dumb",
-	"USER=sandbox",
-	"LOGNAME=sandbox",
-	"SHELL=/bin/sh",
-	"TMPDIR=/tmp",
-	"AGRIPPA_SANDBOX=1",
+#define EXEC_ENV_BASE                                                                       \
+	"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/workspace", "LANG=C.UTF-8", "TERM=dumb",   \
+	    "USER=sandbox", "LOGNAME=sandbox", "SHELL=/bin/sh", "TMPDIR=/tmp",                 \
+	    "AGRIPPA_SANDBOX=1"
+static char *const exec_env[] = { EXEC_ENV_BASE, NULL };
+
+/* ... and of every command of a run with a network policy: the proxy
+ * variables point every tool that honours them at egress (DESIGN.md 4.1);
+ * a tool that ignores them finds no route. */
+#define EXEC_PROXY "http://127.0.0.1:3128"
+static char *const exec_env_net[] = {
+	EXEC_ENV_BASE,
+	"HTTP_PROXY=" EXEC_PROXY,
+	"HTTPS_PROXY=" EXEC_PROXY,
+	"http_proxy=" EXEC_PROXY,
+	"https_proxy=" EXEC_PROXY,
+	"NO_PROXY=localhost,127.0.0.1,::1",
+	"no_proxy=localhost,127.0.0.1,::1",
+	"NODE_USE_ENV_PROXY=1",
+	"JAVA_TOOL_OPTIONS=-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=3128 "
+	"-Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=3128",
 	NULL,
 };
 
@@ -271,7 +282,7 @@ exec_spawn(struct tools *t, const struct ipc_sbx_exec *req, int cwd)
 	posix_spawn_file_actions_adddup2(&fa, err[1], 2);
 	posix_spawn_file_actions_addfchdir_np(&fa, cwd);
 	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-	e = posix_spawnp(&pid, argv[0], &fa, &at, argv, exec_env);
+	e = posix_spawnp(&pid, argv[0], &fa, &at, argv, t->network ? exec_env_net : exec_env);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&at);
 	exec_argv_free(argv);

@@ -402,7 +402,9 @@ sandbox_main(void)
 	if ((ev = evsignal_new(t->base, SIGCHLD, tools_sigchld, t)) == NULL ||
 	    event_add(ev, NULL) == -1)
 		fatalx("signal set-up");
-	privsep_seccomp_sandbox();
+	/* set by the supervisor's sandbox builder, whose environment this is */
+	t->network = getenv("AGRIPPA_EGRESS") != NULL;
+	privsep_seccomp_sandbox(t->network);
 	t->chan = ipc_chan_new(t->base, SBX_FD, ROLE_SANDBOX, ROLE_RUNNER, IPC_MAX_FRAME_DEFAULT,
 	    tools_on_msg, tools_on_err, t);
 	if (t->chan == NULL)

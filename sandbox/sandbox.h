@@ -23,6 +23,7 @@ struct tools {
 	struct ipc_chan *chan;
 	struct ws ws;
 	struct ipc_sbx_hello hello;
+	int network; /* the run has a network policy: egress listens on 127.0.0.1:3128 */
 };
 
 /* sandbox.c */

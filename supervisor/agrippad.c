@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "egress/egress.h"
 #include "engine/engine.h"
 #include "runner/runner.h"
 #include "httpd/httpd.h"
@@ -36,6 +37,8 @@ child_main(const char *role, int foreground, int argc)
 		httpd_main();
 	if (strcmp(role, "proxy") == 0)
 		proxy_main();
+	if (strcmp(role, "egress") == 0)
+		egress_main();
 	if (strcmp(role, "runner") == 0)
 		runner_main();
 	fatalx("unknown role %s", role);

@@ -107,18 +107,25 @@ ctl_status(struct ctl_client *cl, uint64_t id, struct ipc_ctl_request *req)
 	char root[64], user[64], dbuser[64];
 	size_t i, n = 1 + nprocs + (sup.pg_embedded ? 1 : 0);
 	uint64_t nmirrors, mbytes;
+	unsigned tunnels;
+	size_t nnet;
 
 	if (req->nargs != 0)
 		return -1;
 	mirror_totals(&nmirrors, &mbytes);
+	nnet = egress_runs_status(&tunnels);
 	ctl_username(geteuid(), root, sizeof(root));
 	ctl_username(sup.uid, user, sizeof(user));
 	ctl_username(sup.pg.uid, dbuser, sizeof(dbuser));
 	ipc_wbuf_begin(&w, IMSG_CTL_REPLY, id, 3);
 	ipc_put_u64(&w, 0);
 	ipc_put_str(&w, "ok");
-	ipc_put_map(&w, 6);
+	ipc_put_map(&w, 7);
 	put_kv_str(&w, "version", AGRIPPA_VERSION);
+	ipc_put_str(&w, "egress");
+	ipc_put_map(&w, 2);
+	put_kv_u64(&w, "runs", (uint64_t)nnet);
+	put_kv_u64(&w, "tunnels", (uint64_t)tunnels);
 	put_kv_u64(&w, "sandboxes", (uint64_t)sbx_count());
 	ipc_put_str(&w, "mirrors");
 	ipc_put_map(&w, 2);

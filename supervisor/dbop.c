@@ -118,6 +118,10 @@ sup_db_op(struct proc *p, struct ipc_msg *m)
 		dbop_reply_error(p, m->id, code, err);
 		return;
 	}
+	/* a step starts: its network list goes to egress before the runner
+	 * hears it may run it (egress_runs.c) */
+	if (p->role == ROLE_RUNNER && strcmp(req.op, "runner_step_begin") == 0 && params.n > 3)
+		egress_runs_step(p->run, params.values[3]);
 	if ((x = malloc(sizeof(*x))) == NULL)
 		fatal("malloc");
 	x->p = p;

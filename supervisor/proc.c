@@ -26,6 +26,7 @@ struct proc procs[] = {
 	{ .role = ROLE_ENGINE, .name = "engine" },
 	{ .role = ROLE_HTTPD, .name = "httpd" },
 	{ .role = ROLE_PROXY, .name = "proxy" },
+	{ .role = ROLE_EGRESS, .name = "egress" },
 };
 const size_t nprocs = sizeof(procs) / sizeof(procs[0]);
 
@@ -116,6 +117,8 @@ proc_on_msg(struct ipc_chan *ch, struct ipc_msg *m, void *arg)
 			provider_send_conf();
 			runs_proxy_ready();
 		}
+		if (p->role == ROLE_EGRESS)
+			egress_ready(p);
 		return;
 	case IMSG_DB_OP:
 		sup_db_op(p, m);
@@ -131,6 +134,9 @@ proc_on_msg(struct ipc_chan *ch, struct ipc_msg *m, void *arg)
 		return;
 	case IMSG_RUN_STOP:
 		runs_stop(p, m);
+		return;
+	case IMSG_EGRESS_EVENT:
+		egress_event_in(p, m);
 		return;
 	default:
 		/* The catalog let it through, but this peer has no use for it here. */

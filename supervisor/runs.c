@@ -95,6 +95,7 @@ struct srun {
 	int patch_fd;       /* its file, until the git helper is done */
 	char patch_tmp[PATH_MAX];
 	int proxied;        /* RUNNER_PROXY sent: a new proxy sends another */
+	int net_state;      /* its networks (egress_runs.c): 0 not loaded, 1 loading, 2 loaded */
 };
 static LIST_HEAD(, srun) sruns = LIST_HEAD_INITIALIZER(sruns);
 
@@ -287,6 +288,7 @@ srun_maybe_free(struct srun *r)
 	if (r->secret != NULL)
 		sodium_free(r->secret); /* wipes it */
 	mcp_free(r);
+	egress_runs_end(r->p.run);
 	free(r);
 }
 
@@ -946,7 +948,8 @@ runner_start(struct srun *r)
 		srun_end(r, IPC_RUN_STOPPED);
 		return;
 	}
-	if (r->mcp_state != 2) { /* not before what it must redact is known */
+	/* not before what it must redact is known, nor its networks */
+	if (r->mcp_state != 2 || r->net_state != 2) {
 		r->start_waiting = 1;
 		return;
 	}
@@ -957,11 +960,14 @@ runner_start(struct srun *r)
 	req.mirror = r->mirror[0] != '\0' ? r->mirror : NULL;
 	req.done = sbx_done;
 	req.arg = r;
+	req.network = egress_runs_wanted(r->p.run);
 	if ((r->sbx = sbx_create(&req, &r->sbx_fd, err, sizeof(err))) == NULL) {
 		log_warnx("run %s: no sandbox: %s", r->p.run, err);
 		srun_end(r, IPC_RUN_CRASHED); /* taken up again once resources allow */
 		return;
 	}
+	if (req.network)
+		egress_runs_listener(r->p.run, sbx_take_listener(r->sbx));
 	if (proc_spawn(&r->p, runner_on_msg, runner_on_err, r) == -1) {
 		srun_end(r, IPC_RUN_CRASHED);
 		return;
@@ -1214,6 +1220,29 @@ mcp_done(struct srun *r, int code, const char *err, PGresult *res)
 			sodium_free(cred);
 	}
 	r->mcp_state = 2;
+	if (r->start_waiting) {
+		r->start_waiting = 0;
+		runner_start(r);
+	}
+}
+
+/* Its networks (egress_runs.c): a preset the configuration lacks fails it. */
+static void
+network_done(struct srun *r, int code, const char *err, PGresult *res)
+{
+	char why[256];
+	int want;
+
+	if (code != DB_OK) {
+		log_warnx("run %s: its networks: %s", r->p.run, err);
+		srun_end(r, IPC_RUN_CRASHED);
+		return;
+	}
+	if (egress_runs_load(r->p.run, res, &want, why, sizeof(why)) == -1) {
+		srun_fail(r, why);
+		return;
+	}
+	r->net_state = 2;
 	if (r->start_waiting) {
 		r->start_waiting = 0;
 		runner_start(r);
@@ -1513,6 +1542,8 @@ runs_start(struct proc *engine, struct ipc_msg *m)
 	sop_submit(r, "sup_run_setup", setup_done, 1, r->p.run);
 	r->mcp_state = 1;
 	sop_submit(r, "sup_run_mcp_secrets", mcp_done, 1, r->p.run);
+	r->net_state = 1;
+	sop_submit(r, "sup_run_network", network_done, 1, r->p.run);
 }
 
 void

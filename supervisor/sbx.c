@@ -20,6 +20,7 @@
  * sandbox's pid 1; killing that kills the whole pid namespace, and the child
  * also dies with the supervisor (PR_SET_PDEATHSIG).
  */
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -35,6 +36,9 @@
 #include <event2/event.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <linux/capability.h>
 #include <linux/mount.h>
 #include <linux/openat2.h>
@@ -57,6 +61,7 @@
 #define SBX_BUILD_TIMEOUT_MS 10000
 #define SBX_INNER_ID 1000        /* the sandbox user's uid and gid inside */
 #define SBX_NEWROOT "/tmp"       /* mount point of the new root, in the child's namespace */
+#define SBX_EGRESS_PORT 3128     /* where the proxy variables point (sandbox/exec.c) */
 
 struct sbx {
 	char id[IPC_SBX_ID_MAX + 1];
@@ -65,6 +70,7 @@ struct sbx {
 	int drv;              /* the driver's end of the channel, until handed over */
 	int go;               /* write end: the launch, once the workspace is known */
 	int errr;             /* read end: the child's failure reason, EOF at exec */
+	int lis;              /* the listener it made for egress, until taken; or -1 */
 	char fresh[PATH_MAX]; /* a workspace made for this sandbox, removed at the end */
 	struct sbx_cgroup cg;
 	sbx_done_cb done;
@@ -89,6 +95,7 @@ struct sbx_launch {
 	int readonly;
 	int has_art; /* readOnly: .agrippa/artifacts is bound writable */
 	int has_objs; /* a run's mirror: its objects at /mirror/objects */
+	int network;  /* listen for egress on 127.0.0.1:3128, pass the socket back */
 	dev_t ws_dev, art_dev, objs_dev;
 	ino_t ws_ino, art_ino, objs_ino;
 	char ws_path[PATH_MAX];
@@ -536,6 +543,50 @@ sbx_read_launch(struct sbx_child *c)
 	return 0;
 }
 
+/*
+ * The way out, for a run with a network policy (DESIGN.md section 4.1):
+ * lo up, a socket listening on 127.0.0.1:3128 in this, the sandbox's own
+ * network namespace, and the socket sent back over the go socket.  egress
+ * accepts on it from the host's namespace; nothing runs in here for it.
+ * Still holding every capability of the new user namespace, which owns
+ * the network namespace.
+ */
+static void
+sbx_listen_egress(struct sbx_child *c)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(SBX_EGRESS_PORT) };
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { "L", 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+		.msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm;
+	struct ifreq ifr;
+	int s, fd;
+
+	memset(&ifr, 0, sizeof(ifr));
+	memcpy(ifr.ifr_name, "lo", 3);
+	if ((s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) == -1 ||
+	    ioctl(s, SIOCGIFFLAGS, &ifr) == -1)
+		sbx_fail(c, "the loopback interface", errno);
+	ifr.ifr_flags |= IFF_UP;
+	if (ioctl(s, SIOCSIFFLAGS, &ifr) == -1)
+		sbx_fail(c, "bring lo up", errno);
+	close(s);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
+	    bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1 || listen(fd, SOMAXCONN) == -1)
+		sbx_fail(c, "listen on 127.0.0.1:3128", errno);
+	memset(cbuf, 0, sizeof(cbuf));
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	if (sendmsg(c->go, &mh, MSG_NOSIGNAL) != 1)
+		sbx_fail(c, "pass the listener out", errno);
+	close(fd);
+}
+
 __attribute__((noreturn)) static void
 sbx_child_main(struct sbx_child *c)
 {
@@ -568,6 +619,8 @@ sbx_child_main(struct sbx_child *c)
 	}
 	if (sbx_read_launch(c) == -1) /* the supervisor gave up on us */
 		_exit(125);
+	if (c->l.network)
+		sbx_listen_egress(c);
 	if (unshare(CLONE_NEWCGROUP) == -1)
 		sbx_fail(c, "cgroup namespace", errno);
 	/* Root mode: we are still host root, an id the namespace does not map,
@@ -618,6 +671,8 @@ sbx_child_main(struct sbx_child *c)
 	envp[envc++] = "HOME=/workspace";
 	envp[envc++] = "LANG=C.UTF-8";
 	envp[envc++] = "AGRIPPA_SANDBOX=1";
+	if (c->l.network)
+		envp[envc++] = "AGRIPPA_EGRESS=1"; /* the tool server's, read by it */
 #ifdef AGRIPPA_SANITIZE
 	for (char **e = environ; *e != NULL && envc < 10; e++)
 		if (strncmp(*e, "ASAN_OPTIONS=", 13) == 0 || strncmp(*e, "UBSAN_OPTIONS=", 14) == 0)
@@ -881,7 +936,7 @@ sbx_discard(struct sbx *s, int reaped)
 		}
 		close(s->pidfd);
 	}
-	sbx_close_all((int[]){ s->drv, s->go, s->errr }, 3);
+	sbx_close_all((int[]){ s->drv, s->go, s->errr, s->lis }, 4);
 	cgroup_destroy(&s->cg);
 	if (s->fresh[0] != '\0')
 		remove_tree(s->fresh);
@@ -906,7 +961,7 @@ sbx_prepare(char *err, size_t errsz)
 		snprintf(err, errsz, "out of memory");
 		return NULL;
 	}
-	s->pidfd = s->drv = s->go = s->errr = -1;
+	s->pidfd = s->drv = s->go = s->errr = s->lis = -1;
 	randombytes_buf(rnd, sizeof(rnd));
 	snprintf(s->id, sizeof(s->id), "sbx-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1],
 	    rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
@@ -951,6 +1006,36 @@ fail:
 	return NULL;
 }
 
+/* The listener the child made (sbx_listen_egress) into s->lis, waiting
+ * SBX_BUILD_TIMEOUT_MS at most.  Returns 0 or -1 (it failed or is gone). */
+static int
+sbx_recv_listener(struct sbx *s)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))], b;
+	struct iovec iov = { &b, 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+		.msg_controllen = sizeof(cbuf) };
+	struct pollfd pfd = { s->go, POLLIN, 0 };
+	struct cmsghdr *cm;
+	ssize_t n;
+	int rc;
+
+	do
+		rc = poll(&pfd, 1, SBX_BUILD_TIMEOUT_MS);
+	while (rc == -1 && errno == EINTR);
+	if (rc <= 0)
+		return -1;
+	do
+		n = recvmsg(s->go, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	while (n == -1 && errno == EINTR);
+	if (n != 1 || b != 'L' || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+	    (cm = CMSG_FIRSTHDR(&mh)) == NULL || cm->cmsg_level != SOL_SOCKET ||
+	    cm->cmsg_type != SCM_RIGHTS || cm->cmsg_len != CMSG_LEN(sizeof(int)))
+		return -1;
+	memcpy(&s->lis, CMSG_DATA(cm), sizeof(int));
+	return 0;
+}
+
 /* Hand the prepared sandbox its launch (and in root mode the nfds
  * detached mounts of fds) and wait until it runs the tool server.  Returns
  * 0, or -1 with err set (s is then to be discarded). */
@@ -979,6 +1064,12 @@ sbx_launch(struct sbx *s, const struct sbx_launch *l, const int *fds, int nfds, 
 	while (n == -1 && errno == EINTR);
 	if (n != (ssize_t)sizeof(*l)) {
 		snprintf(err, errsz, "sandbox: its first process is gone");
+		return -1;
+	}
+	if (l->network && sbx_recv_listener(s) == -1) {
+		/* its reason, if it gave one, is on the error pipe */
+		if (sbx_wait_child(s->errr, 0, err, errsz) == 0)
+			snprintf(err, errsz, "sandbox: no listener for egress");
 		return -1;
 	}
 	close(s->go);
@@ -1191,6 +1282,7 @@ sbx_create(const struct sbx_req *req, int *driver_fd, char *err, size_t errsz)
 	else if ((s = sbx_prepare(err, errsz)) == NULL)
 		return NULL;
 	memset(&l, 0, sizeof(l));
+	l.network = req->network;
 	rc = sbx_workspace(s, req, &l, real, sizeof(real), fds, &nfds, err, errsz);
 	if (rc == 0 && (rc = sbx_objects(req->mirror, &l, &objs, err, errsz)) == 0 && objs >= 0)
 		fds[nfds++] = objs; /* the last of the launch's descriptors */
@@ -1212,6 +1304,15 @@ sbx_create(const struct sbx_req *req, int *driver_fd, char *err, size_t errsz)
 	log_info("sandbox %s started (pid %ld, %s, %s)", s->id, (long)s->pid,
 	    req->workspace ? real : "fresh workspace", req->readonly ? "read-only" : "read-write");
 	return s;
+}
+
+int
+sbx_take_listener(struct sbx *s)
+{
+	int fd = s->lis;
+
+	s->lis = -1;
+	return fd;
 }
 
 const char *
@@ -1292,6 +1393,8 @@ sbx_reaped(pid_t pid, int status)
 		    WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
 		if (s->done != NULL)
 			s->done(s, status, s->arg);
+		if (s->lis >= 0)
+			close(s->lis);
 		free(s);
 		return 1;
 	}

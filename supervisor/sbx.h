@@ -39,6 +39,8 @@ struct sbx_req {
 	                          the state directory (not an operator's path) */
 	const char *mirror;    /* a run's mirror, whose objects the sandbox sees
 	                          read-only at /mirror/objects; NULL for none */
+	int network;           /* its network policy is not none: the sandbox listens on
+	                          127.0.0.1:3128 in its network namespace for egress */
 	sbx_done_cb done;
 	void *arg;
 };
@@ -54,6 +56,9 @@ int sbx_init(char *err, size_t errsz);
  */
 struct sbx *sbx_create(const struct sbx_req *req, int *driver_fd, char *err, size_t errsz);
 const char *sbx_id(const struct sbx *s);
+/* The listener a sandbox made for egress (req.network), once: the caller
+ * owns it; -1 when there is none. */
+int sbx_take_listener(struct sbx *s);
 pid_t sbx_pid(const struct sbx *s);
 /* Kill every process of the sandbox; done() runs once it is reaped. */
 void sbx_kill(struct sbx *s);

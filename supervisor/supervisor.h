@@ -138,6 +138,24 @@ void runs_kill_all(int sig);
 /* NOTIFY run_queued / run_cancel (notify.c) */
 void runs_wake(uint32_t kind, const char *run);
 
+/* egress_runs.c: the runs egress serves (listeners, lists, reports) */
+struct pg_result;
+/* A run's networks (the rows of op sup_run_network): *want is 1 when it
+ * gets a listener.  Returns 0, or -1 with err naming a missing preset. */
+int egress_runs_load(const char *run, struct pg_result *res, int *want, char *err,
+    size_t errsz);
+int egress_runs_wanted(const char *run);
+/* The listener the run's sandbox made (fd taken). */
+void egress_runs_listener(const char *run, int fd);
+/* The run's step starts: its list is put in force. */
+void egress_runs_step(const char *run, const char *step);
+void egress_runs_end(const char *run);
+void egress_ready(struct proc *p);
+void egress_reconfigure(void);
+void egress_event_in(struct proc *p, struct ipc_msg *m);
+/* Runs served and their open tunnels (for status). */
+size_t egress_runs_status(unsigned *tunnels);
+
 /* dbop.c: answering DB_OP from children */
 void sup_db_op(struct proc *p, struct ipc_msg *m);
 /* httpd_req.c: httpd's requests other than database operations */

@@ -207,6 +207,24 @@ fuzz_decoders(const struct ipc_msg *m)
 			(mrep.code == IPC_MODEL_OK) != (mrep.contentlen > 0)))
 			__builtin_trap();
 	}
+	{
+		struct ipc_egress_conf ecf;
+		struct ipc_egress_run erun;
+		struct ipc_egress_event eev;
+
+		if ((ok[IMSG_EGRESS_CONF] = ipc_dec_egress_conf(m->body, &ecf) == 0) &&
+		    (ecf.tunnels == 0 || ecf.tunnels > 1024 || ecf.connect_timeout == 0 ||
+			ecf.idle_timeout == 0 || ecf.bytes == 0))
+			__builtin_trap();
+		ok[IMSG_EGRESS_RUN] = ipc_dec_egress_run(m->body, &erun) == 0;
+		ok[IMSG_EGRESS_POLICY] = ok[IMSG_EGRESS_RUN];
+		if (ok[IMSG_EGRESS_RUN] && !ipc_is_uuid(erun.run, strlen(erun.run)))
+			__builtin_trap();
+		ok[IMSG_EGRESS_END] = ipc_dec_egress_end(m->body, run) == 0;
+		if ((ok[IMSG_EGRESS_EVENT] = ipc_dec_egress_event(m->body, &eev) == 0) &&
+		    (eev.kind >= IPC_EGRESS_EV__COUNT || eev.port > 65535))
+			__builtin_trap();
+	}
 	if (mi != NULL && m->type != IMSG_SHUTDOWN && m->type != IMSG_SBX_KILL &&
 	    ok[m->type] != (mi->validate(m->body) == 0))
 		__builtin_trap();

@@ -39,7 +39,7 @@ check "POST /healthz is 405" [ "$code" = 405 ]
 
 AUID=$(id -u _agrippa)
 check "the supervisor runs as root" [ "$(status_field "$SUP_PID" Uid)" = "0 0 0 0" ]
-for role in engine httpd proxy; do
+for role in engine httpd proxy egress; do
 	pid=$(child_pid $role)
 	if [ -z "$pid" ]; then
 		notok "$role is running"
@@ -72,7 +72,7 @@ PWHEX=$(od -An -v -tx1 "$T/state/db.password" | tr -d ' \n')
 check "db.password is mode 0600, owned by root" [ "$(stat -c '%a %u' "$T/state/db.password")" = "600 0" ]
 check "memgrep finds the master key in the supervisor (control)" "$TOOLS/memgrep" "$SUP_PID" "$KEYHEX" >/dev/null
 check "memgrep finds the database password in the supervisor (control)" "$TOOLS/memgrep" "$SUP_PID" "$PWHEX" >/dev/null
-for role in engine httpd proxy; do
+for role in engine httpd proxy egress; do
 	pid=$(child_pid $role)
 	"$TOOLS/memgrep" "$pid" "$KEYHEX" "$PWHEX"
 	check "$role's memory and environment hold neither the key nor the db password" [ $? -eq 1 ]
@@ -126,13 +126,13 @@ for kind in garbage oversized wrongtype badbody unknowncmd badargs; do
 	check "control: a $kind request gets an error reply ($r)" [ $? -eq 0 ]
 done
 check "control: the daemon still answers after bad requests" "$AGRIPPACTL" -s "$CTL" status >/dev/null
-for role in engine httpd proxy; do
+for role in engine httpd proxy egress; do
 	eval "old=\$PID_$role"
 	check "control: bad requests left $role alone" [ "$(child_pid $role)" = "$old" ]
 done
 
 # --- restarts --------------------------------------------------------------------
-for role in engine httpd proxy; do
+for role in engine httpd proxy egress; do
 	old=$(child_pid $role)
 	kill -KILL "$old"
 	wait_for 10 sh -c "p=\$(. tests/integration/lib.sh; SUP_PID=$SUP_PID; child_pid $role); [ -n \"\$p\" ] && [ \"\$p\" != $old ]"
@@ -166,7 +166,7 @@ inject() { # inject ROLE KIND: the child loses its channel and is restarted
 	role=$1
 	victim=$(child_pid "$role")
 	others=""
-	for r in engine httpd proxy; do [ "$r" = "$role" ] || others="$others $r:$(child_pid $r)"; done
+	for r in engine httpd proxy egress; do [ "$r" = "$role" ] || others="$others $r:$(child_pid $r)"; done
 	"$TOOLS/chaninject" "$victim" "$2"
 	wait_for 10 sh -c "p=\$(. tests/integration/lib.sh; SUP_PID=$SUP_PID; child_pid $role); [ -n \"\$p\" ] && [ \"\$p\" != $victim ]"
 	check "$role sending a $2 frame is restarted" [ $? -eq 0 ]

@@ -1,0 +1,392 @@
+/*
+ * The supervisor's side of egress (DESIGN.md section 4.1): which runs get
+ * a way out, the list in force for each, the listeners their sandboxes
+ * made, and the egress process's reports.
+ *
+ * A run's policies come from its pinned template (op sup_run_network) when
+ * it is set up: the template's network and each step's own.  Presets are
+ * resolved against the configuration in force then; a preset it lacks
+ * fails the run, naming it.  With egress.enabled false, or no network
+ * anywhere in the template, the run gets no listener: nothing changes.
+ *
+ * Per step: the list in force is the running step's (its own network, or
+ * else the template's).  The supervisor learns that a step starts from
+ * the runner's runner_step_begin operation, which it answers itself, and
+ * sends the step's list before it forwards the operation, so the list is
+ * in the egress process before the runner hears it may run the step.
+ * Before the first step the list is empty: nothing is allowed.
+ *
+ * The supervisor keeps a copy of every listener, so that a new egress
+ * process (after a crash) gets them all again with their lists.
+ */
+#include <sys/queue.h>
+
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "egress/addr.h"
+#include "egress/policy.h"
+#include "supervisor/db.h"
+#include "supervisor/supervisor.h"
+
+/* One network: of the template (step "") or of a step. */
+struct egnet {
+	char step[IPC_SBX_NAME_MAX + 1];
+	char **rules; /* canonical entries, the presets' resolved */
+	size_t nrules;
+};
+
+struct egrun {
+	LIST_ENTRY(egrun) entry;
+	char run[IPC_UUID_LEN + 1];
+	int fd;                /* the listener, -1 until the sandbox made it */
+	struct egnet *nets;
+	size_t nnets;
+	const struct egnet *cur; /* the list in force; NULL: none */
+	unsigned tunnels;      /* open now, as egress last reported */
+	uint64_t allowed, denied;
+};
+static LIST_HEAD(, egrun) egruns = LIST_HEAD_INITIALIZER(egruns);
+
+static struct egrun *
+egrun_find(const char *run)
+{
+	struct egrun *e;
+
+	LIST_FOREACH(e, &egruns, entry)
+		if (strcmp(e->run, run) == 0)
+			return e;
+	return NULL;
+}
+
+static void
+egrun_free(struct egrun *e)
+{
+	size_t i, j;
+
+	LIST_REMOVE(e, entry);
+	for (i = 0; i < e->nnets; i++) {
+		for (j = 0; j < e->nets[i].nrules; j++)
+			free(e->nets[i].rules[j]);
+		free(e->nets[i].rules);
+	}
+	free(e->nets);
+	if (e->fd >= 0)
+		close(e->fd);
+	free(e);
+}
+
+static struct egnet *
+egrun_net(struct egrun *e, const char *step)
+{
+	size_t i;
+
+	for (i = 0; i < e->nnets; i++)
+		if (strcmp(e->nets[i].step, step) == 0)
+			return &e->nets[i];
+	if ((e->nets = reallocarray(e->nets, e->nnets + 1, sizeof(*e->nets))) == NULL)
+		fatal("reallocarray");
+	memset(&e->nets[e->nnets], 0, sizeof(e->nets[0]));
+	snprintf(e->nets[e->nnets].step, sizeof(e->nets[0].step), "%s", step);
+	return &e->nets[e->nnets++];
+}
+
+static void
+egnet_add(struct egnet *n, const char *text)
+{
+	if ((n->rules = reallocarray(n->rules, n->nrules + 1, sizeof(*n->rules))) == NULL ||
+	    (n->rules[n->nrules] = strdup(text)) == NULL)
+		fatal("egress rules");
+	n->nrules++;
+}
+
+/* A preset's entries into n; -1 when the configuration has no such preset. */
+static int
+egnet_preset(struct egnet *n, const char *name)
+{
+	const struct conf_egress *c = &sup.conf.egress;
+	char buf[EGRESS_RULE_TEXT_MAX + 1];
+	size_t i, j;
+
+	for (i = 0; i < c->npresets; i++) {
+		if (strcmp(c->presets[i].name, name) != 0)
+			continue;
+		for (j = 0; j < c->presets[i].nrules; j++) {
+			egress_rule_format(&c->presets[i].rules[j], buf, sizeof(buf));
+			egnet_add(n, buf);
+		}
+		return 0;
+	}
+	return -1;
+}
+
+int
+egress_runs_load(const char *run, struct pg_result *res, int *want, char *err, size_t errsz)
+{
+	struct egrun *e;
+	struct egnet *n;
+	const char *step, *kind, *val;
+	int i;
+
+	*want = 0;
+	if ((e = egrun_find(run)) != NULL)
+		egrun_free(e);
+	if (!sup.conf.egress.enabled || PQntuples(res) == 0 || PQnfields(res) != 3)
+		return 0;
+	if ((e = calloc(1, sizeof(*e))) == NULL)
+		fatal("calloc");
+	memcpy(e->run, run, sizeof(e->run));
+	e->fd = -1;
+	LIST_INSERT_HEAD(&egruns, e, entry);
+	for (i = 0; i < PQntuples(res); i++) {
+		step = PQgetvalue(res, i, 0);
+		kind = PQgetvalue(res, i, 1);
+		val = PQgetvalue(res, i, 2);
+		n = egrun_net(e, step);
+		if (strcmp(kind, "allow") == 0)
+			egnet_add(n, val);
+		else if (strcmp(kind, "preset") == 0 && egnet_preset(n, val) == -1) {
+			if (step[0] != '\0')
+				snprintf(err, errsz, "step %s: network.presets: no preset %s in "
+				                     "egress.presets", step, val);
+			else
+				snprintf(err, errsz, "network.presets: no preset %s in egress.presets",
+				    val);
+			egrun_free(e);
+			return -1;
+		}
+	}
+	*want = 1;
+	return 0;
+}
+
+static void
+egress_put_rules(struct ipc_wbuf *w, const struct egnet *n)
+{
+	size_t i, k = n != NULL ? n->nrules : 0;
+
+	if (k > IPC_EGRESS_RULES_MAX)
+		k = IPC_EGRESS_RULES_MAX; /* cannot happen: 64 + 16 presets of 64 */
+	ipc_put_array(w, (uint32_t)k);
+	for (i = 0; i < k; i++)
+		ipc_put_str(w, n->rules[i]);
+}
+
+static void
+egress_send_run(struct proc *p, struct egrun *e)
+{
+	struct ipc_wbuf w;
+
+	ipc_wbuf_begin(&w, IMSG_EGRESS_RUN, 0, 2);
+	ipc_put_str(&w, e->run);
+	egress_put_rules(&w, e->cur);
+	if (proc_send(p, &w, e->fd) == -1)
+		log_warnx("run %s: cannot hand its listener to egress", e->run);
+}
+
+void
+egress_runs_listener(const char *run, int fd)
+{
+	struct egrun *e = egrun_find(run);
+	struct proc *p = proc_by_role(ROLE_EGRESS);
+
+	if (e == NULL) {
+		close(fd);
+		return;
+	}
+	if (e->fd >= 0)
+		close(e->fd);
+	e->fd = fd;
+	e->cur = NULL;
+	if (p != NULL && p->ready)
+		egress_send_run(p, e);
+}
+
+int
+egress_runs_wanted(const char *run)
+{
+	return egrun_find(run) != NULL;
+}
+
+void
+egress_runs_step(const char *run, const char *step)
+{
+	struct egrun *e = egrun_find(run);
+	struct proc *p = proc_by_role(ROLE_EGRESS);
+	struct ipc_wbuf w;
+	size_t i;
+
+	if (e == NULL)
+		return;
+	e->cur = NULL;
+	for (i = 0; i < e->nnets; i++)
+		if (strcmp(e->nets[i].step, step) == 0)
+			e->cur = &e->nets[i];
+	for (i = 0; e->cur == NULL && i < e->nnets; i++)
+		if (e->nets[i].step[0] == '\0')
+			e->cur = &e->nets[i];
+	if (e->fd < 0 || p == NULL || !p->ready)
+		return;
+	ipc_wbuf_begin(&w, IMSG_EGRESS_POLICY, 0, 2);
+	ipc_put_str(&w, e->run);
+	egress_put_rules(&w, e->cur);
+	if (proc_send(p, &w, -1) == -1)
+		log_warnx("run %s: cannot send egress its list", e->run);
+}
+
+void
+egress_runs_end(const char *run)
+{
+	struct egrun *e = egrun_find(run);
+	struct proc *p = proc_by_role(ROLE_EGRESS);
+	struct ipc_wbuf w;
+
+	if (e == NULL)
+		return;
+	if (e->fd >= 0 && p != NULL && p->ready) {
+		ipc_wbuf_begin(&w, IMSG_EGRESS_END, 0, 1);
+		ipc_put_str(&w, e->run);
+		proc_send(p, &w, -1);
+	}
+	egrun_free(e);
+}
+
+/* The configuration every run shares. */
+static void
+egress_send_conf(struct proc *p)
+{
+	const struct conf_egress *c = &sup.conf.egress;
+	char buf[EGRESS_CIDR_TEXT_MAX + 8];
+	struct ipc_wbuf w;
+	size_t i;
+
+	ipc_wbuf_begin(&w, IMSG_EGRESS_CONF, 0, 5);
+	ipc_put_array(&w, (uint32_t)c->ncidrs);
+	for (i = 0; i < c->ncidrs; i++) {
+		egress_cidr_format(&c->cidrs[i], buf, sizeof(buf));
+		ipc_put_str(&w, buf);
+	}
+	ipc_put_u64(&w, c->tunnels_per_run);
+	ipc_put_u64(&w, c->connect_timeout);
+	ipc_put_u64(&w, c->idle_timeout);
+	ipc_put_u64(&w, c->bytes_per_run);
+	if (proc_send(p, &w, -1) == -1)
+		log_warnx("egress: cannot send its configuration");
+}
+
+void
+egress_ready(struct proc *p)
+{
+	struct egrun *e;
+
+	egress_send_conf(p);
+	LIST_FOREACH(e, &egruns, entry) {
+		e->tunnels = 0;
+		if (e->fd >= 0)
+			egress_send_run(p, e);
+	}
+}
+
+void
+egress_reconfigure(void)
+{
+	struct proc *p = proc_by_role(ROLE_EGRESS);
+
+	if (p != NULL && p->ready)
+		egress_send_conf(p);
+}
+
+static void
+egress_event_done(uint64_t reqid, int code, const char *err, void *pgres, void *arg)
+{
+	if (code != DB_OK)
+		log_warnx("egress: a network event not stored: %s", err);
+}
+
+/* The run's event: written by the supervisor for the run, while it runs
+ * (op sup_run_network_event); the payload's fields per kind are those of
+ * docs/events.md. */
+static void
+egress_store(const char *type, const struct ipc_egress_event *ev)
+{
+	const struct sql_op *op = db_op_lookup("sup_run_network_event");
+	struct db_params params;
+	json_t *o;
+	char *s;
+
+	if (op == NULL)
+		fatalx("no op sup_run_network_event");
+	o = json_pack("{s:s, s:i}", "host", ev->host, "port", (json_int_t)ev->port);
+	if (o == NULL)
+		fatalx("json_pack");
+	if (ev->kind == IPC_EGRESS_EV_DENIED)
+		json_object_set_new(o, "reason", json_string(ev->reason));
+	else
+		json_object_set_new(o, "address", json_string(ev->address));
+	if (ev->kind == IPC_EGRESS_EV_CLOSED) {
+		json_object_set_new(o, "bytes_up", json_integer((json_int_t)ev->up));
+		json_object_set_new(o, "bytes_down", json_integer((json_int_t)ev->down));
+		json_object_set_new(o, "duration_ms", json_integer((json_int_t)ev->ms));
+	}
+	if (ev->suppressed > 0)
+		json_object_set_new(o, "suppressed", json_integer((json_int_t)ev->suppressed));
+	if ((s = json_dumps(o, JSON_COMPACT)) == NULL)
+		fatalx("json_dumps");
+	json_decref(o);
+	memset(&params, 0, sizeof(params));
+	if ((params.values[0] = strdup(ev->run)) == NULL ||
+	    (params.values[1] = strdup(type)) == NULL)
+		fatal("strdup");
+	params.values[2] = s;
+	params.n = 3;
+	if (db_pool_submit(op, &params, egress_event_done, NULL) == 0) {
+		db_params_free(&params);
+		log_warnx("run %s: %s not stored: the database is unavailable", ev->run, type);
+	}
+}
+
+void
+egress_event_in(struct proc *p, struct ipc_msg *m)
+{
+	static const char *const names[IPC_EGRESS_EV__COUNT] = { "network.allowed",
+		"network.denied", "network.closed" };
+	struct ipc_egress_event ev;
+	struct egrun *e;
+
+	if (ipc_dec_egress_event(m->body, &ev) == -1)
+		return; /* the catalog checked it */
+	/* egress reports only runs it was given; one it was not is a lie */
+	if ((e = egrun_find(ev.run)) == NULL || e->fd < 0) {
+		log_debug("egress: an event of run %s, which it does not serve", ev.run);
+		return;
+	}
+	if (ev.kind == IPC_EGRESS_EV_ALLOWED) {
+		e->allowed++;
+		e->tunnels++;
+	} else if (ev.kind == IPC_EGRESS_EV_DENIED)
+		e->denied++;
+	else if (e->tunnels > 0)
+		e->tunnels--;
+	egress_store(names[ev.kind], &ev);
+}
+
+size_t
+egress_runs_status(unsigned *tunnels)
+{
+	struct egrun *e;
+	size_t n = 0;
+
+	*tunnels = 0;
+	LIST_FOREACH(e, &egruns, entry) {
+		if (e->fd < 0)
+			continue;
+		n++;
+		*tunnels += e->tunnels;
+	}
+	return n;
+}
