@@ -96,16 +96,9 @@ CACHE=${AGRIPPA_BENCH_CACHE:-/var/tmp/agrippa-bench}
 VERBOSE=${VERBOSE:-}
 SEED=1
 START=$(date +%s)
-die() {
-	echo "bench/checkout: $*" >&2
-	exit 1
-}
-[ "$(id -u)" -eq 0 ] || die "run as root"
-for prog in python3 git openssl unshare du; do
-	command -v "$prog" >/dev/null 2>&1 || die "$prog is not installed (scripts/deps.sh)"
-done
-[ -x "$ROOT/$BUILD/agrippad" ] || die "no $BUILD/agrippad (make first)"
-[ -x "$ROOT/$BUILD/agrippa-git" ] || die "no $BUILD/agrippa-git (make first)"
+BENCH=bench/checkout
+. "$ROOT/bench/lib/bigrepo.sh"
+bench_preflight python3 git openssl unshare du
 case "$N$RUNS" in *[!0-9]*) die "BENCH_N and BENCH_CHECKOUT_RUNS are counts" ;; esac
 [ "$N" -ge 1 ] && [ "$RUNS" -ge 1 ] || die "BENCH_N and BENCH_CHECKOUT_RUNS are at least 1"
 for tr in $TRANSPORTS; do
@@ -113,8 +106,6 @@ for tr in $TRANSPORTS; do
 done
 
 # --- 1. the repository, generated once ---------------------------------------------
-BENCH=bench/checkout
-. "$ROOT/bench/lib/bigrepo.sh"
 bigrepo_cached
 
 # --- 2. the daemon's environment, the upstream, the https server ------------------
@@ -163,31 +154,7 @@ PEER_CRED="!f() { test \"\$1\" = get && echo username=x-access-token && echo pas
 url_of() { if [ "$1" = file ]; then echo "file://$UP"; else echo "https://127.0.0.1:$PORT_TLS/repo.git"; fi; }
 name_of() { if [ "$1" = file ]; then echo "file://"; else echo "https"; fi; }
 
-# The daemon, in such a namespace too (exec keeps the pid: SUP_PID and
-# lib.sh's helpers see agrippad itself).
-cat >"$T/agrippad-ns" <<EOS
-#!/bin/sh
-exec unshare -m --propagation private sh -c 'mount --bind "\$0" "\$1" && shift && exec "\$@"' \
-	"$T/tls/ca.crt" "$BUNDLE" "$AGRIPPAD" "\$@"
-EOS
-chmod 0755 "$T/agrippad-ns"
-"$T/agrippad-ns" -d $VERBOSE -f "$CONF" >>"$LOG" 2>&1 &
-SUP_PID=$!
-i=0
-until [ "$(healthz_code)" = 200 ]; do
-	i=$((i + 1))
-	if [ $i -gt 600 ] || ! kill -0 "$SUP_PID" 2>/dev/null; then
-		cat "$LOG"
-		die "daemon did not start"
-	fi
-	sleep 0.1
-done
-alive() { kill -0 "$SUP_PID" 2>/dev/null; }
-died() {
-	echo "bench/checkout: the daemon (supervisor pid $SUP_PID) died during $1; the end of $LOG:" >&2
-	tail -n 25 "$LOG" >&2
-	exit 1
-}
+bench_daemon
 
 {
 	printf 'name: hold\nversion: 1\n'

@@ -1,18 +1,42 @@
+# shellcheck shell=sh
 # What the benchmarks on the generated large repository share (sourced by
 # bench/checkout/run.sh and bench/pr/run.sh).  The caller sets ROOT, CACHE
-# (where the repository is kept), SEED, BENCH (the prefix of its messages,
-# e.g. bench/checkout) and defines die MESSAGE.
+# (where the repository is kept), SEED and BENCH (the prefix of its
+# messages, e.g. bench/checkout).
 #
+# die MESSAGE: "BENCH: MESSAGE" on stderr, exit 1.
+# bench_preflight PROG...: root, every PROG installed, BUILD's agrippad and
+#   agrippa-git there; or dies saying what is missing.
 # bigrepo_cached: the repository of bench/checkout/genrepo.py for SEED,
 #   generated once into $CACHE/checkout-vGEN-seedSEED (GEN: the generator's
 #   version) and taken from there afterwards; sets REPO_CACHE (the bare
 #   repository is $REPO_CACHE/repo.git) and prints its stats.
 # trusted CMD...: CMD in a mount namespace where $T/tls/ca.crt is the
 #   bundle $BUNDLE (as tests/integration/git_lib.sh trusts its CA).
+# bench_daemon: the real daemon ($AGRIPPAD -d $VERBOSE -f $CONF, its output
+#   in $LOG) in a mount namespace that trusts $T/tls/ca.crt (exec keeps the
+#   pid: SUP_PID and tests/integration/lib.sh's helpers see agrippad
+#   itself); returns once /healthz answers 200, or dies with the log.
+# alive: the daemon is still there; died WHAT: says it died during WHAT,
+#   with the end of its log, and exits 1.
 # bench_stats COLUMN FILE: "median min max n" of that column of FILE's
 #   lines that are not failures ("- - - 0" when none).
 # bench_verdict A B LIMIT [NO]: "RATIO PASS" when A / B <= LIMIT, else
 #   "RATIO NO" (NO defaults to MISS); "n/a NO" without both figures.
+
+die() {
+	echo "$BENCH: $*" >&2
+	exit 1
+}
+bench_preflight() {
+	[ "$(id -u)" -eq 0 ] || die "run as root"
+	for bp_prog in "$@"; do
+		command -v "$bp_prog" >/dev/null 2>&1 || die "$bp_prog is not installed (scripts/deps.sh)"
+	done
+	for bp_exe in agrippad agrippa-git; do
+		[ -x "$ROOT/$BUILD/$bp_exe" ] || die "no $BUILD/$bp_exe (make first)"
+	done
+}
 
 # repo_stats REPO: "NAME VALUE" lines
 repo_stats() {
@@ -68,6 +92,33 @@ trusted() {
 	# shellcheck disable=SC2016 # $0 and $1 are the inner shell's
 	unshare -m --propagation private sh -c \
 		'mount --bind "$0" "$1" && shift && exec "$@"' "$T/tls/ca.crt" "$BUNDLE" "$@"
+}
+
+bench_daemon() {
+	cat >"$T/agrippad-ns" <<EOS
+#!/bin/sh
+exec unshare -m --propagation private sh -c 'mount --bind "\$0" "\$1" && shift && exec "\$@"' \\
+	"$T/tls/ca.crt" "$BUNDLE" "$AGRIPPAD" "\$@"
+EOS
+	chmod 0755 "$T/agrippad-ns"
+	# shellcheck disable=SC2086 # VERBOSE: zero or more flags
+	"$T/agrippad-ns" -d $VERBOSE -f "$CONF" >>"$LOG" 2>&1 &
+	SUP_PID=$!
+	bd_i=0
+	until [ "$(healthz_code)" = 200 ]; do
+		bd_i=$((bd_i + 1))
+		if [ $bd_i -gt 600 ] || ! kill -0 "$SUP_PID" 2>/dev/null; then
+			cat "$LOG"
+			die "daemon did not start"
+		fi
+		sleep 0.1
+	done
+}
+alive() { kill -0 "$SUP_PID" 2>/dev/null; }
+died() {
+	echo "$BENCH: the daemon (supervisor pid $SUP_PID) died during $1; the end of $LOG:" >&2
+	tail -n 25 "$LOG" >&2
+	exit 1
 }
 
 bench_stats() {
