@@ -3,9 +3,11 @@
 # in a temporary state directory, then print
 #   - idle resident memory of all our processes (sum of Pss from smaps_rollup)
 #   - the named-op round trip beside a direct libpq round trip (bench/dbop.c)
-# then runs bench/api, bench/engine, bench/agent and bench/checkout (the
+# then runs bench/api, bench/engine, bench/agent, bench/checkout (the
 # checkout benchmark: a generated repository of a real project's size, see
-# its header; BENCH_CHECKOUT=0 skips it), each starting its own daemon.
+# its header; BENCH_CHECKOUT=0 skips it) and bench/pr (push + pull request
+# of a one-file change on that repository; BENCH_PR=0 skips it), each
+# starting its own daemon.
 set -eu
 BUILD=${1:-build}
 ROOT=$(pwd)
@@ -71,4 +73,11 @@ if [ "${BENCH_CHECKOUT:-1}" = 0 ]; then
 	echo "checkout: skipped (BENCH_CHECKOUT=0)"
 else
 	sh bench/checkout/run.sh "$BUILD"
+fi
+echo
+echo "pull request:"
+if [ "${BENCH_PR:-1}" = 0 ]; then
+	echo "pr: skipped (BENCH_PR=0)"
+else
+	sh bench/pr/run.sh "$BUILD"
 fi

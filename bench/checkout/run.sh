@@ -96,16 +96,9 @@ CACHE=${AGRIPPA_BENCH_CACHE:-/var/tmp/agrippa-bench}
 VERBOSE=${VERBOSE:-}
 SEED=1
 START=$(date +%s)
-die() {
-	echo "bench/checkout: $*" >&2
-	exit 1
-}
-[ "$(id -u)" -eq 0 ] || die "run as root"
-for prog in python3 git openssl unshare du; do
-	command -v "$prog" >/dev/null 2>&1 || die "$prog is not installed (scripts/deps.sh)"
-done
-[ -x "$ROOT/$BUILD/agrippad" ] || die "no $BUILD/agrippad (make first)"
-[ -x "$ROOT/$BUILD/agrippa-git" ] || die "no $BUILD/agrippa-git (make first)"
+BENCH=bench/checkout
+. "$ROOT/bench/lib/bigrepo.sh"
+bench_preflight python3 git openssl unshare du
 case "$N$RUNS" in *[!0-9]*) die "BENCH_N and BENCH_CHECKOUT_RUNS are counts" ;; esac
 [ "$N" -ge 1 ] && [ "$RUNS" -ge 1 ] || die "BENCH_N and BENCH_CHECKOUT_RUNS are at least 1"
 for tr in $TRANSPORTS; do
@@ -113,52 +106,7 @@ for tr in $TRANSPORTS; do
 done
 
 # --- 1. the repository, generated once ---------------------------------------------
-GENV=$(python3 "$ROOT/bench/checkout/genrepo.py" --gen-version)
-REPO_CACHE="$CACHE/checkout-v$GENV-seed$SEED"
-# repo_stats REPO: "NAME VALUE" lines
-repo_stats() {
-	echo "commits $(git -C "$1" rev-list --all --count)"
-	echo "merges $(git -C "$1" rev-list --all --merges --count)"
-	echo "branches $(git -C "$1" for-each-ref refs/heads | wc -l)"
-	echo "tags $(git -C "$1" for-each-ref refs/tags | wc -l)"
-	git -C "$1" ls-tree -r -t -l main | awk '
-		$2 == "tree" { d++ } $2 == "blob" { f++; s += $4 }
-		END { print "tip_files " f; print "tip_dirs " d; print "tip_bytes " s }'
-	git -C "$1" count-objects -v | awk '$1 == "size-pack:" { print "size_pack_kib " $2 }
-		$1 == "in-pack:" { print "objects " $2 } $1 == "count:" { print "loose " $2 }'
-	echo "tip $(git -C "$1" rev-parse main)"
-}
-stat_of() { awk -v k="$1" '$1 == k { print $2 }' "$REPO_CACHE/stats"; }
-if [ ! -s "$REPO_CACHE/stats" ]; then
-	mkdir -p "$CACHE"
-	GT=$(mktemp -d "$CACHE/.gen.XXXXXX")
-	echo "bench/checkout: generating the repository (seed $SEED, generator v$GENV) in $REPO_CACHE ..."
-	G0=$(date +%s)
-	python3 "$ROOT/bench/checkout/genrepo.py" --seed "$SEED" "$GT/repo.git" >"$GT/gen.out" ||
-		{ rm -rf "$GT"; die "the generator failed"; }
-	repo_stats "$GT/repo.git" >"$GT/stats.tmp"
-	echo "generated_s $(($(date +%s) - G0))" >>"$GT/stats.tmp"
-	cat "$GT/gen.out" >>"$GT/stats.tmp"
-	mv "$GT/stats.tmp" "$GT/stats"
-	rm -rf "$REPO_CACHE" # a half-made one, from a run that was cut short
-	# (another benchmark that generated it meanwhile wins; ours goes)
-	mv -T "$GT" "$REPO_CACHE" 2>/dev/null || rm -rf "$GT"
-	echo "bench/checkout: generated in $(stat_of generated_s) s" \
-		"(fast-import $(stat_of import_s) s, repack $(stat_of repack_s) s)"
-else
-	echo "bench/checkout: the repository from the cache ($REPO_CACHE, generated" \
-		"in $(stat_of generated_s) s when it was made)"
-fi
-printf 'bench/checkout: repository: %s commits (%s merges), %s files in %s directories at the tip (%s MB),' \
-	"$(stat_of commits)" "$(stat_of merges)" "$(stat_of tip_files)" "$(stat_of tip_dirs)" \
-	"$(awk -v b="$(stat_of tip_bytes)" 'BEGIN { printf "%.1f", b / 1e6 }')"
-printf ' size-pack %s MiB (%s objects), %s branches, %s tags, tip %s\n' \
-	"$(awk -v k="$(stat_of size_pack_kib)" 'BEGIN { printf "%.1f", k / 1024 }')" "$(stat_of objects)" \
-	"$(stat_of branches)" "$(stat_of tags)" "$(stat_of tip | cut -c1-12)"
-[ "$(stat_of commits)" -ge 30000 ] && [ "$(stat_of tip_files)" -ge 4000 ] &&
-	[ "$(stat_of size_pack_kib)" -ge 102400 ] ||
-	echo "bench/checkout: warning: the repository is below its intended size" \
-		"(30,000 commits, 4,000 files, 100 MiB packed)" >&2
+bigrepo_cached
 
 # --- 2. the daemon's environment, the upstream, the https server ------------------
 sh scripts/mkusers.sh
@@ -200,43 +148,13 @@ SRV_PID=$!
 wait_for 10 test -s "$T/ports" || die "the git server did not start: $(cat "$T/server.out")"
 read -r PORT_TLS PORT_PLAIN <"$T/ports"
 : "$PORT_PLAIN"
-# trusted CMD...: CMD in a mount namespace where the throwaway CA is the bundle.
-trusted() {
-	# shellcheck disable=SC2016 # $0 and $1 are the inner shell's
-	unshare -m --propagation private sh -c \
-		'mount --bind "$0" "$1" && shift && exec "$@"' "$T/tls/ca.crt" "$BUNDLE" "$@"
-}
 # The peers' credentials over https: the token from its file, on git's
 # 401, as libgit2 gives it (never on the command line).
 PEER_CRED="!f() { test \"\$1\" = get && echo username=x-access-token && echo password=\$(cat $T/srv/token); }; f"
 url_of() { if [ "$1" = file ]; then echo "file://$UP"; else echo "https://127.0.0.1:$PORT_TLS/repo.git"; fi; }
 name_of() { if [ "$1" = file ]; then echo "file://"; else echo "https"; fi; }
 
-# The daemon, in such a namespace too (exec keeps the pid: SUP_PID and
-# lib.sh's helpers see agrippad itself).
-cat >"$T/agrippad-ns" <<EOS
-#!/bin/sh
-exec unshare -m --propagation private sh -c 'mount --bind "\$0" "\$1" && shift && exec "\$@"' \
-	"$T/tls/ca.crt" "$BUNDLE" "$AGRIPPAD" "\$@"
-EOS
-chmod 0755 "$T/agrippad-ns"
-"$T/agrippad-ns" -d $VERBOSE -f "$CONF" >>"$LOG" 2>&1 &
-SUP_PID=$!
-i=0
-until [ "$(healthz_code)" = 200 ]; do
-	i=$((i + 1))
-	if [ $i -gt 600 ] || ! kill -0 "$SUP_PID" 2>/dev/null; then
-		cat "$LOG"
-		die "daemon did not start"
-	fi
-	sleep 0.1
-done
-alive() { kill -0 "$SUP_PID" 2>/dev/null; }
-died() {
-	echo "bench/checkout: the daemon (supervisor pid $SUP_PID) died during $1; the end of $LOG:" >&2
-	tail -n 25 "$LOG" >&2
-	exit 1
-}
+bench_daemon
 
 {
 	printf 'name: hold\nversion: 1\n'
@@ -393,27 +311,13 @@ for tr in $TRANSPORTS; do
 done
 
 # --- 4. the figures -------------------------------------------------------------------
-# stats COLUMN FILE: "median min max n" of the numbers in that column of
-# the lines that are not failures ("-" when none)
-stats() {
-	awk -v c="$1" '$1 != "fail" && $c != "-" { print $c }' "$2" | sort -g | awk '{ v[NR] = $1 }
-		END {
-			if (!NR) { print "- - - 0"; exit }
-			m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-			print m, v[1], v[NR], NR
-		}'
-}
+stats() { bench_stats "$@"; }
 fld() { echo "$1" | cut -d' ' -f"$2"; }
 mib() { awk -v b="$1" 'BEGIN { if (b == "-") print "-"; else printf "%.1f MiB", b / 1048576 }'; }
 # row CASE AG PEER RATIO TARGET VERDICT
 row() { printf '%-13s %11s %27s %8s %8s  %s\n' "$1" "$2" "$3" "$4" "$5" "$6"; }
 secs() { awk -v s="$1" 'BEGIN { if (s == "-") print "-"; else printf "%.2f s", s }'; }
-# verdict A B LIMIT: ratio of A to B, and PASS when it is at most LIMIT
-verdict() {
-	awk -v a="$1" -v b="$2" -v l="$3" 'BEGIN {
-		if (a == "-" || b == "-" || b == 0) { print "n/a MISS"; exit }
-		r = a / b; printf "%.2f %s\n", r, (r <= l) ? "PASS" : "MISS" }'
-}
+verdict() { bench_verdict "$@"; }
 echo
 echo "checkout: medians of the samples (Agrippa: POST -> workspace.ready; peer: the git command)"
 row case agrippa peer ratio target verdict
