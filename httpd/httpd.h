@@ -200,6 +200,12 @@ enum api_role router_role_rank(const char *role);
  */
 int router_query(const char *qs, const char *allowed, struct evkeyvalq *q, char *err,
                  size_t errsz);
+/*
+ * The value of the first cookie called name in a Cookie header value hdr
+ * (pairs separated by ";" and spaces) into out (sz bytes, NUL-terminated):
+ * 0, or -1 when there is none or its value does not fit.
+ */
+int router_cookie(const char *hdr, const char *name, char *out, size_t sz);
 /* Whether a Content-Type value (NULL when absent) is application/json. */
 int router_is_json(const char *ct);
 /*
@@ -295,6 +301,7 @@ void api_run_budget(struct hreq *h);
 void api_run_steps(struct hreq *h);
 void api_run_events(struct hreq *h);
 void api_run_approvals(struct hreq *h);
+void api_approvals_pending(struct hreq *h);
 void api_approval_decide(struct hreq *h);
 void api_run_artifacts(struct hreq *h);
 void api_artifact(struct hreq *h);

@@ -86,6 +86,7 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_GET,    "/v1/runs/{id}/events",         api_run_events,        1, NULL, 0, V, 0, "after limit" },
 	{ EVHTTP_REQ_GET,    "/v1/runs/{id}/events/stream",  api_run_stream,        1, NULL, 0, V, 0, "after" },
 	{ EVHTTP_REQ_GET,    "/v1/runs/{id}/approvals",      api_run_approvals,     1, NULL, 0, V, 0, NULL },
+	{ EVHTTP_REQ_GET,    "/v1/approvals",                api_approvals_pending, 1, NULL, 0, 0, 0, NULL },
 	{ EVHTTP_REQ_POST,   "/v1/approvals/{id}/decide",    api_approval_decide,   1, F(decide_fields), M, 0, NULL },
 	{ EVHTTP_REQ_GET,    "/v1/runs/{id}/artifacts",      api_run_artifacts,     1, NULL, 0, V, 0, NULL },
 	{ EVHTTP_REQ_GET,    "/v1/artifacts/{id}",           api_artifact,          1, NULL, 0, V, 0, NULL },

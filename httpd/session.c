@@ -53,28 +53,6 @@ session_cookie_name(void)
 	return session_secure() ? "__Host-agrippa_session" : "agrippa_session";
 }
 
-/* The value of cookie name in a Cookie header (into out, sz bytes), or -1. */
-static int
-session_cookie_find(const char *hdr, const char *name, char *out, size_t sz)
-{
-	size_t nlen = strlen(name), vlen;
-	const char *p = hdr;
-
-	while (p != NULL && *p != '\0') {
-		p += strspn(p, " ;");
-		vlen = strcspn(p, ";");
-		if (vlen > nlen && strncmp(p, name, nlen) == 0 && p[nlen] == '=') {
-			if (vlen - nlen - 1 >= sz)
-				return -1;
-			memcpy(out, p + nlen + 1, vlen - nlen - 1);
-			out[vlen - nlen - 1] = '\0';
-			return 0;
-		}
-		p += vlen;
-	}
-	return -1;
-}
-
 /*
  * The raw session secret from the request's cookie into raw; 0, or -1 when
  * there is no cookie of ours or it is malformed.
@@ -86,7 +64,7 @@ session_secret(struct evhttp_request *req, unsigned char raw[SESSION_RAW])
 	char val[SESSION_B64 + 2];
 	size_t len;
 
-	if (hdr == NULL || session_cookie_find(hdr, session_cookie_name(), val, sizeof(val)) == -1 ||
+	if (hdr == NULL || router_cookie(hdr, session_cookie_name(), val, sizeof(val)) == -1 ||
 	    strlen(val) != SESSION_B64 || strncmp(val, SESSION_PREFIX, 4) != 0)
 		return -1;
 	if (sodium_base642bin(raw, SESSION_RAW, val + 4, SESSION_B64 - 4, NULL, &len, NULL,

@@ -138,24 +138,15 @@ function runRow(run) {
 async function approvalsView() {
   const list = h('ul', { id: 'inbox', class: 'inbox' });
   clear(main).append(h('h1', {}, 'Approvals waiting for you'), list);
-  let n = 0;
-  for (const p of state.me.projects) {
-    if (p.role === 'viewer') continue;
-    try {
-      const r = await api.get(`/v1/projects/${p.id}/runs?status=waiting_approval&limit=200`);
-      for (const run of r.runs) {
-        const a = await api.get(`/v1/runs/${run.id}/approvals`);
-        for (const ap of a.approvals.filter((x) => x.status === 'pending')) {
-          n++;
-          list.append(h('li', { 'data-approval': ap.id },
-            h('a', { href: '#/runs/' + run.id }, p.name, ' · ', run.template ? run.template.name : '', ' · ',
-              run.id.slice(0, 8)), ' ', h('span', { class: 'kind' }, ap.kind), ' step ', ap.step_id,
-            h('span', { class: 'muted' }, ' expires ', when(ap.expires_at))));
-        }
-      }
-    } catch (err) { list.append(h('li', {}, failure(err))); }
+  const r = await api.get('/v1/approvals');
+  for (const ap of r.approvals) {
+    list.append(h('li', { 'data-approval': ap.id },
+      h('a', { href: '#/runs/' + ap.run_id }, ap.project.name, ' · ', ap.template, ' · ', ap.run_id.slice(0, 8)),
+      ' ', h('span', { class: 'kind' }, ap.kind), ' at ', ap.step_id,
+      ap.message ? [': ', h('span', { class: 'message' }, ap.message)] : null,
+      h('span', { class: 'muted' }, ' · expires ', when(ap.expires_at))));
   }
-  if (!n) list.append(h('li', { class: 'muted' }, 'Nothing waits for a decision.'));
+  if (!r.approvals.length) list.append(h('li', { class: 'muted' }, 'Nothing waits for a decision.'));
 }
 
 async function route() {

@@ -61,6 +61,10 @@ export function status(s) {
 
 // A block of long text, collapsed past limit characters.
 export function longText(text, limit = 600) {
+  if (typeof text !== 'string') {
+    const one = JSON.stringify(text);
+    if (one !== undefined && one.length <= 160) return h('pre', { class: 'text' }, one);
+  }
   const s = typeof text === 'string' ? text : JSON.stringify(text, null, 2);
   if (s.length <= limit) return h('pre', { class: 'text' }, s);
   return h('details', { class: 'long' },

@@ -57,7 +57,20 @@ function stepsTable(steps) {
     ['Phase', 'Step', 'Attempts', 'Exit'].map((c) => h('th', {}, c)))), h('tbody', {}, rows));
 }
 
-function approvalPanel(ap, message, canDecide, refresh) {
+// An admin may raise the budget a run stopped on (which approves it).
+function budgetForm(run, refresh, msg) {
+  const usdIn = h('input', { id: 'budget-usd', type: 'number', min: 0, step: '0.01',
+    value: run.budget_usd_micros ? (run.budget_usd_micros * 2 / 1e6).toFixed(2) : '1.00' });
+  return h('form', { class: 'budget', onsubmit: async (e) => {
+    e.preventDefault();
+    try {
+      await api.post(`/v1/runs/${run.id}/budget`, { usd_micros: Math.round(Number(usdIn.value) * 1e6) });
+      await refresh();
+    } catch (err) { msg.textContent = err.message; }
+  } }, 'New run budget (USD) ', usdIn, ' ', h('button', { type: 'submit', id: 'raise' }, 'Raise and resume'));
+}
+
+function approvalPanel(ap, message, canDecide, refresh, run, isAdmin) {
   const comment = h('textarea', { id: 'approval-comment', maxlength: 4096, placeholder: 'comment (optional)' });
   const msg = h('p', { class: 'error', role: 'alert' });
   const decide = (decision) => async () => {
@@ -74,6 +87,7 @@ function approvalPanel(ap, message, canDecide, refresh) {
       h('button', { id: 'approve', onclick: decide('approved') }, 'Approve'),
       h('button', { id: 'reject', class: 'danger', onclick: decide('rejected') }, 'Reject'))]
       : h('p', { class: 'muted' }, 'Your role cannot decide it.'),
+    ap.kind === 'budget' && isAdmin ? budgetForm(run, refresh, msg) : null,
     msg);
 }
 
@@ -115,7 +129,7 @@ export async function runView(main, runId) {
     const role = roleIn(run.project_id);
     const canAct = role === 'member' || role === 'admin';
     const done = ['succeeded', 'failed', 'cancelled'].includes(run.status);
-    clear(summary).append(h('dl', { class: 'facts' },
+    append(clear(summary), [h('dl', { class: 'facts' },
       h('dt', {}, 'Status'), h('dd', { id: 'run-status' }, status(run.status)),
       h('dt', {}, 'Template'), h('dd', {}, run.template.name, ' v', run.template.version),
       h('dt', {}, 'Ref'), h('dd', { class: 'mono' }, run.checked_out_ref || run.ref || '—',
@@ -131,13 +145,13 @@ export async function runView(main, runId) {
     canAct && !done ? h('button', { id: 'cancel', class: 'danger', onclick: async (e) => {
       e.target.disabled = true;
       try { await api.post(`/v1/runs/${runId}/cancel`); await refresh(); } catch (err) { alertText(err); }
-    } }, 'Cancel run') : null);
+    } }, 'Cancel run') : null]);
     const [steps, approvals] = await Promise.all([api.get(`/v1/runs/${runId}/steps`),
       api.get(`/v1/runs/${runId}/approvals`)]);
     clear(stepsBox).append(steps.steps.length ? stepsTable(steps.steps) : h('p', { class: 'muted' }, 'No step has started.'));
     const pending = approvals.approvals.find((a) => a.status === 'pending');
     clear(approvalBox);
-    if (pending && !done) approvalBox.append(approvalPanel(pending, message, canAct, refresh));
+    if (pending && !done) approvalBox.append(approvalPanel(pending, message, canAct, refresh, run, role === 'admin'));
     clear(artifactsBox).append(await artifactsList(runId));
   }
   function alertText(err) { summary.append(h('p', { class: 'error' }, err.message)); }

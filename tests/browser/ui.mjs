@@ -160,6 +160,8 @@ try {
   await page.waitForSelector('#inbox li');
   const inbox = await page.$$eval('#inbox a', (as) => as.map((a) => a.getAttribute('href')));
   ok(inbox.length === 1 && inbox[0] === '#/runs/' + env.RUN_VIEW, 'the inbox lists the one pending approval');
+  ok((await page.textContent('#inbox')).includes('Ship it? <img src=x onerror=alert(3)>') &&
+    await page.$$eval('#inbox img', (e) => e.length) === 0, 'with its message, as text');
   await shot(page, '05-approvals');
 
   // ---- CSRF and Origin: the cookie alone changes nothing ---------------------------------------------

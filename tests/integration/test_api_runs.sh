@@ -439,6 +439,13 @@ expect 200 "len(d['approvals']) == 1 and d['approvals'][0]['id'] == '$AP' and d[
 	d['approvals'][0]['step_id'] == 'review' and d['approvals'][0]['run_id'] == '$RA' and
 	d['approvals'][0]['decided_by'] is None and d['approvals'][0]['decided_at'] is None" \
 	"GET /v1/runs/ID/approvals lists the pending approval"
+api "$TM" GET /v1/approvals
+expect 200 "[(a['id'], a['run_id'], a['status'], a['project']['id'], a['template'], a['message']) for a in d['approvals']] ==
+	[('$AP', '$RA', 'pending', '$P1', 'run-tests', None)]" "GET /v1/approvals: the member's inbox holds it, with its project"
+api "$TV" GET /v1/approvals
+expect 200 "d['approvals'] == []" "... a viewer's inbox does not (a viewer cannot decide)"
+api "$TN" GET /v1/approvals
+expect 200 "d['approvals'] == []" "... nor a non-member's"
 BEFORE=$(counts)
 post "$TV" "/v1/approvals/$AP/decide" '{"decision": "approved"}'
 expect 403 "d['error']['code'] == 'forbidden'" "a viewer may not decide: 403"
@@ -457,6 +464,8 @@ post "$TM" "/v1/approvals/$AP/decide" '{"decision": "approved", "comment": "look
 expect 200 "d['id'] == '$AP' and d['status'] == 'approved' and d['decided_by'] == '$UM' and
 	d['comment'] == 'looks good\nship it\r' and d['decided_at'] is not None and d['run_id'] == '$RA'" \
 	"a member approves with a comment: 200 approved"
+api "$TM" GET /v1/approvals
+expect 200 "'$AP' not in [a['id'] for a in d['approvals']]" "... and it left the inbox"
 api "$TV" GET "/v1/runs/$RA/events"
 expect 200 "d['events'][-1]['type'] == 'approval.approved' and d['events'][-1]['payload']['approval_id'] == '$AP' and
 	d['events'][-1]['payload']['decided_by'] == '$UM' and d['events'][-1]['payload']['comment'] == 'looks good\nship it\r'" \
@@ -727,6 +736,7 @@ GET /v1/runs/$R/steps
 GET /v1/runs/$R/events
 GET /v1/runs/$R/events/stream
 GET /v1/runs/$R/approvals
+GET /v1/approvals
 POST /v1/approvals/$AP/decide
 GET /v1/runs/$R/artifacts
 GET /v1/artifacts/$ART
@@ -1069,7 +1079,7 @@ expect 200 "d['runs'].get('succeeded') == 1 and d['runs'] == $(dbruns "$P1")" "u
 # --- secrets -----------------------------------------------------------------------
 api "$TV" GET "/v1/projects/$P1/repos"
 expect 200 "[(r['name'], r['url'], r['has_token']) for r in d['repos']] == [('myrepo', 'https://example.com/x.git', True)] and
-	all(set(r) == {'id', 'name', 'url', 'has_token', 'created_at'} for r in d['repos'])" \
+	all(set(r) == {'id', 'name', 'url', 'forge', 'api_url', 'has_token', 'created_at'} for r in d['repos'])" \
 	"GET repos: has_token true, no token"
 api "$TN" GET "/v1/projects/$P2/repos"
 expect 200 "[(r['name'], r['has_token']) for r in d['repos']] == [('otherrepo', False)]" "p2's repos: its own, without a token"
