@@ -3,6 +3,7 @@
 import { h, clear, append, usd, when, duration, status } from './dom.js';
 import * as api from './api.js';
 import { runView } from './run.js';
+import { usageView } from './usage.js';
 
 const main = document.getElementById('main');
 const nav = document.getElementById('nav');
@@ -116,7 +117,8 @@ async function projectView(pid) {
   more.addEventListener('click', () => load(false));
   const filter = h('form', { class: 'filters', onsubmit: (e) => { e.preventDefault(); load(true); } },
     fStatus, fTmpl, h('label', {}, 'since ', fSince), h('button', { type: 'submit' }, 'Filter'));
-  clear(main).append(h('h1', {}, 'Runs of ', project.name), filter, msg,
+  clear(main).append(h('h1', {}, 'Runs of ', project.name, ' ',
+    h('a', { href: `#/projects/${pid}/usage`, id: 'usage-link', class: 'small' }, 'usage')), filter, msg,
     h('table', { class: 'runs' }, h('thead', {}, h('tr', {},
       ['Run', 'Status', 'Template', 'Ref', 'Started', 'Duration', 'Cost', 'PR'].map((c) => h('th', {}, c)))), body),
     more);
@@ -156,7 +158,9 @@ async function route() {
   const [path] = location.hash.slice(1).split('?');
   const parts = path.split('/').filter(Boolean);
   try {
-    if (parts[0] === 'projects' && parts[1]) await projectView(parts[1]);
+    const project = parts[0] === 'projects' && state.me.projects.find((p) => p.id === parts[1]);
+    if (project && parts[2] === 'usage') await usageView(main, project);
+    else if (parts[0] === 'projects' && parts[1]) await projectView(parts[1]);
     else if (parts[0] === 'runs' && parts[1]) await runView(main, parts[1]);
     else if (parts[0] === 'approvals') await approvalsView();
     else if (state.me.projects.length) go('#/projects/' + state.me.projects[0].id);

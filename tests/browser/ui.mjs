@@ -164,6 +164,16 @@ try {
     await page.$$eval('#inbox img', (e) => e.length) === 0, 'with its message, as text');
   await shot(page, '05-approvals');
 
+  // ---- usage ----------------------------------------------------------------------------
+  await page.goto(`${URL}/#/projects/${env.P1}/runs`);
+  await page.waitForSelector('#usage-link');
+  await page.click('#usage-link');
+  await page.waitForSelector('#spend-chart', { state: 'attached' });
+  const bars = await page.$$eval('#spend-chart rect.bar', (r) => r.length);
+  ok(bars >= 28 && bars <= 31, `the usage view draws a bar per day of the month (${bars})`);
+  ok((await page.textContent('#usage-total')).includes('spent'), 'with the month\'s spend');
+  await shot(page, '05b-usage');
+
   // ---- CSRF and Origin: the cookie alone changes nothing ---------------------------------------------
   w.expect = true;
   const csrfCodes = await page.evaluate(async (r) => {

@@ -1052,7 +1052,8 @@ dbruns() { psql_q "select coalesce(jsonb_object_agg(status, n), '{}') from (sele
 api "$TV" GET "/v1/projects/$P1/usage"
 expect 200 "d['month'] == '$NOW_MONTH' and d['runs'] == $(dbruns "$P1") and d['spent_usd_micros'] == 0 and
 	d['tokens_in'] == 0 and d['tokens_out'] == 0 and d['model_calls'] == 0 and d['quota_usd_micros'] is None and
-	d['reserved_usd_micros'] == 0" "usage (this month by default): the runs by status, nothing spent"
+	d['reserved_usd_micros'] == 0 and d['days'] == [] and d['costliest'] == []" \
+	"usage (this month by default): the runs by status, nothing spent"
 psql_q "insert into token_usage (run_id, step_id, attempt, provider, model, input_tokens, output_tokens, cost_usd_micros)
 	values ('$RART', 's1', 1, 'anthropic', 'claude-x', 1000, 200, 12345),
 	       ('$RART', 's1', 1, 'anthropic', 'claude-x', 500, 50, 655)" >/dev/null
@@ -1075,6 +1076,10 @@ api "$TV" GET "/v1/runs/$RART/steps"
 expect 200 "[s['status'] for s in d['steps']] == ['crashed']" "... its open step attempt was closed"
 api "$TV" GET "/v1/projects/$P1/usage"
 expect 200 "d['runs'].get('succeeded') == 1 and d['runs'] == $(dbruns "$P1")" "usage counts the succeeded run"
+expect 200 "[(c['id'], c['spent_usd_micros'], c['template'], c['status']) for c in d['costliest']][0] ==
+	('$RART', 13000, 'run-tests', 'succeeded') and len(d['days']) == 1 and
+	d['days'][0]['day'] == '$(date -u +%Y-%m-%d)' and d['days'][0]['usd_micros'] == d['spent_usd_micros'] > 0" \
+	"... its costliest run and the spend of today"
 
 # --- secrets -----------------------------------------------------------------------
 api "$TV" GET "/v1/projects/$P1/repos"

@@ -84,7 +84,7 @@ EOF
 SHOTS="$ROOT/$BUILD/ui-shots"
 rm -rf "$SHOTS"
 out=$(URL="http://127.0.0.1:$PORT" TOKEN="$TA" VIEWER="$TV" RUN_LIVE="$RUN_LIVE" RUN_REJECT="$RUN_REJECT" \
-	RUN_VIEW="$RUN_VIEW" KILL_HTTPD="sh $T/kill_httpd.sh" SHOTS="$SHOTS" \
+	RUN_VIEW="$RUN_VIEW" P1="$P1" KILL_HTTPD="sh $T/kill_httpd.sh" SHOTS="$SHOTS" \
 	REVOKE="$AGRIPPACTL -s $CTL token revoke $(prefix "$TA")" \
 	timeout 300 node tests/browser/ui.mjs 2>&1)
 printf '%s\n' "$out"
@@ -99,7 +99,7 @@ check "the approval was decided by alice with the page's comment, stored as sent
 	[ "$(psql_q "select a.comment from approvals a join users u on u.id = a.decided_by
 	             where a.run_id = '$RUN_LIVE' and u.name = 'alice'")" = 'looks good <img src=x onerror=alert(6)>' ]
 n=$(ls "$SHOTS"/*.png 2>/dev/null | wc -l)
-check "screenshots saved ($n in $SHOTS)" [ "$n" -ge 7 ]
+check "screenshots saved ($n in $SHOTS)" [ "$n" -ge 8 ]
 check "no token or session secret in the log" sh -c "! grep -qF -e '$TA' -e '$TV' -e 'ags_' '$LOG'"
 stop_daemon
 check "the daemon stops cleanly" [ "$DAEMON_STATUS" -eq 0 ]
