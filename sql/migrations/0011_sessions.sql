@@ -18,8 +18,11 @@ CREATE TABLE browser_sessions (
 CREATE INDEX browser_sessions_token_idx ON browser_sessions (token_id);
 CREATE INDEX browser_sessions_expiry_idx ON browser_sessions (expires_at) WHERE ended_at IS NULL;
 
--- A session ended (or deleted with its token or user) must not outlive
--- httpd's cache of its lookups (0003_api.sql, "Authentication changes").
+-- A session ended must not outlive httpd's cache of its lookups
+-- (0003_api.sql, "Authentication changes").  Deleting one needs no
+-- notification: a token's or user's deletion (the cascade) notifies
+-- already, and otherwise only dead sessions are deleted (the clean-up in
+-- httpd_session_create), whose lookups already fail.
 CREATE TRIGGER browser_sessions_auth_changed
-	AFTER UPDATE OF ended_at, expires_at OR DELETE ON browser_sessions
+	AFTER UPDATE OF ended_at, expires_at ON browser_sessions
 	FOR EACH STATEMENT EXECUTE FUNCTION notify_auth_changed();

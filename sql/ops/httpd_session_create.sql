@@ -8,7 +8,9 @@
 -- is good (as for httpd_auth: not revoked, not expired, its user not
 -- disabled) the session is stored, never past the token's own expiry, and
 -- audited (session.create); one row {id, user, expires_in}.  No row, and
--- nothing stored, for every other reason alike.
+-- nothing stored, for every other reason alike.  The same statement
+-- deletes the user's sessions that ended or expired more than a day ago,
+-- so that they do not pile up.
 WITH t AS (
 	SELECT t.id, t.expires_at, u.id AS user_id, u.name
 	FROM api_tokens t JOIN users u ON u.id = t.user_id
@@ -21,6 +23,9 @@ WITH t AS (
 	       left($4, 128)
 	FROM t
 	RETURNING id, user_id, expires_at
+), gc AS (
+	DELETE FROM browser_sessions b USING t
+	WHERE b.user_id = t.user_id AND coalesce(b.ended_at, b.expires_at) < now() - interval '1 day'
 ), a AS (
 	INSERT INTO audit_log (actor_user_id, actor_kind, action, object_kind, object_id,
 	                       remote_addr, detail)

@@ -158,7 +158,12 @@ psql_q "update browser_sessions set expires_at = now() where ended_at is null" >
 req GET /v1/me -H "Cookie: $COOKIE"
 check "an expired session: 401 at once ($a before)" [ "$a" = 200 -a "$CODE" = 401 ]
 
+psql_q "update browser_sessions set expires_at = now() - interval '2 days', created_at = now() - interval '3 days'
+        where expires_at <= now()" >/dev/null
+n=$(psql_q "select count(*) from browser_sessions")
 login "$TA" -H "$ORIGIN"
+check "a login deletes its user's sessions dead for over a day ($n before, then $(psql_q "select count(*) from browser_sessions"))" \
+	[ "$(psql_q "select count(*) from browser_sessions where expires_at < now() - interval '1 day'")" = 0 ]
 req GET /v1/me -H "Cookie: $COOKIE"
 a=$CODE
 ctl token revoke "$(prefix "$TA")"
