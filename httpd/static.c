@@ -31,7 +31,7 @@
 #define STATIC_NAME_MAX 64
 
 #define STATIC_CSP                                                                           \
-	"default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "    \
+	"default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "          \
 	"connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; "          \
 	"form-action 'self'; frame-ancestors 'none'"
 

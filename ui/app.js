@@ -57,6 +57,7 @@ function navBar() {
   append(nav, [
     ...state.me.projects.map((p) => h('a', { href: '#/projects/' + p.id }, p.name)),
     h('a', { href: '#/approvals', id: 'nav-approvals' }, 'Approvals'),
+    h('a', { href: '#/templates', id: 'nav-templates' }, 'Templates'),
     h('span', { class: 'who' }, state.me.name),
     h('button', { class: 'link', id: 'logout', onclick: async () => {
       await api.logout().catch(() => {});
@@ -151,6 +152,23 @@ async function approvalsView() {
   if (!r.approvals.length) list.append(h('li', { class: 'muted' }, 'Nothing waits for a decision.'));
 }
 
+async function templatesView(name) {
+  if (name) {
+    const t = await api.get('/v1/templates/' + encodeURIComponent(name));
+    clear(main).append(h('h1', {}, 'Template ', t.name, ' v', t.version),
+      t.description ? h('p', {}, t.description) : null,
+      h('p', { class: 'muted' }, 'Loaded ', when(t.loaded_at), ' · sha256 ', h('span', { class: 'mono' }, t.sha256)),
+      h('h2', {}, 'Compiled form'), h('pre', { class: 'text', id: 'compiled' }, JSON.stringify(t.template, null, 2)));
+    return;
+  }
+  const r = await api.get('/v1/templates');
+  clear(main).append(h('h1', {}, 'Templates'), h('table', { id: 'templates' },
+    h('thead', {}, h('tr', {}, ['Name', 'Version', 'Description', 'Loaded'].map((c) => h('th', {}, c)))),
+    h('tbody', {}, r.templates.map((t) => h('tr', {},
+      h('td', {}, h('a', { href: '#/templates/' + t.name }, t.name)), h('td', {}, t.version),
+      h('td', {}, t.description || ''), h('td', {}, when(t.loaded_at)))))));
+}
+
 async function route() {
   for (const fn of leaving) fn();
   leaving = [];
@@ -163,6 +181,7 @@ async function route() {
     else if (parts[0] === 'projects' && parts[1]) await projectView(parts[1]);
     else if (parts[0] === 'runs' && parts[1]) await runView(main, parts[1]);
     else if (parts[0] === 'approvals') await approvalsView();
+    else if (parts[0] === 'templates') await templatesView(parts[1]);
     else if (state.me.projects.length) go('#/projects/' + state.me.projects[0].id);
     else clear(main).append(h('p', {}, 'You are not a member of any project yet.'));
   } catch (err) {

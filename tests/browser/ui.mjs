@@ -174,6 +174,14 @@ try {
   ok((await page.textContent('#usage-total')).includes('spent'), 'with the month\'s spend');
   await shot(page, '05b-usage');
 
+  // ---- templates ----------------------------------------------------------------------------
+  await page.click('#nav-templates');
+  await page.waitForSelector('#templates a');
+  await page.click('#templates a');
+  await page.waitForSelector('#compiled');
+  ok((await page.textContent('#compiled')).includes('"phases"'), 'a template with its compiled form');
+  await shot(page, '05c-template');
+
   // ---- CSRF and Origin: the cookie alone changes nothing ---------------------------------------------
   w.expect = true;
   const csrfCodes = await page.evaluate(async (r) => {
