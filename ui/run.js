@@ -81,7 +81,7 @@ function approvalPanel(ap, message, canDecide, refresh, run, isAdmin) {
   };
   return h('section', { class: 'approval', id: 'approval' },
     h('h2', {}, 'Waiting for a decision (', ap.kind, ' at ', ap.step_id, ')'),
-    message ? h('p', { class: 'message' }, message) : null,
+    h('p', { class: 'message', id: 'approval-message' }, message),
     h('p', { class: 'muted' }, 'Expires ', when(ap.expires_at)),
     canDecide ? [comment, h('div', { class: 'buttons' },
       h('button', { id: 'approve', onclick: decide('approved') }, 'Approve'),
@@ -166,7 +166,11 @@ export async function runView(main, runId) {
     lastSeq = seq;
     let p = {};
     try { p = JSON.parse(e.data); } catch { p = { data: e.data }; }
-    if (e.type === 'approval.requested') message = p.message || '';
+    if (e.type === 'approval.requested') {
+      message = p.message || '';
+      const m = document.getElementById('approval-message');
+      if (m) m.textContent = message;
+    }
     events.append(h('li', { 'data-seq': seq, 'data-type': e.type, class: 'ev ev-' + e.type.split('.')[0] },
       h('span', { class: 'seq' }, seq), h('span', { class: 'type' }, e.type), eventBody(e.type, p)));
     if (e.type !== 'step.output' && !e.type.startsWith('agent.')) later();

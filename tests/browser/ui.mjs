@@ -125,6 +125,7 @@ try {
     'a command\'s output holding <script> and <img onerror> shows as text');
   ok(text.includes('<b>bold</b><img src=x onerror=alert(4)>'), 'a run param holding markup shows as text');
   ok(text.includes('<img src=x onerror=alert(3)>'), 'the checkpoint\'s message holding markup shows as text');
+  ok(await page.textContent('#approval-message') === 'Ship it? <img src=x onerror=alert(3)>', '... in the approval panel too');
   ok(await page.$$eval('main script, main img, main b', (e) => e.length) === 0, 'no element was made from any of it');
   ok(await page.evaluate(() => window.__xss === undefined), 'no injected script ran');
 
@@ -214,13 +215,30 @@ try {
   }, env.RUN_VIEW);
   vw.expect = false;
   ok(vcode === 403, `and the API refuses the viewer's decision (${vcode})`);
+  await vpage.waitForSelector('#events li[data-type="agent.tool_result"]');
+  const vtext = await vpage.textContent('#events');
+  ok(vtext.includes('The model says <script>window.__xss=2</script>') && vtext.includes('<img src=x onerror=alert(7)>'),
+    'agent messages and tool calls holding markup show as text');
+  ok(await vpage.$$eval('#events details.long', (d) => d.length) >= 2 &&
+    await vpage.$$eval('#events details.long[open]', (d) => d.length) === 0, 'long ones are collapsed');
+  ok(await vpage.$$eval('#events script, #events img', (e) => e.length) === 0 &&
+    await vpage.evaluate(() => window.__xss === undefined), 'and none of it runs');
   await shot(vpage, '06-viewer-run');
+
+  // ---- an expired session: "sign in again" ----------------------------------------------------
+  vw.expect = true;
+  execSync(env.EXPIRE);
+  // the next request the page makes is refused (it may make one itself first)
+  await vpage.click('#nav-approvals', { timeout: 3000 }).catch(() => {});
+  await vpage.waitForSelector('#signin-again', { timeout: 15000 });
+  vw.expect = false;
+  ok(true, 'an expired session: the page says sign in again');
 
   // ---- the token revoked: "sign in again" -------------------------------------------------------------------
   w.expect = true;
   execSync(env.REVOKE);
   await page.goto(`${URL}/#/projects`);
-  await page.click('#nav-approvals').catch(() => {});
+  await page.click('#nav-approvals', { timeout: 3000 }).catch(() => {});
   await page.waitForSelector('#signin-again', { timeout: 15000 });
   w.expect = false;
   ok(/sign in again/i.test(await page.textContent('#signin-again')), 'a revoked token: the page says sign in again');

@@ -72,6 +72,16 @@ RUN_REJECT=$(submit 0)
 RUN_VIEW=$(submit 0)
 two_waiting() { [ "$(psql_q "select count(*) from runs where status = 'waiting_approval'")" = 2 ]; }
 check "two runs wait at their checkpoint" wait_for 60 two_waiting
+# what an agent step would write, hostile and long, on a run the viewer opens
+LONG=$(python3 -c 'print("The model says <script>window.__xss=2</script> " + "x" * 2000)')
+psql_q "select append_run_event('$RUN_VIEW', 'agent.message', jsonb_build_object('step_id', 'gate', 'attempt', 1,
+          'turn', 1, 'text', '$LONG', 'truncated', false));
+        select append_run_event('$RUN_VIEW', 'agent.tool_call', '{\"step_id\": \"gate\", \"attempt\": 1, \"turn\": 1,
+          \"id\": \"t1\", \"name\": \"read_file\", \"input\": {\"path\": \"<img src=x onerror=alert(7)>\"}}');
+        select append_run_event('$RUN_VIEW', 'agent.tool_result', jsonb_build_object('step_id', 'gate', 'attempt', 1,
+          'turn', 1, 'id', 't1', 'name', 'read_file', 'is_error', false, 'content', '$LONG', 'bytes', 2050))" >/dev/null
+check "agent events appended to a waiting run" \
+	[ "$(psql_q "select count(*) from run_events where run_id = '$RUN_VIEW' and type like 'agent.%'")" = 3 ]
 RUN_LIVE=$(submit 12)
 
 # the commands the browser test runs: kill httpd (the supervisor starts it
@@ -81,11 +91,17 @@ cat >"$T/kill_httpd.sh" <<EOF
 SUP_PID=$SUP_PID AGRIPPAD=$AGRIPPAD
 pid=\$(child_pid httpd) && kill -KILL "\$pid"
 EOF
+# and one that expires vic's sessions
+cat >"$T/expire.sh" <<EOF
+PGPASSWORD=\$(cat "$T/state/db.password") psql -X -q -A -t -h "$T/state/pgrun" -U agrippa agrippa -c \\
+	"update browser_sessions set expires_at = now() where user_id = (select id from users where name = 'vic')"
+EOF
 SHOTS="$ROOT/$BUILD/ui-shots"
 rm -rf "$SHOTS"
 out=$(URL="http://127.0.0.1:$PORT" TOKEN="$TA" VIEWER="$TV" RUN_LIVE="$RUN_LIVE" RUN_REJECT="$RUN_REJECT" \
 	RUN_VIEW="$RUN_VIEW" P1="$P1" KILL_HTTPD="sh $T/kill_httpd.sh" SHOTS="$SHOTS" \
 	REVOKE="$AGRIPPACTL -s $CTL token revoke $(prefix "$TA")" \
+	EXPIRE="sh $T/expire.sh" \
 	timeout 300 node tests/browser/ui.mjs 2>&1)
 printf '%s\n' "$out"
 T_PASS=$((T_PASS + $(printf '%s\n' "$out" | grep -c '^ok - ')))
