@@ -5,14 +5,8 @@ import { h, clear, append, usd, when, duration, status, longText } from './dom.j
 import * as api from './api.js';
 import { onLeave, roleIn } from './app.js';
 import { diffView } from './diff.js';
+import { openStream } from './stream.js';
 
-const TYPES = ['run.queued', 'run.cancel_requested', 'run.cancelled', 'run.started', 'run.resumed',
-  'workspace.ready', 'run.waiting_approval', 'run.succeeded', 'run.failed', 'phase.started',
-  'phase.finished', 'step.started', 'step.output', 'step.finished', 'step.crashed', 'step.skipped',
-  'artifact.stored', 'artifact.rejected', 'budget.reserved', 'budget.exceeded', 'budget.changed',
-  'agent.message', 'agent.tool_call', 'agent.tool_result', 'agent.usage', 'pull_request.pushed',
-  'pull_request.opened', 'pull_request.updated', 'pull_request.skipped', 'approval.requested',
-  'approval.approved', 'approval.rejected', 'approval.expired', 'egress.allowed', 'egress.denied'];
 const TERMINAL = new Set(['run.succeeded', 'run.failed', 'run.cancelled']);
 
 // One event as a row: what it says, as text.
@@ -157,34 +151,29 @@ export async function runView(main, runId) {
   function alertText(err) { summary.append(h('p', { class: 'error' }, err.message)); }
 
   await refresh();
-  const es = new EventSource(`/v1/runs/${runId}/events/stream`);
   let timer = null;
   const later = () => { clearTimeout(timer); timer = setTimeout(() => refresh().catch(() => {}), 250); };
-  const onEvent = (e) => {
-    const seq = Number(e.lastEventId);
-    if (!(seq > lastSeq)) return; // never twice, never out of order
+  const onEvent = (type, seq, data) => {
+    if (!(seq > lastSeq)) return null; // never twice, never out of order
     lastSeq = seq;
     let p = {};
-    try { p = JSON.parse(e.data); } catch { p = { data: e.data }; }
-    if (e.type === 'approval.requested') {
+    try { p = JSON.parse(data); } catch { p = { data }; }
+    if (type === 'approval.requested') {
       message = p.message || '';
       const m = document.getElementById('approval-message');
       if (m) m.textContent = message;
     }
-    events.append(h('li', { 'data-seq': seq, 'data-type': e.type, class: 'ev ev-' + e.type.split('.')[0] },
-      h('span', { class: 'seq' }, seq), h('span', { class: 'type' }, e.type), eventBody(e.type, p)));
-    if (e.type !== 'step.output' && !e.type.startsWith('agent.')) later();
-    if (TERMINAL.has(e.type)) { es.close(); live.textContent = 'finished'; }
+    events.append(h('li', { 'data-seq': seq, 'data-type': type, class: 'ev ev-' + type.split('.')[0] },
+      h('span', { class: 'seq' }, seq), h('span', { class: 'type' }, type), eventBody(type, p)));
+    if (type !== 'step.output' && !type.startsWith('agent.')) later();
+    if (TERMINAL.has(type)) { live.textContent = 'finished'; return 'terminal'; }
+    return null;
   };
-  for (const t of TYPES) es.addEventListener(t, onEvent);
-  es.addEventListener('message', onEvent);
-  es.onopen = () => { live.textContent = 'live'; };
-  es.onerror = async () => {
-    if (es.readyState === EventSource.CLOSED && live.textContent !== 'finished') {
-      live.textContent = 'disconnected';
-      // a refused stream does not reconnect: is the session gone?
-      await api.get('/v1/session').catch(() => {});
-    } else if (live.textContent !== 'finished') live.textContent = 'reconnecting…';
-  };
-  onLeave(() => { es.close(); clearTimeout(timer); });
+  const close = openStream(`/v1/runs/${runId}/events/stream`, {
+    onEvent,
+    onState: (t) => { if (live.textContent !== 'finished') live.textContent = t; },
+    // a refused stream: is the session gone? (a 401 signs the page out)
+    onRefused: () => { live.textContent = 'disconnected'; api.get('/v1/me').catch(() => {}); },
+  });
+  onLeave(() => { close(); clearTimeout(timer); });
 }

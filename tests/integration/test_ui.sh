@@ -79,8 +79,9 @@ psql_q "select append_run_event('$RUN_VIEW', 'agent.message', jsonb_build_object
         select append_run_event('$RUN_VIEW', 'agent.tool_call', '{\"step_id\": \"gate\", \"attempt\": 1, \"turn\": 1,
           \"id\": \"t1\", \"name\": \"read_file\", \"input\": {\"path\": \"<img src=x onerror=alert(7)>\"}}');
         select append_run_event('$RUN_VIEW', 'agent.tool_result', jsonb_build_object('step_id', 'gate', 'attempt', 1,
-          'turn', 1, 'id', 't1', 'name', 'read_file', 'is_error', false, 'content', '$LONG', 'bytes', 2050))" >/dev/null
-check "agent events appended to a waiting run" \
+          'turn', 1, 'id', 't1', 'name', 'read_file', 'is_error', false, 'content', '$LONG', 'bytes', 2050));
+        select append_run_event('$RUN_VIEW', 'future.kind', '{\"what\": \"a type the page does not know\"}')" >/dev/null
+check "agent events (and one of a type no page knows) appended to a waiting run" \
 	[ "$(psql_q "select count(*) from run_events where run_id = '$RUN_VIEW' and type like 'agent.%'")" = 3 ]
 RUN_LIVE=$(submit 12)
 
