@@ -23,7 +23,8 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 WARN      := -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wstrict-prototypes \
              -Wmissing-prototypes -Wvla -Wformat=2 -Wno-unused-parameter
-BASEFLAGS := -std=c17 -D_GNU_SOURCE -DAGRIPPA_VERSION='"$(VERSION)"' -I. -I$(BUILD) $(WARN)
+BASEFLAGS := -std=c17 -D_GNU_SOURCE -DAGRIPPA_VERSION='"$(VERSION)"' \
+             -DAGRIPPA_DATADIR='"$(PREFIX)/share/agrippa"' -I. -I$(BUILD) $(WARN)
 ifeq ($(SANITIZE),1)
 OPTFLAGS  := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined \
              -fno-omit-frame-pointer -DAGRIPPA_SANITIZE=1
@@ -174,6 +175,8 @@ install: all
 	install -m 0644 docs/agrippad.conf.5 docs/agrippa-template.5 $(DESTDIR)$(MANDIR)/man5/
 	install -d $(DESTDIR)$(PREFIX)/share/agrippa/templates
 	install -m 0644 templates/*.yaml $(DESTDIR)$(PREFIX)/share/agrippa/templates/
+	install -d $(DESTDIR)$(PREFIX)/share/agrippa/ui
+	install -m 0644 ui/* $(DESTDIR)$(PREFIX)/share/agrippa/ui/
 	install -d $(DESTDIR)$(PREFIX)/share/agrippa/rc.d
 	install -m 0644 rc.d/agrippad.openbsd rc.d/agrippad.service rc.d/agrippad.init \
 	    $(DESTDIR)$(PREFIX)/share/agrippa/rc.d/

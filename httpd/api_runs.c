@@ -191,6 +191,16 @@ api_run_approvals(struct hreq *h)
 	runs_call(h, "httpd_run_approvals");
 }
 
+/* GET /v1/approvals: the pending approvals the user may decide */
+void
+api_approvals_pending(struct hreq *h)
+{
+	struct ipc_wbuf w;
+	uint64_t id = api_call_begin(h, &w, "httpd_approvals_pending", 0, 0);
+
+	hreq_db_send(h, &w, id, api_envelope_done);
+}
+
 /* POST /v1/approvals/{id}/decide {"decision": "approved"|"rejected", "comment": "..."} */
 void
 api_approval_decide(struct hreq *h)

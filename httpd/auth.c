@@ -7,7 +7,8 @@
  * client learns nothing about why.  The token is never logged or kept.
  * Answers are cached for a few seconds by the hash (authcache.c), and
  * forgotten as soon as the database says a token, user or membership
- * changed.
+ * changed.  Browsers authenticate with a session cookie instead
+ * (session.c), looked up the same way by its secret's hash.
  */
 #include <sys/queue.h>
 
@@ -26,29 +27,40 @@
 static void
 auth_refuse(struct hreq *h)
 {
+	if (h->route->auth == ROUTE_AUTH_OPTIONAL) {
+		/* the handler answers for an unauthenticated request itself */
+		sodium_memzero(h->authhash, sizeof(h->authhash));
+		h->via_session = 0;
+		router_continue(h);
+		return;
+	}
 	if (h->req != NULL)
 		evhttp_add_header(evhttp_request_get_output_headers(h->req), "WWW-Authenticate",
 		                  "Bearer");
 	hreq_error(h, 401, "unauthorized", "a valid bearer token is required");
 }
 
+int
+auth_token_valid(const char *tok)
+{
+	size_t n;
+
+	if (tok == NULL || strncmp(tok, AUTH_PREFIX, strlen(AUTH_PREFIX)) != 0)
+		return 0;
+	n = strspn(tok + strlen(AUTH_PREFIX),
+	           "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_");
+	return n > 0 && n <= AUTH_TOKEN_MAX && tok[strlen(AUTH_PREFIX) + n] == '\0';
+}
+
 /* The token in an Authorization header value, or NULL when malformed. */
 static const char *
 auth_token(const char *hdr)
 {
-	size_t n;
-
 	if (hdr == NULL || strncasecmp(hdr, "Bearer ", 7) != 0)
 		return NULL;
 	hdr += 7;
 	hdr += strspn(hdr, " ");
-	if (strncmp(hdr, AUTH_PREFIX, strlen(AUTH_PREFIX)) != 0)
-		return NULL;
-	n = strspn(hdr + strlen(AUTH_PREFIX),
-	           "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_");
-	if (n == 0 || n > AUTH_TOKEN_MAX || hdr[strlen(AUTH_PREFIX) + n] != '\0')
-		return NULL;
-	return hdr;
+	return auth_token_valid(hdr) ? hdr : NULL;
 }
 
 /* h->user is set: the user's id and roles, then the route. */
@@ -93,20 +105,65 @@ auth_done(struct hreq *h, const struct ipc_db_result *r)
 	auth_accept(h);
 }
 
+static int
+auth_state_changing(enum evhttp_cmd_type m)
+{
+	return m != EVHTTP_REQ_GET && m != EVHTTP_REQ_HEAD && m != EVHTTP_REQ_OPTIONS;
+}
+
+/*
+ * The session cookie's hash into h->authhash: 0, or -1 with h answered
+ * (401 without a good cookie; 403 for a state-changing request without its
+ * CSRF token or from another origin, before anything else runs).
+ */
+static int
+auth_session(struct hreq *h)
+{
+	if (session_hash(h->req, h->authhash) == -1) {
+		auth_refuse(h);
+		return -1;
+	}
+	if (auth_state_changing(evhttp_request_get_command(h->req))) {
+		if (!session_csrf_ok(h->req)) {
+			sodium_memzero(h->authhash, sizeof(h->authhash));
+			hreq_error(h, 403, "csrf", "a session's request needs its X-CSRF-Token");
+			return -1;
+		}
+		if (!session_same_origin(h->req, 1)) {
+			sodium_memzero(h->authhash, sizeof(h->authhash));
+			hreq_error(h, 403, "cross_origin",
+			           "this request must come from the dashboard's origin");
+			return -1;
+		}
+	}
+	h->via_session = 1;
+	return 0;
+}
+
+/*
+ * A bearer token when the request has an Authorization header (a client
+ * that sends one is no browser acting on ambient credentials), else the
+ * session cookie.  Tokens and session secrets hash into one cache: they
+ * cannot collide, a token starts with agr_ and a secret with ags_.
+ */
 void
 auth_begin(struct hreq *h)
 {
-	const char *tok = auth_token(
-	    evhttp_find_header(evhttp_request_get_input_headers(h->req), "Authorization"));
+	const char *hdr =
+	    evhttp_find_header(evhttp_request_get_input_headers(h->req), "Authorization");
+	const char *tok = auth_token(hdr);
 	struct ipc_wbuf w;
 	json_t *user;
 	uint64_t id;
 
-	if (tok == NULL) {
+	if (hdr == NULL) {
+		if (auth_session(h) == -1)
+			return;
+	} else if (tok == NULL) {
 		auth_refuse(h);
 		return;
-	}
-	crypto_hash_sha256(h->authhash, (const unsigned char *)tok, strlen(tok));
+	} else
+		crypto_hash_sha256(h->authhash, (const unsigned char *)tok, strlen(tok));
 	if ((user = authcache_get(h->authhash)) != NULL) {
 		sodium_memzero(h->authhash, sizeof(h->authhash));
 		h->user = json_incref(user);
@@ -114,7 +171,7 @@ auth_begin(struct hreq *h)
 		return;
 	}
 	h->authgen = authcache_generation();
-	id = hreq_db_begin(&w, "httpd_auth", 1);
+	id = hreq_db_begin(&w, h->via_session ? "httpd_session_auth" : "httpd_auth", 1);
 	ipc_put_bin(&w, h->authhash, sizeof(h->authhash));
 	hreq_db_send(h, &w, id, auth_done);
 }

@@ -351,3 +351,26 @@ router_body_decode(const void *buf, size_t len, const struct body_field *fields,
 	}
 	return body;
 }
+
+int
+router_cookie(const char *hdr, const char *name, char *out, size_t sz)
+{
+	size_t nlen = strlen(name), vlen;
+	const char *p = hdr;
+
+	while (*p != '\0') {
+		p += strspn(p, " ;");
+		vlen = strcspn(p, ";");
+		if (vlen > nlen && strncmp(p, name, nlen) == 0 && p[nlen] == '=') {
+			while (vlen > nlen + 1 && p[vlen - 1] == ' ')
+				vlen--; /* "a=b ; c=d" */
+			if (vlen - nlen - 1 >= sz)
+				return -1;
+			memcpy(out, p + nlen + 1, vlen - nlen - 1);
+			out[vlen - nlen - 1] = '\0';
+			return 0;
+		}
+		p += vlen;
+	}
+	return -1;
+}

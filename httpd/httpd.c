@@ -453,6 +453,29 @@ httpd_dispatch_supervisor(struct child *c, struct ipc_msg *m)
 	}
 }
 
+/*
+ * HTTPD_CONF follows HELLO: the session settings, and where the dashboard's
+ * files are, which are read now, before child_lockdown's chroot.
+ */
+static void
+httpd_conf(void)
+{
+	struct ipc_httpd_conf hc;
+	struct ipc_msg m;
+	const char *err;
+
+	if (ipc_read_frame(CHILD_SUPERVISOR_FD, ROLE_HTTPD, ROLE_SUPERVISOR, httpd.max_frame,
+	                   CHILD_HELLO_TIMEOUT_MS, &m, &err) == -1)
+		fatalx("no configuration from the supervisor: %s", err);
+	if (m.type != IMSG_HTTPD_CONF || ipc_dec_httpd_conf(m.body, &hc) == -1) {
+		ipc_msg_free(&m);
+		fatalx("the supervisor's second message is not a valid HTTPD_CONF");
+	}
+	ipc_msg_free(&m);
+	session_configure(hc.public_url, hc.session_lifetime);
+	static_load(hc.ui_dir);
+}
+
 void
 httpd_main(void)
 {
@@ -464,6 +487,7 @@ httpd_main(void)
 	json_set_alloc_funcs(wipe_malloc, wipe_free);
 	event_set_mem_functions(wipe_malloc, wipe_realloc, wipe_free);
 	child_bootstrap(&httpd, ROLE_HTTPD);
+	httpd_conf();
 	if ((httpd.base = event_base_new()) == NULL || (http = evhttp_new(httpd.base)) == NULL)
 		fatalx("libevent set-up failed");
 	evhttp_set_max_headers_size(http, 16 * 1024);

@@ -58,6 +58,8 @@ struct hreq {
 	unsigned char authhash[AUTHCACHE_HASH_LEN]; /* the token's SHA-256, while looked up */
 	uint64_t authgen;                           /* the auth cache's generation then */
 	json_t *art;    /* the artifact being served (api_runs.c) */
+	int via_session; /* authenticated by the session cookie, not a bearer token */
+	unsigned char sesskey[32]; /* POST /v1/session: the new session's secret, while stored */
 };
 
 /* Roles in a project, in order of what they may do; ROLE_NONE: no check. */
@@ -73,12 +75,16 @@ struct body_field {
 	int required;
 };
 
+#define ROUTE_AUTH_OPTIONAL 2
+
 /* One entry of router.c's static route table. */
 struct route {
 	enum evhttp_cmd_type method; /* a GET route answers HEAD too */
 	const char *pattern;         /* "/v1/projects/{id}": {id} or {name} segments */
 	route_fn handler;
-	int auth;                        /* a bearer token is required */
+	int auth;                        /* a bearer token or session is required (1), or
+	                                  * optional (ROUTE_AUTH_OPTIONAL: without one the
+	                                  * handler runs with no user) */
 	const struct body_field *fields; /* for POST/PUT/PATCH: the allowed members */
 	size_t nfields;
 	enum api_role min_role; /* the least role, in the object's project, that may call it */
@@ -194,6 +200,12 @@ enum api_role router_role_rank(const char *role);
  */
 int router_query(const char *qs, const char *allowed, struct evkeyvalq *q, char *err,
                  size_t errsz);
+/*
+ * The value of the first cookie called name in a Cookie header value hdr
+ * (pairs separated by ";" and spaces) into out (sz bytes, NUL-terminated):
+ * 0, or -1 when there is none or its value does not fit.
+ */
+int router_cookie(const char *hdr, const char *name, char *out, size_t sz);
 /* Whether a Content-Type value (NULL when absent) is application/json. */
 int router_is_json(const char *ct);
 /*
@@ -221,9 +233,31 @@ uint64_t authcache_generation(void);
 void authcache_flush(void);
 
 /* auth.c */
-/* Authenticate h's bearer token; router_continue(h) when it is good,
+/* Whether tok is an API token's form ("agr_" and base64url characters). */
+int auth_token_valid(const char *tok);
+/* Authenticate h's bearer token or session cookie; router_continue(h) when it is good,
  * otherwise a 401 (or 503 when the database cannot answer). */
 void auth_begin(struct hreq *h);
+
+/* session.c: browser sessions (cookie + CSRF token) */
+/* httpd's settings for sessions: public_url ("" or an origin), lifetime s. */
+void session_configure(const char *public_url, uint32_t lifetime);
+/* The SHA-256 of the request's session secret: 0, or -1 without a good cookie. */
+int session_hash(struct evhttp_request *req, unsigned char hash[AUTHCACHE_HASH_LEN]);
+/* Whether X-CSRF-Token is the token of the request's session. */
+int session_csrf_ok(struct evhttp_request *req);
+/* Whether the request comes from our origin: strict, Origin or
+ * Sec-Fetch-Site must say so; otherwise only neither may say otherwise. */
+int session_same_origin(struct evhttp_request *req, int strict);
+void api_session_create(struct hreq *h);
+void api_session_get(struct hreq *h);
+void api_session_end(struct hreq *h);
+
+/* static.c: the dashboard's files, loaded before the chroot */
+/* Load every file of dir (flat; a missing dir: no dashboard, a warning). */
+void static_load(const char *dir);
+/* Whether path is the dashboard's ("/" or "/ui/..."); then it is answered. */
+int static_serve(struct evhttp_request *req, const char *path);
 
 /* api.c */
 /* Call op with the user's id, then the path parameter when with_param, then
@@ -267,6 +301,7 @@ void api_run_budget(struct hreq *h);
 void api_run_steps(struct hreq *h);
 void api_run_events(struct hreq *h);
 void api_run_approvals(struct hreq *h);
+void api_approvals_pending(struct hreq *h);
 void api_approval_decide(struct hreq *h);
 void api_run_artifacts(struct hreq *h);
 void api_artifact(struct hreq *h);

@@ -45,6 +45,9 @@ static const struct body_field budget_fields[] = {
 	{ "usd_micros", JSON_INTEGER, 1 },
 	{ "phase",      JSON_STRING,  0 },
 };
+static const struct body_field session_fields[] = {
+	{ "token", JSON_STRING, 1 },
+};
 static const struct body_field decide_fields[] = {
 	{ "decision", JSON_STRING, 1 },
 	{ "comment",  JSON_STRING, 0 },
@@ -57,6 +60,9 @@ static const struct body_field decide_fields[] = {
 /* method, pattern, handler, auth, body fields, least role, {id} is a project, query */
 static const struct route routes[] = {
 	{ EVHTTP_REQ_GET,    "/healthz",                     api_healthz,           0, NULL, 0, 0, 0, NULL },
+	{ EVHTTP_REQ_POST,   "/v1/session",                  api_session_create,    0, F(session_fields), 0, 0, NULL },
+	{ EVHTTP_REQ_GET,    "/v1/session",                  api_session_get,       2, NULL, 0, 0, 0, NULL },
+	{ EVHTTP_REQ_DELETE, "/v1/session",                  api_session_end,       1, NULL, 0, 0, 0, NULL },
 	{ EVHTTP_REQ_GET,    "/v1/me",                       api_me,                1, NULL, 0, 0, 0, NULL },
 	{ EVHTTP_REQ_GET,    "/v1/projects",                 api_projects,          1, NULL, 0, 0, 0, NULL },
 	{ EVHTTP_REQ_GET,    "/v1/projects/{id}",            api_project,           1, NULL, 0, V, 1, NULL },
@@ -80,6 +86,7 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_GET,    "/v1/runs/{id}/events",         api_run_events,        1, NULL, 0, V, 0, "after limit" },
 	{ EVHTTP_REQ_GET,    "/v1/runs/{id}/events/stream",  api_run_stream,        1, NULL, 0, V, 0, "after" },
 	{ EVHTTP_REQ_GET,    "/v1/runs/{id}/approvals",      api_run_approvals,     1, NULL, 0, V, 0, NULL },
+	{ EVHTTP_REQ_GET,    "/v1/approvals",                api_approvals_pending, 1, NULL, 0, 0, 0, NULL },
 	{ EVHTTP_REQ_POST,   "/v1/approvals/{id}/decide",    api_approval_decide,   1, F(decide_fields), M, 0, NULL },
 	{ EVHTTP_REQ_GET,    "/v1/runs/{id}/artifacts",      api_run_artifacts,     1, NULL, 0, V, 0, NULL },
 	{ EVHTTP_REQ_GET,    "/v1/artifacts/{id}",           api_artifact,          1, NULL, 0, V, 0, NULL },
@@ -136,6 +143,8 @@ router_dispatch(struct evhttp_request *req, void *arg)
 	size_t i;
 
 	(void)arg;
+	if (static_serve(req, path))
+		return;
 	rt = router_find(evhttp_request_get_command(req), path, param, sizeof(param), &methods);
 	if (rt == NULL && methods == 0) {
 		httpd_error(req, 404, "not_found", "no such resource");

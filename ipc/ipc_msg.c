@@ -704,6 +704,21 @@ ipc_dec_engine_conf(const msgpack_object *body, struct ipc_engine_conf *out)
 }
 
 int
+ipc_dec_httpd_conf(const msgpack_object *body, struct ipc_httpd_conf *out)
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_cstr(&c, out->public_url, sizeof(out->public_url)) == -1 ||
+	    ipc_get_cstr(&c, out->ui_dir, sizeof(out->ui_dir)) == -1 ||
+	    ipc_get_u32(&c, &out->session_lifetime) == -1 || ipc_end(&c) == -1 ||
+	    out->ui_dir[0] != '/' || out->session_lifetime < 60 ||
+	    out->session_lifetime > 2592000)
+		return -1;
+	return 0;
+}
+
+int
 ipc_dec_artifact_put(const msgpack_object *body, const uint8_t **sha, const uint8_t **data,
     size_t *len)
 {
@@ -1533,6 +1548,14 @@ val_IMSG_ENGINE_CONF(const msgpack_object *body)
 	struct ipc_engine_conf e;
 
 	return ipc_dec_engine_conf(body, &e);
+}
+
+static int
+val_IMSG_HTTPD_CONF(const msgpack_object *body)
+{
+	struct ipc_httpd_conf h;
+
+	return ipc_dec_httpd_conf(body, &h);
 }
 
 static int

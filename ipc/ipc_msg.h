@@ -214,6 +214,10 @@
  *               (1..3600 s), host str (IPC_HOST_ID_LEN lower-case hex: STATE/host-id,
  *               the host the engine claims for)]  the engine's settings,
  *               after READY and after every reload
+ *  HTTPD_CONF  [public_url str (<=IPC_PUBLIC_URL_MAX: "" or the origin, lower case),
+ *               ui_dir str (an absolute path, <PATH_MAX), session_lifetime u32
+ *               (60..2592000 s)]  httpd's settings, right after HELLO: it reads
+ *               the dashboard's files from ui_dir before its chroot
  *
  * Model calls (DESIGN 1: the proxy holds the provider keys):
  *  PROXY_CONF  [providers array(<=IPC_PROVIDERS_MAX) of [name str (a provider name),
@@ -309,7 +313,8 @@
 	X(IMSG_EGRESS_RUN, 60, SUP, ROLE_BIT(ROLE_EGRESS), IPC_F_FD)                         \
 	X(IMSG_EGRESS_POLICY, 61, SUP, ROLE_BIT(ROLE_EGRESS), 0)                             \
 	X(IMSG_EGRESS_END, 62, SUP, ROLE_BIT(ROLE_EGRESS), 0)                                \
-	X(IMSG_EGRESS_EVENT, 63, ROLE_BIT(ROLE_EGRESS), SUP, 0)
+	X(IMSG_EGRESS_EVENT, 63, ROLE_BIT(ROLE_EGRESS), SUP, 0)                              \
+	X(IMSG_HTTPD_CONF, 64, SUP, ROLE_BIT(ROLE_HTTPD), 0)
 
 enum ipc_msg_type {
 #define IPC_X_ENUM(sym, num, snd, rcv, fl) sym = num,
@@ -535,6 +540,14 @@ struct ipc_engine_conf {
 	char host[IPC_HOST_ID_LEN + 1];
 };
 int ipc_dec_engine_conf(const msgpack_object *body, struct ipc_engine_conf *out);
+
+#define IPC_PUBLIC_URL_MAX 255
+struct ipc_httpd_conf {
+	char public_url[IPC_PUBLIC_URL_MAX + 1];
+	char ui_dir[PATH_MAX];
+	uint32_t session_lifetime;
+};
+int ipc_dec_httpd_conf(const msgpack_object *body, struct ipc_httpd_conf *out);
 #define IPC_INLINE_MAX (256 * 1024) /* artifacts up to this size live in the database */
 int ipc_dec_artifact_put(const msgpack_object *body, const uint8_t **sha, const uint8_t **data,
                          size_t *len);

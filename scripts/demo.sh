@@ -63,6 +63,7 @@ database: embedded
 master_key: $DEMO/keys/master.key
 pidfile: $DEMO/agrippad.pid
 chroot: $DEMO/empty
+ui_dir: $ROOT/ui
 providers:
 $PROVIDER
 agent: { provider: anthropic, model: $MODEL }
@@ -297,7 +298,11 @@ else
 	echo "demo: the run did not get to its approval: $(run_status)"
 fi
 $CTLS token revoke "$(printf '%s' "$TOKEN" | cut -c1-12)" >/dev/null 2>&1 || true
+UI_TOKEN=$($CTLS token create demo 1 | tail -n 1)
 echo
+echo "demo: the dashboard (the files of $ROOT/ui, as httpd loaded them):"
+echo "demo:   open   $API/"
+echo "demo:   token  $UI_TOKEN   (user demo, valid for a day; the page trades it for a session cookie)"
 echo "demo: agrippad is running (state in $DEMO/state). Press Ctrl-C to stop."
 if [ -n "${DEMO_SECONDS:-}" ]; then
 	sleep "$DEMO_SECONDS"

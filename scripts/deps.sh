@@ -1,12 +1,18 @@
 #!/bin/sh
 # Install the Debian 12 packages that building, testing and running Agrippa
-# need.  Idempotent: does nothing when every package is already present.
+# need, then the browser tests' npm packages (tests/browser/package-lock.json:
+# playwright-core, which drives Debian's chromium and downloads no browser).
+# Idempotent: does nothing when everything is already present.
 set -eu
 PKGS="build-essential pkg-config clang
 libpq-dev libevent-dev libsodium-dev libyaml-dev libmsgpack-dev libseccomp-dev
 libcap-dev libjansson-dev libgit2-dev libcurl4-openssl-dev libcmocka-dev
 git openssl e2fsprogs util-linux
-postgresql-15 postgresql-client-15 curl mandoc procps passwd python3 wrk bubblewrap"
+postgresql-15 postgresql-client-15 curl mandoc procps passwd python3 wrk bubblewrap
+chromium"
+# The machine's own Node.js and npm when it has them (playwright-core wants
+# Node 20 or later); Debian's otherwise.
+command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
 missing=""
 for p in $PKGS; do
 	if ! dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q 'ok installed'; then
@@ -15,14 +21,23 @@ for p in $PKGS; do
 done
 if [ -z "$missing" ]; then
 	echo "deps: all packages present"
-	exit 0
-fi
-if [ "$(id -u)" -ne 0 ]; then
+elif [ "$(id -u)" -ne 0 ]; then
 	echo "deps: missing:$missing (run 'make deps' as root)" >&2
 	exit 1
+else
+	echo "deps: installing$missing"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	# shellcheck disable=SC2086
+	apt-get install -y -qq --no-install-recommends $missing
 fi
-echo "deps: installing$missing"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-# shellcheck disable=SC2086
-apt-get install -y -qq --no-install-recommends $missing
+# Exactly what the lockfile pins; no install scripts (nothing downloads a browser).
+B=$(dirname "$0")/../tests/browser
+want=$(sed -n 's/^ *"playwright-core": "\([0-9.]*\)".*/\1/p' "$B/package.json")
+have=$(sed -n 's/^  "version": "\([0-9.]*\)".*/\1/p' "$B/node_modules/playwright-core/package.json" 2>/dev/null || true)
+if [ "$want" != "$have" ]; then
+	echo "deps: npm ci in tests/browser"
+	(cd "$B" && npm ci --ignore-scripts --no-audit --no-fund)
+else
+	echo "deps: tests/browser's npm packages present"
+fi

@@ -12,6 +12,7 @@
 #include "supervisor/config.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -494,6 +495,9 @@ static void conf_set_providers(struct conf_parse *, const struct conf_key *, yam
 static void conf_set_agent(struct conf_parse *, const struct conf_key *, yaml_event_t *);
 static void conf_set_egress(struct conf_parse *, const struct conf_key *, yaml_event_t *);
 static void conf_set_git(struct conf_parse *, const struct conf_key *, yaml_event_t *);
+static void conf_set_public_url(struct conf_parse *, const struct conf_key *, yaml_event_t *);
+static void conf_set_session_lifetime(struct conf_parse *, const struct conf_key *,
+    yaml_event_t *);
 
 #define CONF_FIELD_SIZE(field) sizeof(((struct config *)0)->field)
 #define CONF_STRING(field, setter)                                                                 \
@@ -519,6 +523,10 @@ static const struct conf_key conf_top_keys[] = {
     {"agent", "agent", conf_set_agent, 0, 0},
     {"egress", "egress", conf_set_egress, 0, 0},
     {"git", "git", conf_set_git, 0, 0},
+    CONF_STRING(public_url, conf_set_public_url),
+    CONF_STRING(ui_dir, conf_set_path),
+    {"session_lifetime", "session_lifetime", conf_set_session_lifetime,
+	offsetof(struct config, session_lifetime), 0},
 };
 
 enum { CONF_DB_URL, CONF_DB_POOL };
@@ -545,6 +553,78 @@ conf_set_ranged(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev
 
 	if (conf_int(p, k->label, ev, r->min, r->max, r->suffixes, &v) == 0)
 		memcpy((char *)p->c + k->off, &v, sizeof(v));
+}
+
+/*
+ * Why u is not an origin: "http://" or "https://", a host of letters,
+ * digits, dots and dashes (or a bracketed IPv6 literal), an optional port
+ * 1..65535, nothing after but one optional "/".  NULL when it is one.
+ */
+static const char *
+conf_origin_why(const char *u)
+{
+	const char *h, *e;
+	unsigned port;
+	char num[8];
+
+	if (strncmp(u, "https://", 8) == 0)
+		h = u + 8;
+	else if (strncmp(u, "http://", 7) == 0)
+		h = u + 7;
+	else
+		return "must start with http:// or https://";
+	if (*h == '[')
+		e = h + 1 + strspn(h + 1, "0123456789abcdefABCDEF:.") + 1;
+	else
+		e = h + strspn(h, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-");
+	if (e == h || (*h == '[' && e[-1] != ']') || e - h > 253)
+		return "must name a host";
+	if (*e == ':') {
+		size_t n = strspn(e + 1, "0123456789");
+
+		if (n == 0 || n >= sizeof(num))
+			return "has a bad port";
+		memcpy(num, e + 1, n);
+		num[n] = '\0';
+		if (conf_port(num, &port) != NULL)
+			return "has a bad port";
+		e += 1 + n;
+	}
+	if (*e == '/')
+		e++;
+	if (*e != '\0')
+		return "must be an origin: no path, query or user name";
+	return NULL;
+}
+
+/* public_url: kept without its trailing "/" and in lower case, as browsers
+ * send Origin. */
+static void
+conf_set_public_url(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+{
+	char *dst = p->c->public_url, *c;
+	const char *why;
+	size_t n;
+
+	if (conf_scalar(p, k->label, ev, dst, sizeof(p->c->public_url)) == -1)
+		return;
+	if ((why = conf_origin_why(dst)) != NULL) {
+		conf_error(p, &ev->start_mark, "%s: %s", k->label, why);
+		dst[0] = '\0';
+		return;
+	}
+	if ((n = strlen(dst)) > 0 && dst[n - 1] == '/')
+		dst[n - 1] = '\0';
+	for (c = dst; *c != '\0'; c++)
+		*c = (char)tolower((unsigned char)*c);
+}
+
+static void
+conf_set_session_lifetime(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+{
+	static const struct conf_range r = {60, 2592000, 0};
+
+	conf_set_ranged(p, k, ev, &r);
 }
 
 /*
@@ -1787,6 +1867,8 @@ config_defaults(struct config *c)
 	c->agent.max_tokens = 8192;
 	c->agent.tool_output_max = 32 * 1024;
 	conf_egress_defaults(&c->egress);
+	conf_strlcpy(c->ui_dir, AGRIPPA_DATADIR "/ui", sizeof(c->ui_dir));
+	c->session_lifetime = 43200;
 }
 
 /* Run the walker over buf into tmp.  Returns the number of errors. */

@@ -121,6 +121,7 @@ struct conf_git {
 	char author_email[CONF_AUTHOR_EMAIL_MAX]; /* Agrippa <agrippa@HOSTNAME> */
 };
 
+#define CONF_PUBLIC_URL_MAX 256
 struct config {
 	char path[PATH_MAX];           /* file it was read from */
 	char state_dir[PATH_MAX];      /* state_dir: /var/agrippa */
@@ -144,6 +145,11 @@ struct config {
 	struct conf_agent agent;
 	struct conf_git git;
 	struct conf_egress egress;
+	char public_url[CONF_PUBLIC_URL_MAX]; /* public_url: "" = http://, as listen says; the
+	                                * origin browsers see (scheme://host[:port]);
+	                                * https:// makes the session cookie Secure */
+	char ui_dir[PATH_MAX];         /* ui_dir: PREFIX/share/agrippa/ui, the dashboard's files */
+	uint64_t session_lifetime;     /* session_lifetime: seconds, 60..2592000, default 43200 */
 };
 
 /*

@@ -191,8 +191,20 @@ proc_hello(struct proc *p)
 	 * unchrooted (DESIGN 1), as the service user, under its own filter. */
 	ipc_put_str(&w, p->role == ROLE_PROXY ? "" : sup.conf.chroot);
 	ipc_put_str(&w, p->instance);
-	if (proc_send(p, &w, -1) == -1)
+	if (proc_send(p, &w, -1) == -1) {
 		proc_abort(p, "cannot send hello");
+		return;
+	}
+	if (p->role != ROLE_HTTPD)
+		return;
+	/* httpd reads its dashboard's files before its chroot: it needs to
+	 * know where they are before it is ready. */
+	ipc_wbuf_begin(&w, IMSG_HTTPD_CONF, 0, 3);
+	ipc_put_str(&w, sup.conf.public_url);
+	ipc_put_str(&w, sup.conf.ui_dir);
+	ipc_put_u64(&w, sup.conf.session_lifetime);
+	if (proc_send(p, &w, -1) == -1)
+		proc_abort(p, "cannot send httpd's configuration");
 }
 
 /* In the forked child: fixed descriptors, then exec ourselves as the role. */

@@ -439,6 +439,13 @@ expect 200 "len(d['approvals']) == 1 and d['approvals'][0]['id'] == '$AP' and d[
 	d['approvals'][0]['step_id'] == 'review' and d['approvals'][0]['run_id'] == '$RA' and
 	d['approvals'][0]['decided_by'] is None and d['approvals'][0]['decided_at'] is None" \
 	"GET /v1/runs/ID/approvals lists the pending approval"
+api "$TM" GET /v1/approvals
+expect 200 "[(a['id'], a['run_id'], a['status'], a['project']['id'], a['template'], a['message']) for a in d['approvals']] ==
+	[('$AP', '$RA', 'pending', '$P1', 'run-tests', None)]" "GET /v1/approvals: the member's inbox holds it, with its project"
+api "$TV" GET /v1/approvals
+expect 200 "d['approvals'] == []" "... a viewer's inbox does not (a viewer cannot decide)"
+api "$TN" GET /v1/approvals
+expect 200 "d['approvals'] == []" "... nor a non-member's"
 BEFORE=$(counts)
 post "$TV" "/v1/approvals/$AP/decide" '{"decision": "approved"}'
 expect 403 "d['error']['code'] == 'forbidden'" "a viewer may not decide: 403"
@@ -457,6 +464,8 @@ post "$TM" "/v1/approvals/$AP/decide" '{"decision": "approved", "comment": "look
 expect 200 "d['id'] == '$AP' and d['status'] == 'approved' and d['decided_by'] == '$UM' and
 	d['comment'] == 'looks good\nship it\r' and d['decided_at'] is not None and d['run_id'] == '$RA'" \
 	"a member approves with a comment: 200 approved"
+api "$TM" GET /v1/approvals
+expect 200 "'$AP' not in [a['id'] for a in d['approvals']]" "... and it left the inbox"
 api "$TV" GET "/v1/runs/$RA/events"
 expect 200 "d['events'][-1]['type'] == 'approval.approved' and d['events'][-1]['payload']['approval_id'] == '$AP' and
 	d['events'][-1]['payload']['decided_by'] == '$UM' and d['events'][-1]['payload']['comment'] == 'looks good\nship it\r'" \
@@ -704,7 +713,8 @@ expect 403 "d['error']['code'] == 'forbidden'" "vic (p1 viewer, p2 admin) still 
 ctl member remove p2 vic
 # revoked and expired tokens: 401 everywhere, before anything else
 BEFORE=$(counts)
-ROUTES401="GET /v1/me
+ROUTES401="DELETE /v1/session
+GET /v1/me
 GET /v1/projects
 GET /v1/projects/$P1
 GET /v1/projects/$P1/members
@@ -726,6 +736,7 @@ GET /v1/runs/$R/steps
 GET /v1/runs/$R/events
 GET /v1/runs/$R/events/stream
 GET /v1/runs/$R/approvals
+GET /v1/approvals
 POST /v1/approvals/$AP/decide
 GET /v1/runs/$R/artifacts
 GET /v1/artifacts/$ART
@@ -747,8 +758,11 @@ EOR
 check "the 401s changed nothing" [ "$(counts)" = "$BEFORE" ]
 check "the revoked and expired tokens were never marked used" [ "$(psql_q "select count(*) from api_tokens
 	where prefix in ('$(prefix "$TR")', '$(prefix "$TE")') and last_used_at is not null")" = 0 ]
-NV1=$(grep -c '^[[:space:]]*{ EVHTTP_REQ_[A-Z]*, *"/v1' httpd/router.c)
-check "every /v1 route of the router table was tried with revoked and expired tokens ($NV1)" \
+# every route that requires authentication (auth 1: not POST /v1/session,
+# which takes a token in its body, nor GET /v1/session, where it is optional;
+# test_api_session.sh has those)
+NV1=$(grep -c '^[[:space:]]*{ EVHTTP_REQ_[A-Z]*, *"/v1[^"]*", *[a-z_]*, *1,' httpd/router.c)
+check "every authenticated /v1 route of the router table was tried with revoked and expired tokens ($NV1)" \
 	[ "$(printf '%s\n' "$ROUTES401" | wc -l)" -eq "$NV1" ]
 
 # --- bad input ---------------------------------------------------------------------
@@ -1038,7 +1052,8 @@ dbruns() { psql_q "select coalesce(jsonb_object_agg(status, n), '{}') from (sele
 api "$TV" GET "/v1/projects/$P1/usage"
 expect 200 "d['month'] == '$NOW_MONTH' and d['runs'] == $(dbruns "$P1") and d['spent_usd_micros'] == 0 and
 	d['tokens_in'] == 0 and d['tokens_out'] == 0 and d['model_calls'] == 0 and d['quota_usd_micros'] is None and
-	d['reserved_usd_micros'] == 0" "usage (this month by default): the runs by status, nothing spent"
+	d['reserved_usd_micros'] == 0 and d['days'] == [] and d['costliest'] == []" \
+	"usage (this month by default): the runs by status, nothing spent"
 psql_q "insert into token_usage (run_id, step_id, attempt, provider, model, input_tokens, output_tokens, cost_usd_micros)
 	values ('$RART', 's1', 1, 'anthropic', 'claude-x', 1000, 200, 12345),
 	       ('$RART', 's1', 1, 'anthropic', 'claude-x', 500, 50, 655)" >/dev/null
@@ -1061,6 +1076,10 @@ api "$TV" GET "/v1/runs/$RART/steps"
 expect 200 "[s['status'] for s in d['steps']] == ['crashed']" "... its open step attempt was closed"
 api "$TV" GET "/v1/projects/$P1/usage"
 expect 200 "d['runs'].get('succeeded') == 1 and d['runs'] == $(dbruns "$P1")" "usage counts the succeeded run"
+expect 200 "[(c['id'], c['spent_usd_micros'], c['template'], c['status']) for c in d['costliest']][0] ==
+	('$RART', 13000, 'run-tests', 'succeeded') and len(d['days']) == 1 and
+	d['days'][0]['day'] == '$(date -u +%Y-%m-%d)' and d['days'][0]['usd_micros'] == d['spent_usd_micros'] > 0" \
+	"... its costliest run and the spend of today"
 
 # --- secrets -----------------------------------------------------------------------
 api "$TV" GET "/v1/projects/$P1/repos"

@@ -231,6 +231,50 @@ test_every_route(void **state)
 	expect_route(EVHTTP_REQ_GET, "/v1/templates/validate", api_template, "validate");
 }
 
+/* The session routes: POST takes the token in its body, GET is optional. */
+static void
+test_session_routes(void **state)
+{
+	const struct route *rt;
+
+	(void)state;
+	rt = expect_route(EVHTTP_REQ_POST, "/v1/session", api_session_create, "");
+	assert_int_equal(rt->auth, 0);
+	assert_int_equal(rt->nfields, 1);
+	assert_string_equal(rt->fields[0].name, "token");
+	assert_int_equal(rt->fields[0].required, 1);
+	rt = expect_route(EVHTTP_REQ_GET, "/v1/session", api_session_get, "");
+	assert_int_equal(rt->auth, ROUTE_AUTH_OPTIONAL);
+	rt = expect_route(EVHTTP_REQ_DELETE, "/v1/session", api_session_end, "");
+	assert_int_equal(rt->auth, 1);
+}
+
+/* Cookie headers as browsers and others send them. */
+static void
+test_cookie(void **state)
+{
+	char v[8];
+
+	(void)state;
+	assert_int_equal(router_cookie("s=abc", "s", v, sizeof(v)), 0);
+	assert_string_equal(v, "abc");
+	assert_int_equal(router_cookie("a=1; s=abc; b=2", "s", v, sizeof(v)), 0);
+	assert_string_equal(v, "abc");
+	assert_int_equal(router_cookie("a=1;s=x y ;b", "s", v, sizeof(v)), 0);
+	assert_string_equal(v, "x y");
+	assert_int_equal(router_cookie("s=first; s=second", "s", v, sizeof(v)), 0);
+	assert_string_equal(v, "first");
+	assert_int_equal(router_cookie("ss=1; xs=2; s", "s", v, sizeof(v)), -1);
+	assert_int_equal(router_cookie("s=", "s", v, sizeof(v)), 0);
+	assert_string_equal(v, "");
+	assert_int_equal(router_cookie("", "s", v, sizeof(v)), -1);
+	assert_int_equal(router_cookie(";;; ;", "s", v, sizeof(v)), -1);
+	assert_int_equal(router_cookie("s=1234567", "s", v, sizeof(v)), 0);
+	assert_int_equal(router_cookie("s=12345678", "s", v, sizeof(v)), -1);
+	assert_int_equal(router_cookie("x=a; __Host-s=b", "__Host-s", v, sizeof(v)), 0);
+	assert_string_equal(v, "b");
+}
+
 /* The routes of the runs API, their least role, and project flag. */
 static void
 test_runs_routes(void **state)
@@ -1055,6 +1099,8 @@ main(void)
 	    cmocka_unit_test(test_body_nul),
 	    cmocka_unit_test(test_body_not_utf8),
 	    cmocka_unit_test(test_body_unknown_field),
+	    cmocka_unit_test(test_session_routes),
+	    cmocka_unit_test(test_cookie),
 	    cmocka_unit_test(test_body_missing_field),
 	    cmocka_unit_test(test_body_invalid_field),
 	    cmocka_unit_test(test_body_optional_fields),
