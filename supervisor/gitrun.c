@@ -306,6 +306,7 @@ void
 gitrun_abandon(struct gitrun *g)
 {
 	g->cb = NULL;
+	g->prcb = NULL; /* neither kind of asker hears: it is gone */
 	gitrun_finish(g, 0, "", "", 0, "");
 }
 
