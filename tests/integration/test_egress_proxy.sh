@@ -356,6 +356,10 @@ psql_q "select type || ' ' || payload::text from run_events where run_id = '$R8'
 check "a run naming a missing preset fails ($(run_status "$R8"))" [ "$(run_status "$R8")" = failed ]
 check "its failure names the preset" [ "$(psql_q "select count(*) from run_events where run_id = '$R8' and payload::text like '%no preset nosuch in egress.presets%'")" -ge 1 ]
 check "no step of it ran" [ "$(psql_q "select count(*) from run_events where run_id = '$R8' and type = 'step.started'")" = 0 ]
+# the events land in the order egress reported them: no run's network.closed
+# before the network.allowed of its tunnel
+check "no network.closed is stored before its network.allowed" [ "$(psql_q "select count(*) from (select sum(case type when 'network.allowed' then 1 when 'network.closed' then -1 else 0 end) over (partition by run_id order by seq) as open from run_events where type like 'network.%') x where open < 0")" = 0 ]
+
 stop_daemon
 check "the daemon stops cleanly" [ "$DAEMON_STATUS" -eq 0 ]
 finish egress_proxy
