@@ -179,10 +179,11 @@ git -C "$T/repos/attack" -c user.name=t -c user.email=t@t commit -qm attack
 chmod -R a+rX "$T/repos/attack"
 ctl repo add p1 attack "$T/repos/attack" </dev/null
 LIST='network: { allow: [ "allowed.test", "allowed.test:8080", "out.test", "v6.test", "git.test" ] }'
-{ echo "$LIST"; cat; } <<'EOF' | tmpl atk
-phases:
-  - name: one
-    steps:
+# steps_tmpl NAME: a template with LIST and one phase of the steps on stdin
+steps_tmpl() {
+	{ printf '%s\nphases:\n  - name: one\n    steps:\n' "$LIST"; cat; } | tmpl "$1"
+}
+steps_tmpl atk <<'EOF'
       - { id: tls, kind: command, run: "curl -sS --max-time 10 --cacert ca.crt https://allowed.test/hello" }
       - id: names
         kind: command
@@ -223,13 +224,19 @@ phases:
         allow_failure: true
         run: "python3 egress_probe.py dns; curl -sS --noproxy '*' --max-time 5 --cacert ca.crt https://10.77.0.1/hello; echo rc=$?"
 EOF
-submit atk attack
+# run_shown TEMPLATE REPO SECS STEP...: submit it, wait for its end, show
+# the steps' output; RUN names it
+run_shown() {
+	submit "$1" "$2"
+	wait_for "$3" is_done "$RUN"
+	shift 3
+	for s in "$@"; do out "$RUN" "$s" | sed "s/^/# $s: /"; done
+}
+run_shown atk attack 120 names literals resolved heads tlsdeny dns
 R3=$RUN
-wait_for 120 is_done "$R3"
 check "the attack run ends ($(run_status "$R3"))" [ "$(run_status "$R3")" = succeeded ]
 net "$R3" >"$T/net3"
 sed 's/^/# /' "$T/net3"
-for s in names literals resolved heads tlsdeny dns; do out "$R3" $s | sed "s/^/# $s: /"; done
 sed 's/^/# tls.log: /' "$T/tls.log"
 check "curl over TLS through the proxy got the page" sh -c "printf '%s' \"\$1\" | grep -q 'hello from allowed.test'" _ "$(out "$R3" tls)"
 denied() { grep -qxF "network.denied $1" "$T/net3"; }
@@ -263,27 +270,18 @@ check "no DNS in the sandbox: a UDP query has no route" has 'udp: failed: .*unre
 check "a direct TLS connection bypassing the proxy fails" has '^rc=7' "$(out "$R3" dns)"
 
 # ---- real clients: git clone and pip download ----
-{ echo "$LIST"; cat; } <<'EOF' | tmpl tools
-phases:
-  - name: one
-    steps:
+steps_tmpl tools <<'EOF'
       - { id: git, kind: command, run: "git -c http.sslCAInfo=/workspace/ca.crt clone -q https://x-access-token:gittoken@git.test/r.git /workspace/cl && git -C /workspace/cl log --oneline" }
       - { id: pip, kind: command, run: "python3 -m pip download --no-cache-dir --disable-pip-version-check --no-deps --cert /workspace/ca.crt --index-url https://allowed.test/simple/ -d /workspace/dl tinypkg && ls /workspace/dl" }
 EOF
-submit tools attack
+run_shown tools attack 120 git pip
 R4=$RUN
-wait_for 120 is_done "$R4"
 check "git clone and pip download through the proxy ($(run_status "$R4"))" [ "$(run_status "$R4")" = succeeded ]
-out "$R4" git | sed 's/^/# git: /'
-out "$R4" pip | sed 's/^/# pip: /'
-check "git cloned the test host's repository" sh -c "printf '%s' \"\$1\" | grep -q first" _ "$(out "$R4" git)"
-check "pip downloaded the wheel" sh -c "printf '%s' \"\$1\" | grep -q 'tinypkg-0.1-py3-none-any.whl'" _ "$(out "$R4" pip)"
+check "git cloned the test host's repository" has first "$(out "$R4" git)"
+check "pip downloaded the wheel" has 'tinypkg-0.1-py3-none-any.whl' "$(out "$R4" pip)"
 
 # ---- kill -9 of egress mid-transfer ----
-{ echo "$LIST"; cat; } <<'EOF' | tmpl slow
-phases:
-  - name: one
-    steps:
+steps_tmpl slow <<'EOF'
       - id: slow
         kind: command
         run: |
@@ -303,32 +301,30 @@ check "egress comes back after kill -9 ($EG1 -> $EG2)" sh -c '[ -n "$1" ] && [ "
 wait_for 90 is_done "$R5"
 out "$R5" slow | sed 's/^/# slow: /'
 check "the transfer in flight saw a broken connection" sh -c "printf '%s' \"\$1\" | grep 'slow rc=' | grep -qv 'rc=0'" _ "$(out "$R5" slow)"
-check "the next connection from the same sandbox works" sh -c "printf '%s' \"\$1\" | grep -q 'hello from allowed.test'" _ "$(out "$R5" slow)"
+check "the next connection from the same sandbox works" has 'hello from allowed.test' "$(out "$R5" slow)"
 
 # ---- limits: 1,000 parallel CONNECTs, a slow-loris head ----
-{ echo "$LIST"; cat; } <<'EOF' | tmpl flood
-phases:
-  - name: one
-    steps:
-      - { id: flood, kind: command, run: "python3 egress_probe.py flood 1000 25" }
+steps_tmpl flood <<'EOF'
+      - { id: flood, kind: command, run: "python3 egress_probe.py flood 1000 /workspace" }
       - { id: loris, kind: command, run: "python3 egress_probe.py loris" }
 EOF
-{ echo "$LIST"; cat; } <<'EOF' | tmpl other
-phases:
-  - name: one
-    steps:
-      - { id: get, kind: command, run: "curl -sS --max-time 10 http://allowed.test:8080/other-run" }
+steps_tmpl other <<'EOF'
+      - { id: get, kind: command, run: "curl -fsS --max-time 10 http://allowed.test:8080/hello" }
 EOF
 submit flood attack
 R6=$RUN
-denied_count() { psql_q "select count(*) from run_events where run_id = '$1' and type = 'network.denied'"; }
-flooding() { [ "$(denied_count "$R6")" -ge 20 ]; }
-wait_for 90 flooding
+# the flood's run holds its tunnels until the test releases them
+check "the flood's run holds its tunnels" wait_for 120 test -e "$(run_ws "$R6")/held"
+st=$("$AGRIPPACTL" -s "$CTL" status)
+echo "$st" | sed 's/^/# status: /'
+# (status counts the tunnels whose network.allowed was reported: the rate
+# limit may have suppressed some of the 8 behind the flood's refusals)
+check "status shows open tunnels" has '^egress: [0-9]* runs with a network, [1-9][0-9]* tunnels open' "$st"
 submit other
 R7=$RUN
 wait_for 60 is_done "$R7"
-check "another run's tunnel works during the flood ($(run_status "$R7"), flood $(run_status "$R6"))" \
-	sh -c '[ "$1" = succeeded ] && [ "$2" = running ]' _ "$(run_status "$R7")" "$(run_status "$R6")"
+check "another run's tunnel works while they are held ($(run_status "$R7"))" [ "$(run_status "$R7")" = succeeded ]
+touch "$(run_ws "$R6")/release"
 wait_for 120 is_done "$R6"
 out "$R6" flood | sed 's/^/# flood: /'
 out "$R6" loris | sed 's/^/# loris: /'
@@ -358,6 +354,7 @@ check "its failure names the preset" [ "$(psql_q "select count(*) from run_event
 check "no step of it ran" [ "$(psql_q "select count(*) from run_events where run_id = '$R8' and type = 'step.started'")" = 0 ]
 # the events land in the order egress reported them: no run's network.closed
 # before the network.allowed of its tunnel
+psql_q "select run_id, seq, type, payload::text from (select *, sum(case type when 'network.allowed' then 1 when 'network.closed' then -1 else 0 end) over (partition by run_id order by seq) as open from run_events where type like 'network.%') x where open < 0 limit 5" | sed 's/^/# out of order: /'
 check "no network.closed is stored before its network.allowed" [ "$(psql_q "select count(*) from (select sum(case type when 'network.allowed' then 1 when 'network.closed' then -1 else 0 end) over (partition by run_id order by seq) as open from run_events where type like 'network.%') x where open < 0")" = 0 ]
 
 stop_daemon

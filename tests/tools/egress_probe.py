@@ -6,14 +6,16 @@ tests/integration/test_egress_proxy.sh (never on the host).
                       127.0.0.1:3128; with MORE, read the answer's head and
                       send MORE after it; print the answer's status line and
                       "closed" when the proxy closed the connection
-    flood N HOLD      open N connections, each sending a CONNECT to
+    flood N DIR       open N connections, each sending a CONNECT to
                       allowed.test:8080; print how many were answered 200
-                      and how many were refused, then hold them HOLD seconds
+                      and how many were refused, create DIR/held and hold
+                      them until DIR/release exists (two minutes at most)
     loris             trickle a head a header a second; print the answer and
                       how many seconds the proxy took to close
     dns               a name lookup and a UDP query to a DNS port must fail
 """
 import codecs
+import os
 import socket
 import sys
 import time
@@ -66,7 +68,7 @@ def raw(head, more=None):
     print("closed" if closed else "open")
 
 
-def flood(n, hold):
+def flood(n, where):
     conns, ok, refused = [], 0, 0
     for _ in range(n):
         s = socket.create_connection(PROXY, timeout=15)
@@ -82,7 +84,10 @@ def flood(n, hold):
         else:
             refused += 1
     print(f"ok={ok} refused={refused}", flush=True)
-    time.sleep(hold)
+    open(os.path.join(where, "held"), "w", encoding="utf-8").close()
+    deadline = time.monotonic() + 120
+    while not os.path.exists(os.path.join(where, "release")) and time.monotonic() < deadline:
+        time.sleep(0.1)
 
 
 def loris():
@@ -123,7 +128,7 @@ def main():
     if cmd == "raw":
         raw(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None)
     elif cmd == "flood":
-        flood(int(sys.argv[2]), int(sys.argv[3]))
+        flood(int(sys.argv[2]), sys.argv[3])
     elif cmd == "loris":
         loris()
     elif cmd == "dns":
