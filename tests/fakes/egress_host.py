@@ -13,11 +13,13 @@ handshake, so a test can tell that nothing reached it:
 """
 import argparse
 import os
-import ssl
 import sys
 import threading
 import time
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fakehttp  # noqa: E402  (beside this file)
 
 LOCK = threading.Lock()
 
@@ -57,8 +59,7 @@ class Server(ThreadingHTTPServer):
 
     def __init__(self, args):
         self.log_path = args.log
-        self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        self.ctx.load_cert_chain(args.cert, args.key)
+        self.ctx = fakehttp.tls_server_context(args.cert, args.key)
         self.ctx.sni_callback = self._sni
         super().__init__((args.bind, 443), Handler)
 
@@ -68,13 +69,11 @@ class Server(ThreadingHTTPServer):
 
     def finish_request(self, request, client_address):
         log_line(self.log_path, "ACCEPT", client_address[0])
-        try:
-            request.settimeout(10)
-            request = self.ctx.wrap_socket(request, server_side=True)
-        except (ssl.SSLError, OSError):
+        tls = fakehttp.tls_accept(self.ctx, request, 10)
+        if tls is None:
             log_line(self.log_path, "HANDSHAKE-FAILED", client_address[0])
             return
-        super().finish_request(request, client_address)
+        super().finish_request(tls, client_address)
 
     def handle_error(self, request, client_address):
         pass
