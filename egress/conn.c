@@ -307,9 +307,12 @@ conn_established(struct econn *c)
 	ssize_t n;
 
 	c->state = CS_RELAY;
-	c->allowed = 1;
 	c->last = time(NULL);
-	egress_event(c->r, IPC_EGRESS_EV_ALLOWED, c->host, c->port, c->addr, "", 0, 0, 0);
+	/* a network.closed only for a network.allowed that was reported: one
+	 * the rate limit suppressed would leave its close without an opening
+	 * (and the supervisor's count of open tunnels off) */
+	c->allowed = egress_event(c->r, IPC_EGRESS_EV_ALLOWED, c->host, c->port, c->addr, "",
+	    0, 0, 0);
 	log_debug("run %s: %s:%u via %s", c->r->run, c->host, c->port, c->addr);
 	bufferevent_set_timeouts(c->up, NULL, NULL);
 	conn_arm(c, eg.idle_timeout);

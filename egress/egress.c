@@ -201,14 +201,14 @@ egress_event_room(struct erun *r)
 	return 1;
 }
 
-void
+int
 egress_event(struct erun *r, uint32_t kind, const char *host, unsigned port,
     const char *address, const char *reason, uint64_t up, uint64_t down, uint64_t ms)
 {
 	struct ipc_wbuf w;
 
 	if (kind != IPC_EGRESS_EV_CLOSED && !egress_event_room(r))
-		return;
+		return 0;
 	ipc_wbuf_begin(&w, IMSG_EGRESS_EVENT, 0, 10);
 	ipc_put_str(&w, r->run);
 	ipc_put_u64(&w, kind);
@@ -224,6 +224,7 @@ egress_event(struct erun *r, uint32_t kind, const char *host, unsigned port,
 		fatalx("cannot report to the supervisor");
 	ipc_wbuf_free(&w);
 	r->suppressed = 0;
+	return 1;
 }
 
 /*

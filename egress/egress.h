@@ -64,8 +64,10 @@ extern struct egress eg;
 /* egress.c */
 __attribute__((noreturn)) void egress_main(void);
 /* Report a decision or a closed tunnel of r to the supervisor (rate-limited
- * per run for decisions; closed tunnels are always reported). */
-void egress_event(struct erun *r, uint32_t kind, const char *host, unsigned port,
+ * per run for decisions; the close of a tunnel whose network.allowed was
+ * reported is always reported).  Returns 1 when it was sent, 0 when it was
+ * suppressed (counted, and reported with the next one). */
+int egress_event(struct erun *r, uint32_t kind, const char *host, unsigned port,
     const char *address, const char *reason, uint64_t up, uint64_t down, uint64_t ms);
 
 /* conn.c */

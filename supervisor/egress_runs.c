@@ -301,11 +301,56 @@ egress_reconfigure(void)
 		egress_send_conf(p);
 }
 
+/*
+ * The events are stored one at a time, in the order egress reported them:
+ * the pool runs what is queued on several connections at once, and a
+ * run's network.closed could otherwise land before its network.allowed.
+ * Pending ones wait here (at most EGEV_PENDING_MAX; more are dropped with a
+ * warning, as when the database is unavailable).
+ */
+#define EGEV_PENDING_MAX 4096
+
+struct egev {
+	STAILQ_ENTRY(egev) entry;
+	struct db_params params; /* run, type, payload; owned until submitted */
+};
+static STAILQ_HEAD(, egev) egevs = STAILQ_HEAD_INITIALIZER(egevs);
+static size_t egev_pending;
+static int egev_busy; /* one is with the pool */
+
+static void egress_store_next(void);
+
 static void
 egress_event_done(uint64_t reqid, int code, const char *err, void *pgres, void *arg)
 {
 	if (code != DB_OK)
 		log_warnx("egress: a network event not stored: %s", err);
+	egev_busy = 0;
+	egress_store_next();
+}
+
+/* Submits the oldest pending event unless one is with the pool already. */
+static void
+egress_store_next(void)
+{
+	const struct sql_op *op = db_op_lookup("sup_run_network_event");
+	struct egev *q;
+
+	if (op == NULL)
+		fatalx("no op sup_run_network_event");
+	while (!egev_busy && (q = STAILQ_FIRST(&egevs)) != NULL) {
+		STAILQ_REMOVE_HEAD(&egevs, entry);
+		egev_pending--;
+		/* busy first: the pool may finish it (and call back) at once */
+		egev_busy = 1;
+		if (db_pool_submit(op, &q->params, egress_event_done, NULL) == 0) {
+			egev_busy = 0;
+			log_warnx("run %s: %s not stored: the database is unavailable",
+			    q->params.values[0], q->params.values[1]);
+			db_params_free(&q->params);
+		}
+		free(q);
+	}
 }
 
 /* The run's event: written by the supervisor for the run, while it runs
@@ -314,13 +359,15 @@ egress_event_done(uint64_t reqid, int code, const char *err, void *pgres, void *
 static void
 egress_store(const char *type, const struct ipc_egress_event *ev)
 {
-	const struct sql_op *op = db_op_lookup("sup_run_network_event");
-	struct db_params params;
+	struct egev *q;
 	json_t *o;
 	char *s;
 
-	if (op == NULL)
-		fatalx("no op sup_run_network_event");
+	if (egev_pending >= EGEV_PENDING_MAX) {
+		log_warnx("run %s: %s not stored: %d events wait for the database", ev->run,
+		    type, EGEV_PENDING_MAX);
+		return;
+	}
 	o = json_pack("{s:s, s:i}", "host", ev->host, "port", (json_int_t)ev->port);
 	if (o == NULL)
 		fatalx("json_pack");
@@ -338,16 +385,15 @@ egress_store(const char *type, const struct ipc_egress_event *ev)
 	if ((s = json_dumps(o, JSON_COMPACT)) == NULL)
 		fatalx("json_dumps");
 	json_decref(o);
-	memset(&params, 0, sizeof(params));
-	if ((params.values[0] = strdup(ev->run)) == NULL ||
-	    (params.values[1] = strdup(type)) == NULL)
-		fatal("strdup");
-	params.values[2] = s;
-	params.n = 3;
-	if (db_pool_submit(op, &params, egress_event_done, NULL) == 0) {
-		db_params_free(&params);
-		log_warnx("run %s: %s not stored: the database is unavailable", ev->run, type);
-	}
+	if ((q = calloc(1, sizeof(*q))) == NULL ||
+	    (q->params.values[0] = strdup(ev->run)) == NULL ||
+	    (q->params.values[1] = strdup(type)) == NULL)
+		fatal("egress_store");
+	q->params.values[2] = s;
+	q->params.n = 3;
+	STAILQ_INSERT_TAIL(&egevs, q, entry);
+	egev_pending++;
+	egress_store_next();
 }
 
 void

@@ -26,6 +26,17 @@ def tls_server_context(cert, key):
     return ctx
 
 
+def tls_accept(ctx, request, timeout):
+    """The server side of one accepted connection's handshake: the TLS
+    socket, or None when the handshake failed or timed out."""
+    import ssl
+    try:
+        request.settimeout(timeout)
+        return ctx.wrap_socket(request, server_side=True)
+    except (ssl.SSLError, OSError):
+        return None
+
+
 def announce_and_wait(ports_path, text):
     """Write text to ports_path whole (a rename), then serve until killed."""
     import os

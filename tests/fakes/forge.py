@@ -57,7 +57,6 @@ import argparse
 import hmac
 import json
 import os
-import ssl
 import sys
 import threading
 import time
@@ -468,12 +467,9 @@ class Server(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), Handler)
 
     def finish_request(self, request, client_address):
-        try:
-            request.settimeout(30)
-            request = self.ctx.wrap_socket(request, server_side=True)
-        except (ssl.SSLError, OSError):
-            return
-        super().finish_request(request, client_address)
+        tls = fakehttp.tls_accept(self.ctx, request, 30)
+        if tls is not None:
+            super().finish_request(tls, client_address)
 
     def handle_error(self, request, client_address):
         pass

@@ -162,7 +162,8 @@ class Server(ThreadingHTTPServer):
         self.hold = args.hold
         self.hold_push = args.hold_push
         self.expected_auth = expected_auth
-        super().__init__(("127.0.0.1", 0), Handler)
+        port = args.port if scheme == "https" else 0
+        super().__init__((args.bind, port), Handler)
 
     def finish_request(self, request, client_address):
         # The handshake in the request's own thread, so that a client that
@@ -188,6 +189,8 @@ def main():
     ap.add_argument("--token-file", required=True)
     ap.add_argument("--log", required=True)
     ap.add_argument("--ports", required=True)
+    ap.add_argument("--bind", default="127.0.0.1", help="the address to listen on")
+    ap.add_argument("--port", type=int, default=0, help="the TLS port (0: any)")
     ap.add_argument("--hold", default=None,
                     help="while this file exists, upload-pack requests wait")
     ap.add_argument("--hold-push", default=None,

