@@ -67,6 +67,7 @@ struct econn {
 	char addr[CONN_ADDR_MAX];
 	char why[CONN_WHY_MAX];
 	int allowed;                /* network.allowed sent: network.closed follows */
+	int open;                   /* counted as an open tunnel by the supervisor */
 	int cli_eof, up_eof, cli_shut, up_shut;
 	uint64_t nup, ndown;        /* bytes to the target, bytes to the sandbox */
 	struct timespec t0;
@@ -169,6 +170,8 @@ conn_free(struct econn *c)
 	if (c->allowed)
 		egress_event(r, IPC_EGRESS_EV_CLOSED, c->host, c->port, c->addr, "", c->nup,
 		    c->ndown, conn_ms(c));
+	else if (c->open)
+		egress_event(r, IPC_EGRESS_EV_DOWN, c->host, c->port, c->addr, "", 0, 0, 0);
 	if (c->dns != NULL)
 		evdns_getaddrinfo_cancel(c->dns); /* its callback sees the cancel only */
 	if (c->up != NULL)
@@ -313,6 +316,10 @@ conn_established(struct econn *c)
 	 * (and the supervisor's count of open tunnels off) */
 	c->allowed = egress_event(c->r, IPC_EGRESS_EV_ALLOWED, c->host, c->port, c->addr, "",
 	    0, 0, 0);
+	/* the supervisor counts the open tunnels all the same */
+	if (!c->allowed)
+		egress_event(c->r, IPC_EGRESS_EV_UP, c->host, c->port, c->addr, "", 0, 0, 0);
+	c->open = 1;
 	log_debug("run %s: %s:%u via %s", c->r->run, c->host, c->port, c->addr);
 	bufferevent_set_timeouts(c->up, NULL, NULL);
 	conn_arm(c, eg.idle_timeout);

@@ -207,7 +207,7 @@ egress_event(struct erun *r, uint32_t kind, const char *host, unsigned port,
 {
 	struct ipc_wbuf w;
 
-	if (kind != IPC_EGRESS_EV_CLOSED && !egress_event_room(r))
+	if ((kind == IPC_EGRESS_EV_ALLOWED || kind == IPC_EGRESS_EV_DENIED) && !egress_event_room(r))
 		return 0;
 	ipc_wbuf_begin(&w, IMSG_EGRESS_EVENT, 0, 10);
 	ipc_put_str(&w, r->run);

@@ -773,7 +773,8 @@ int ipc_dec_sbx_result(const msgpack_object *body, struct ipc_sbx_result *out);
  *                (<= 65535), address str(<=IPC_EGRESS_TEXT_MAX), reason
  *                str(<=IPC_EGRESS_TEXT_MAX), bytes_up u64, bytes_down u64, ms u64,
  *                suppressed u64]  egress -> supervisor: one decision or one closed
- *                tunnel of a run it serves, for the run's events
+ *                tunnel of a run it serves, for the run's events; UP and DOWN (a
+ *                tunnel whose decision the rate limit left out) only count it
  */
 #define IPC_EGRESS_CIDRS_MAX 64
 #define IPC_EGRESS_RULES_MAX 2048
@@ -782,6 +783,9 @@ enum {
 	IPC_EGRESS_EV_ALLOWED = 0, /* network.allowed */
 	IPC_EGRESS_EV_DENIED,      /* network.denied */
 	IPC_EGRESS_EV_CLOSED,      /* network.closed */
+	IPC_EGRESS_EV_UP,          /* a tunnel opened whose network.allowed the rate
+	                              limit left out: counted, not stored */
+	IPC_EGRESS_EV_DOWN,        /* ... and closed */
 	IPC_EGRESS_EV__COUNT
 };
 struct ipc_egress_conf {

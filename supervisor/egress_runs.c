@@ -400,7 +400,7 @@ void
 egress_event_in(struct proc *p, struct ipc_msg *m)
 {
 	static const char *const names[IPC_EGRESS_EV__COUNT] = { "network.allowed",
-		"network.denied", "network.closed" };
+		"network.denied", "network.closed", "", "" };
 	struct ipc_egress_event ev;
 	struct egrun *e;
 
@@ -411,14 +411,15 @@ egress_event_in(struct proc *p, struct ipc_msg *m)
 		log_debug("egress: an event of run %s, which it does not serve", ev.run);
 		return;
 	}
-	if (ev.kind == IPC_EGRESS_EV_ALLOWED) {
+	if (ev.kind == IPC_EGRESS_EV_ALLOWED || ev.kind == IPC_EGRESS_EV_UP) {
 		e->allowed++;
 		e->tunnels++;
 	} else if (ev.kind == IPC_EGRESS_EV_DENIED)
 		e->denied++;
 	else if (e->tunnels > 0)
 		e->tunnels--;
-	egress_store(names[ev.kind], &ev);
+	if (ev.kind != IPC_EGRESS_EV_UP && ev.kind != IPC_EGRESS_EV_DOWN)
+		egress_store(names[ev.kind], &ev);
 }
 
 size_t
