@@ -175,20 +175,28 @@ child_db_forget(struct child *c, uint64_t id)
 }
 
 const char *
-child_db_cell(const struct ipc_db_result *r, uint32_t col, size_t *len)
+child_db_cell_at(const struct ipc_db_result *r, uint32_t rown, uint32_t col, size_t *len)
 {
 	struct ipc_cur rows = r->rows, row;
 	const msgpack_object *o;
 	const char *s;
 	uint32_t i;
 
-	if (r->code != DB_OK || r->nrows < 1 || col >= r->ncols ||
-	    ipc_get_array(&rows, &row, r->ncols) == -1)
+	if (r->code != DB_OK || rown >= r->nrows || col >= r->ncols)
 		return NULL;
+	for (i = 0; i <= rown; i++)
+		if (ipc_get_array(&rows, &row, r->ncols) == -1)
+			return NULL;
 	for (i = 0; i < col; i++)
 		if (ipc_get_any(&row, &o) == -1)
 			return NULL;
 	if (ipc_is_nil(&row) || ipc_get_str(&row, &s, len, SIZE_MAX) == -1)
 		return NULL;
 	return s;
+}
+
+const char *
+child_db_cell(const struct ipc_db_result *r, uint32_t col, size_t *len)
+{
+	return child_db_cell_at(r, 0, col, len);
 }

@@ -72,6 +72,9 @@ int child_db_send(struct child *c, struct ipc_wbuf *w, uint64_t id, child_db_cb 
 /* Row 0, column col of a reply as a string (*len its length), or NULL when
  * the reply failed, has no row or column col, or the value is null. */
 const char *child_db_cell(const struct ipc_db_result *r, uint32_t col, size_t *len);
+/* The same for row rown; not NUL-terminated (it points into the reply). */
+const char *child_db_cell_at(const struct ipc_db_result *r, uint32_t rown, uint32_t col,
+                             size_t *len);
 /* Forget a pending call (its reply will be dropped). */
 void child_db_forget(struct child *c, uint64_t id);
 

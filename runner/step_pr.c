@@ -69,27 +69,6 @@ pr_fail(const char *fmt, ...)
 	runner_attempt_over_bare("failed", -1, err, NULL);
 }
 
-/* Whether name may be a branch (its short name): a ref by the templates'
- * rules, without refs/, not a commit id; else why not. */
-static const char *
-pr_branch_problem(const char *name)
-{
-	size_t len = strlen(name), i;
-	const char *why;
-
-	if ((why = tmpl_ref_problem(name, len)) != NULL)
-		return why;
-	if (strncmp(name, "refs/", 5) == 0)
-		return "must be a branch's name without refs/heads/";
-	if (len == 40 || len == 64) {
-		for (i = 0; i < len && strchr("0123456789abcdef", name[i]) != NULL; i++)
-			;
-		if (i == len)
-			return "must be a branch's name, not a commit id";
-	}
-	return strcmp(name, "HEAD") == 0 ? "must not be HEAD" : NULL;
-}
-
 /* s with ${params.NAME} and ${artifacts.KEY} expanded, at most max bytes
  * (cut with PR_CUT_MARKER); the caller frees. */
 static char *
@@ -136,23 +115,10 @@ pr_expand(const char *tmpl, size_t max)
 static char *
 pr_cell(const struct ipc_db_result *r, uint32_t row, uint32_t col)
 {
-	struct ipc_cur rows = r->rows, cur;
-	const msgpack_object *o;
 	const char *v;
 	size_t len;
-	uint32_t i;
 
-	if (r->code != DB_OK || row >= r->nrows || col >= r->ncols)
-		return NULL;
-	for (i = 0; i <= row; i++)
-		if (ipc_get_array(&rows, &cur, r->ncols) == -1)
-			return NULL;
-	for (i = 0; i < col; i++)
-		if (ipc_get_any(&cur, &o) == -1)
-			return NULL;
-	if (ipc_is_nil(&cur) || ipc_get_str(&cur, &v, &len, SIZE_MAX) == -1)
-		return NULL;
-	return memdup0(v, len); /* not NUL-terminated in the frame */
+	return (v = child_db_cell_at(r, row, col, &len)) != NULL ? memdup0(v, len) : NULL;
 }
 
 /* Whether the single cell of a recording op is true (false: the lease is
@@ -327,8 +293,8 @@ pr_push(struct rstep *s)
 	pr.body = pr_expand(runner_jstr(s->j, "body", ""), IPC_PR_BODY_MAX);
 	pr.draft = json_is_true(json_object_get(s->j, "draft")) ||
 	           json_object_get(s->j, "draft") == NULL;
-	if ((why = pr_branch_problem(pr.branch)) != NULL) {
-		pr_fail("branch \"%.64s\": %s", pr.branch, why);
+	if ((why = tmpl_branch_problem(pr.branch, strlen(pr.branch))) != NULL) {
+		pr_fail("branch \"%.64s\": not a branch name: %s", pr.branch, why);
 		return;
 	}
 	if (pr.base[0] == '\0') {
@@ -336,8 +302,8 @@ pr_push(struct rstep *s)
 		        "one with base");
 		return;
 	}
-	if ((why = pr_branch_problem(pr.base)) != NULL) {
-		pr_fail("base \"%.64s\": %s", pr.base, why);
+	if ((why = tmpl_branch_problem(pr.base, strlen(pr.base))) != NULL) {
+		pr_fail("base \"%.64s\": not a branch name: %s", pr.base, why);
 		return;
 	}
 	snprintf(msg, sizeof(msg), "%.1024s\n\nMade by run %s of template %s.\n", pr.title, rn.run,

@@ -112,3 +112,19 @@ tmpl_ref_problem(const char *s, size_t len)
 		return "must not have a component ending with '.lock'";
 	return NULL;
 }
+
+const char *
+tmpl_branch_problem(const char *s, size_t len)
+{
+	const char *why;
+
+	if ((why = tmpl_ref_problem(s, len)) != NULL)
+		return why;
+	if (ref_is_commit(s, len))
+		return "a commit id";
+	if (len >= 5 && memcmp(s, "refs/", 5) == 0)
+		return "name the branch without refs/heads/";
+	if (len == 4 && memcmp(s, "HEAD", 4) == 0)
+		return "HEAD names no branch";
+	return NULL;
+}

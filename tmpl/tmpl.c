@@ -1641,20 +1641,9 @@ tmpl_step_text(struct tmpl_parse *p, struct tstep *st, size_t i, int required, i
 	tj_set(p, st->o, tmpl_step_keys[i], s);
 }
 
-static int
-tmpl_is_hex(const char *s, size_t len)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return 0;
-	return 1;
-}
-
 /* A pull request's branch or base: "" (the default), a branch's short
- * name by the rules of refs (tmpl_ref_problem; no refs/ prefix, no commit
- * id), or text with ${params.NAME}, judged by the runner once expanded. */
+ * name (tmpl_branch_problem), or text with ${params.NAME}, judged by the
+ * runner once expanded. */
 static void
 tmpl_step_branch(struct tmpl_parse *p, struct tstep *st, size_t i)
 {
@@ -1667,12 +1656,8 @@ tmpl_step_branch(struct tmpl_parse *p, struct tstep *st, size_t i)
 	    memmem(n->s, n->len, "${", 2) != NULL)
 		return;
 	tmpl_step_label(st, i, lab, sizeof(lab));
-	if ((why = tmpl_ref_problem(n->s, n->len)) != NULL)
+	if ((why = tmpl_branch_problem(n->s, n->len)) != NULL)
 		tmpl_lerr(p, n, lab, "not a branch name: %s", why);
-	else if (n->len >= 5 && memcmp(n->s, "refs/", 5) == 0)
-		tmpl_lerr(p, n, lab, "not a branch name: name the branch without refs/heads/");
-	else if ((n->len == 40 || n->len == 64) && tmpl_is_hex(n->s, n->len))
-		tmpl_lerr(p, n, lab, "not a branch name: a commit id");
 }
 
 /* The keys of the step's own kind; with an unknown kind, every such key

@@ -97,4 +97,13 @@ int tmpl_compile_file(const char *path, json_t **out, char *errbuf, size_t errsz
  */
 const char *tmpl_ref_problem(const char *s, size_t len);
 
+/*
+ * Whether s[0..len) may name a branch a pull request pushes to or is for:
+ * a ref by tmpl_ref_problem's rules that is a branch's short name (no
+ * refs/ prefix, not a commit id, not HEAD).  NULL, or why not (after
+ * "not a branch name: " in messages).  The SQL's pr_branch_ok is the same
+ * rule.
+ */
+const char *tmpl_branch_problem(const char *s, size_t len);
+
 #endif

@@ -1098,6 +1098,8 @@ test_step_kind_keys(void **state)
 	                    "0123456789abcdef0123456789abcdef01234567 }"),
 	               "0123456789abcdef0123456789abcdef01234567",
 	               "phases[0].steps[0].base: not a branch name: a commit id");
+	expect_only_at(STEP("{ id: a, kind: pull_request, base: HEAD }"), "HEAD",
+	               "phases[0].steps[0].base: not a branch name: HEAD names no branch");
 	expect_only_at(STEP("{ id: a, kind: pull_request, draft: maybe }"), "maybe",
 	               "phases[0].steps[0].draft: expected true or false");
 	expect_only_at(STEP("{ id: a, kind: command, run: x, branch: b }"), "branch",
