@@ -418,3 +418,32 @@ forge_body_fit(enum forge_kind kind, const char *body, int *cut)
 	o[n] = '\0';
 	return o;
 }
+
+int
+forge_connection_check(const char *forge, const char *url, const char *api, char *api_out,
+                       size_t outsz, const char **field, char *err, size_t errsz)
+{
+	char path[FORGE_PATH_MAX + 1];
+	int kind = FORGE_NONE;
+
+	*field = "forge";
+	if (forge != NULL && (kind = forge_parse(forge)) == -1)
+		return forge_fail(err, errsz, "the forge must be github, gitlab or none");
+	*field = "api_url";
+	if (api != NULL && kind == FORGE_NONE)
+		return forge_fail(err, errsz, "API URL needs a forge (github or gitlab)");
+	if (api != NULL &&
+	    forge_api_url_check((enum forge_kind)kind, api, api_out, outsz, err, errsz) == -1)
+		return -1;
+	*field = "url";
+	if (kind != FORGE_NONE && url != NULL &&
+	    forge_repo_path((enum forge_kind)kind, url, path, sizeof(path), err, errsz) == -1)
+		return -1;
+	return 0;
+}
+
+const char *
+forge_token_user(enum forge_kind kind)
+{
+	return kind == FORGE_GITLAB ? "oauth2" : "x-access-token";
+}

@@ -98,4 +98,22 @@ size_t forge_body_limit(enum forge_kind kind);
  */
 char *forge_body_fit(enum forge_kind kind, const char *body, int *cut);
 
+/* The user name that goes with a token over https: GitLab's OAuth and
+ * personal tokens take "oauth2", GitHub's "x-access-token" (and any name
+ * works with a personal token). */
+const char *forge_token_user(enum forge_kind kind);
+
+/*
+ * A new repository connection's forge settings, as the API and agrippactl
+ * take them: forge (NULL when not given: the database takes it from the
+ * URL's host) one of forge_parse's names; api (NULL when not given) only
+ * with a forge, checked and normalised into api_out (outsz bytes, at least
+ * FORGE_API_URL_MAX + 1); and a forge's connection must name a repository
+ * the forge can name (forge_repo_path of url).  Returns 0, or -1 with the
+ * reason in err and *field the setting it is about ("forge", "api_url" or
+ * "url").
+ */
+int forge_connection_check(const char *forge, const char *url, const char *api, char *api_out,
+                           size_t outsz, const char **field, char *err, size_t errsz);
+
 #endif

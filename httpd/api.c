@@ -433,42 +433,24 @@ api_wipe_string(json_t *s)
 		sodium_memzero((void *)json_string_value(s), json_string_length(s));
 }
 
-/* The forge and its API URL of a new connection, when given: a forge
- * github, gitlab or none; an API URL only with one, checked and normalised
- * (common/forge.c) in the body; a forge's connection naming a repository
- * the forge can name.  0, or -1 with the 422 sent. */
+/* The forge and its API URL of a new connection, when given
+ * (forge_connection_check); the API URL normalised in the body.  0, or -1
+ * with the 422 sent. */
 static int
 repo_forge_check(struct hreq *h)
 {
-	const char *forge = json_string_value(json_object_get(h->body, "forge"));
 	const char *api = json_string_value(json_object_get(h->body, "api_url"));
-	const char *url = json_string_value(json_object_get(h->body, "url"));
-	char norm[FORGE_API_URL_MAX + 1], path[FORGE_PATH_MAX + 1], err[256];
-	int kind = FORGE_NONE;
+	char norm[FORGE_API_URL_MAX + 1], err[256];
+	const char *field;
 
-	if (forge != NULL && (kind = forge_parse(forge)) == -1) {
-		hreq_error_ex(h, 422, "invalid_field", "forge must be github, gitlab or none",
-		              json_pack("{s:s}", "field", "forge"));
+	if (forge_connection_check(json_string_value(json_object_get(h->body, "forge")),
+	                           json_string_value(json_object_get(h->body, "url")), api, norm,
+	                           sizeof(norm), &field, err, sizeof(err)) == -1) {
+		hreq_error_ex(h, 422, "invalid_field", err, json_pack("{s:s}", "field", field));
 		return -1;
 	}
-	if (api != NULL && kind == FORGE_NONE) {
-		hreq_error_ex(h, 422, "invalid_field", "api_url needs a forge (github or gitlab)",
-		              json_pack("{s:s}", "field", "api_url"));
-		return -1;
-	}
-	if (api != NULL) {
-		if (forge_api_url_check((enum forge_kind)kind, api, norm, sizeof(norm), err,
-		                        sizeof(err)) == -1) {
-			hreq_error_ex(h, 422, "invalid_field", err, json_pack("{s:s}", "field", "api_url"));
-			return -1;
-		}
+	if (api != NULL)
 		json_object_set_new(h->body, "api_url", json_string(norm));
-	}
-	if (kind != FORGE_NONE && url != NULL &&
-	    forge_repo_path((enum forge_kind)kind, url, path, sizeof(path), err, sizeof(err)) == -1) {
-		hreq_error_ex(h, 422, "invalid_field", err, json_pack("{s:s}", "field", "url"));
-		return -1;
-	}
 	return 0;
 }
 

@@ -732,30 +732,15 @@ prep_repo_add(struct admin_req *r, struct admin_args *a, char *err, size_t sz)
 	 * read from standard input, right after the URL */
 	const char *forge = r->argc >= 5 ? r->argv[4] : NULL;
 	const char *api = r->argc >= 6 ? r->argv[5] : NULL;
-	char path[FORGE_PATH_MAX + 1], fwhy[256];
-	int kind = FORGE_NONE;
+	const char *field;
+	char fwhy[256];
 
 	if ((why = url_problem(r->argv[2])) != NULL) {
 		snprintf(err, sz, "repo add: URL %s", why);
 		return -1;
 	}
-	if (forge != NULL && (kind = forge_parse(forge)) == -1) {
-		snprintf(err, sz, "repo add: the forge must be github, gitlab or none");
-		return -1;
-	}
-	if (api != NULL && kind == FORGE_NONE) {
-		snprintf(err, sz, "repo add: API URL needs a forge (github or gitlab)");
-		return -1;
-	}
-	/* normalised in place: r->argv[5] is ours */
-	if (api != NULL && forge_api_url_check((enum forge_kind)kind, api, r->api_url,
-	                                       sizeof(r->api_url), fwhy, sizeof(fwhy)) == -1) {
-		snprintf(err, sz, "repo add: %s", fwhy);
-		return -1;
-	}
-	if (kind != FORGE_NONE &&
-	    forge_repo_path((enum forge_kind)kind, r->argv[2], path, sizeof(path), fwhy,
-	                    sizeof(fwhy)) == -1) {
+	if (forge_connection_check(forge, r->argv[2], api, r->api_url, sizeof(r->api_url), &field,
+	                           fwhy, sizeof(fwhy)) == -1) {
 		snprintf(err, sz, "repo add: %s", fwhy);
 		return -1;
 	}

@@ -42,6 +42,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/forge.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "supervisor/db.h"
@@ -90,7 +91,7 @@ struct srun {
 	int start_waiting;  /* runner_start waits for the credentials */
 	uint64_t patch_id;  /* the PATCH_MAKE being answered, 0 for none */
 	uint64_t pr_id;     /* the PR_PUSH or PR_OPEN being answered, 0 for none */
-	char forge[8];      /* the connection's forge: "github", "gitlab", "none" */
+	enum forge_kind forge; /* the connection's forge */
 	char api_url[IPC_PR_URL_MAX + 1]; /* its API, "" for the forge's public one */
 	int patch_fd;       /* its file, until the git helper is done */
 	char patch_tmp[PATH_MAX];
@@ -681,13 +682,6 @@ pr_may_start(struct srun *r, uint64_t id)
 	return 1;
 }
 
-/* The user name a forge takes with a token over https. */
-static const char *
-pr_username(const struct srun *r)
-{
-	return strcmp(r->forge, "gitlab") == 0 ? "oauth2" : "x-access-token";
-}
-
 /* PR_PUSH: the workspace's change as a commit on the base commit, pushed
  * to the branch by a git helper with the connection's token. */
 static void
@@ -706,7 +700,7 @@ pr_push(struct srun *r, struct ipc_msg *m)
 	gr.url = r->url;
 	gr.token = r->secret;
 	gr.toklen = r->secretlen;
-	gr.username = pr_username(r);
+	gr.username = forge_token_user(r->forge);
 	gr.mirror = r->mirror;
 	gr.workspace = r->ws;
 	gr.base = r->base;
@@ -743,7 +737,7 @@ pr_open(struct srun *r, struct ipc_msg *m)
 
 	if (ipc_dec_pr_open(m->body, &req) == -1 || !pr_may_start(r, m->id))
 		return;
-	if (strcmp(r->forge, "github") != 0 && strcmp(r->forge, "gitlab") != 0) {
+	if (r->forge == FORGE_NONE) {
 		memset(&none, 0, sizeof(none));
 		none.ok = 1;
 		snprintf(none.note, sizeof(none.note),
@@ -758,10 +752,8 @@ pr_open(struct srun *r, struct ipc_msg *m)
 	redact_span(r, body, req.bodylen);
 	memset(&gr, 0, sizeof(gr));
 	gr.kind = GITRUN_PR;
-	gr.forge = strcmp(r->forge, "github") == 0 ? IPC_FORGE_GITHUB : IPC_FORGE_GITLAB;
-	gr.api_url = r->api_url[0] != '\0'           ? r->api_url
-	             : gr.forge == IPC_FORGE_GITHUB ? "https://api.github.com"
-	                                            : "https://gitlab.com/api/v4";
+	gr.forge = r->forge == FORGE_GITHUB ? IPC_FORGE_GITHUB : IPC_FORGE_GITLAB;
+	gr.api_url = r->api_url[0] != '\0' ? r->api_url : forge_default_api(r->forge);
 	gr.url = r->url;
 	gr.token = r->secret;
 	gr.toklen = r->secretlen;
@@ -1436,18 +1428,22 @@ static int
 setup_repo(struct srun *r, PGresult *res, char *why, size_t whysz)
 {
 	const char *ref = PQgetisnull(res, 0, SETUP_REF) ? "" : PQgetvalue(res, 0, SETUP_REF);
+	int kind;
 
 	if (PQgetisnull(res, 0, SETUP_URL))
 		return 0;
 	if (fmt_ok(r->url, sizeof(r->url), "%s", PQgetvalue(res, 0, SETUP_URL)) == -1 ||
 	    fmt_ok(r->ref, sizeof(r->ref), "%s", ref) == -1 ||
-	    fmt_ok(r->forge, sizeof(r->forge), "%s", PQgetvalue(res, 0, SETUP_FORGE)) == -1 ||
+
 	    fmt_ok(r->api_url, sizeof(r->api_url), "%s", PQgetvalue(res, 0, SETUP_API_URL)) == -1 ||
 	    mirror_path(PQgetvalue(res, 0, SETUP_REPO_ID), r->mirror, sizeof(r->mirror)) == -1) {
 		snprintf(why, whysz, "the run's repository cannot be named");
 		return -1;
 	}
 	memcpy(r->repo_id, PQgetvalue(res, 0, SETUP_REPO_ID), IPC_UUID_LEN + 1);
+	/* the table's CHECK: one of forge_parse's names */
+	kind = forge_parse(PQgetvalue(res, 0, SETUP_FORGE));
+	r->forge = kind == -1 ? FORGE_NONE : (enum forge_kind)kind;
 	return 0;
 }
 

@@ -625,11 +625,41 @@ t_pr_refused(void **state)
 	assert_int_equal(gh_forge_pr(&r, &res, err, sizeof(err)), -1);
 }
 
+/* A new connection's settings: each bad one names its field. */
+static void
+t_connection(void **state)
+{
+	char out[FORGE_API_URL_MAX + 1], err[256];
+	const char *field;
+
+	(void)state;
+	assert_int_equal(forge_connection_check(NULL, "/srv/x", NULL, out, sizeof(out), &field, err,
+	                                        sizeof(err)), 0);
+	assert_int_equal(forge_connection_check("gitlab", "https://g.test/a/b.git",
+	                                        "https://G.test:443/api/v4/", out, sizeof(out), &field,
+	                                        err, sizeof(err)), 0);
+	assert_string_equal(out, "https://g.test/api/v4");
+	assert_int_equal(forge_connection_check("GitHub", "https://g.test/a/b", NULL, out,
+	                                        sizeof(out), &field, err, sizeof(err)), -1);
+	assert_string_equal(field, "forge");
+	assert_int_equal(forge_connection_check("none", "/srv/x", "https://g.test/api", out,
+	                                        sizeof(out), &field, err, sizeof(err)), -1);
+	assert_string_equal(field, "api_url");
+	assert_int_equal(forge_connection_check("github", "https://g.test/a/b", "http://g.test/api",
+	                                        out, sizeof(out), &field, err, sizeof(err)), -1);
+	assert_string_equal(field, "api_url");
+	assert_int_equal(forge_connection_check("github", "/srv/x", NULL, out, sizeof(out), &field,
+	                                        err, sizeof(err)), -1);
+	assert_string_equal(field, "url");
+	assert_string_equal(forge_token_user(FORGE_GITLAB), "oauth2");
+	assert_string_equal(forge_token_user(FORGE_GITHUB), "x-access-token");
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(t_names),       cmocka_unit_test(t_api_url),
+	    cmocka_unit_test(t_names),       cmocka_unit_test(t_api_url), cmocka_unit_test(t_connection),
 	    cmocka_unit_test(t_repo_path),   cmocka_unit_test(t_authority),
 	    cmocka_unit_test(t_title),       cmocka_unit_test(t_body_fit),
 	    cmocka_unit_test(t_retry_after), cmocka_unit_test(t_answer_pr),
