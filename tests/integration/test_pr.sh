@@ -18,6 +18,7 @@
 #    the step fails with the server's reason;
 #  - a connection without a forge: the branch is pushed, nothing is opened;
 #  - a workspace whose .git points elsewhere changes nothing of the push;
+#  - a title holding the token reaches the forge with it starred out;
 #  - the token is in no event, log line or database row, and the fake forge
 #    saw it only in Authorization.
 . tests/integration/lib.sh
@@ -239,6 +240,14 @@ wait_for 60 ended "$R5"
 check "a connection without a forge: the run succeeds ($(run_status "$R5"))" is_status "$R5" succeeded
 check "... the branch is pushed" [ -n "$(remote_head plain/x)" ]
 check "... and no pull request opened" [ "$(st "len(s['github:octo/hello'])")" = "$N0" ]
+
+# --- a secret in the title or body is starred out before the forge sees it -----------
+submit once gh "secret/x" "about $TOKEN here"
+R6=$RUN
+wait_for 60 ended "$R6"
+check "a run whose title holds the repository token succeeds ($(run_status "$R6"))" is_status "$R6" succeeded
+check "... the forge got the title with the token starred out" \
+	[ "$(st "[p['title'] for p in s['github:octo/hello'] if p['head'] == 'secret/x']")" = "['about $(printf '%s' "$TOKEN" | tr -c '' '*') here']" ]
 
 # --- the token -----------------------------------------------------------------------
 check "the token is in no log line" [ "$(grep -c "$TOKEN" "$LOG")" = 0 ]
