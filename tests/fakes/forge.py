@@ -47,7 +47,8 @@ Control (never logged):
 
 Every API request is one JSON line in --log:
   {"t": unix time, "method", "path", "headers": {...all but Authorization},
-   "auth": "ok"|"bad"|"missing", "token_elsewhere": bool, "status": N}
+   "auth": "ok"|"bad"|"missing", "token_elsewhere": bool, "status": N,
+   "ratelimit_reset": unix second (only when x-ratelimit-reset was sent)}
 token_elsewhere says whether the token was seen anywhere but the
 Authorization header: the request line, another header, or the body.
 The port is written to --ports once it listens; the token is read from
@@ -167,6 +168,7 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
         self.status_sent = status
+        self.reset_sent = next((int(v) for k, v in headers if k == "x-ratelimit-reset"), None)
 
     def _log(self, raw_body):
         srv = self.server
@@ -191,6 +193,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def _write_log(self, entry):
         entry["status"] = getattr(self, "status_sent", 0)
+        if getattr(self, "reset_sent", None) is not None:
+            entry["ratelimit_reset"] = self.reset_sent
         with self.server.log_lock, open(self.server.log_path, "a", encoding="utf-8") as f:
             f.write(json.dumps(entry) + "\n")
 
