@@ -107,7 +107,7 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libagrippa.a
 # The git helper links libgit2, which stays out of agrippad: its code is
 # built apart from libagrippa.a, into a program of its own.
 GH_OBJ  := $(BUILD)/githelper/checkout.o $(BUILD)/githelper/diff.o $(BUILD)/githelper/mirror.o \
-           $(BUILD)/githelper/push.o $(BUILD)/githelper/forge.o
+           $(BUILD)/githelper/push.o $(BUILD)/githelper/forge.o $(BUILD)/githelper/stat.o
 GH_LIBS := $(shell pkg-config --libs libgit2 2>/dev/null)
 GIT_LIBS := $(GH_LIBS) $(shell pkg-config --libs libevent libsodium msgpack libcurl jansson 2>/dev/null)
 $(BUILD)/agrippa-git: $(BUILD)/githelper/main.o $(GH_OBJ) $(BUILD)/libagrippa.a
@@ -127,6 +127,10 @@ $(BUILD)/tests/test_push: tests/unit/test_push.c $(GH_OBJ) $(BUILD)/libagrippa.a
 $(BUILD)/tests/tools/pushreq: tests/tools/pushreq.c $(GH_OBJ) $(BUILD)/libagrippa.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(GH_LIBS) $(PKG_LIBS)
+# The chowner's list is read back by the git helper's reader.
+$(BUILD)/tests/test_remover: tests/unit/test_remover.c $(BUILD)/githelper/stat.o $(BUILD)/libagrippa.a
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS) $$(pkg-config --libs cmocka)
 # The forge client needs libcurl and jansson, not libgit2.
 $(BUILD)/tests/test_forge: tests/unit/test_forge.c $(BUILD)/githelper/forge.o $(BUILD)/libagrippa.a
 	@mkdir -p $(@D)

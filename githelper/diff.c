@@ -25,8 +25,10 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "githelper/checkout.h"
 #include "githelper/diff.h"
+#include "githelper/stat.h"
 
 #define GH_DIFF_MAX_DEPTH 128
 
@@ -89,12 +91,13 @@ gh_diff_is_settings(const char *name)
 	return 0;
 }
 
-static int gh_diff_scan_dir(int dfd, char *path, size_t plen, int depth, char *err, size_t errsz);
+static int gh_diff_scan_dir(int dfd, char *path, size_t plen, int depth, struct gh_stat *list,
+                            char *err, size_t errsz);
 
 /* One entry of the directory dfd (whose path is path[0..plen)). */
 static int
-gh_diff_scan_entry(int dfd, const char *name, char *path, size_t plen, int depth, char *err,
-                   size_t errsz)
+gh_diff_scan_entry(int dfd, const char *name, char *path, size_t plen, int depth,
+                   struct gh_stat *list, char *err, size_t errsz)
 {
 	struct stat st;
 	size_t nlen = strlen(name);
@@ -107,12 +110,16 @@ gh_diff_scan_entry(int dfd, const char *name, char *path, size_t plen, int depth
 	memcpy(path + plen, name, nlen + 1);
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
 		return gh_diff_fail_path(err, errsz, path, strerror(errno));
-	if (S_ISREG(st.st_mode))
+	if (S_ISREG(st.st_mode)) {
+		(void)gh_stat_check(list, path, &st);
 		return 0;
-	if (S_ISLNK(st.st_mode))
-		return gh_diff_is_settings(name)
-		           ? gh_diff_fail_path(err, errsz, path, "a link where git reads settings")
-		           : 0;
+	}
+	if (S_ISLNK(st.st_mode)) {
+		if (gh_diff_is_settings(name))
+			return gh_diff_fail_path(err, errsz, path, "a link where git reads settings");
+		(void)gh_stat_check(list, path, &st);
+		return 0;
+	}
 	if (!S_ISDIR(st.st_mode))
 		return gh_diff_fail_path(err, errsz, path,
 		                         S_ISFIFO(st.st_mode) ? "a FIFO, which a patch cannot carry"
@@ -123,7 +130,7 @@ gh_diff_scan_entry(int dfd, const char *name, char *path, size_t plen, int depth
 		return gh_diff_fail_path(err, errsz, path, "too deep");
 	if ((fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1)
 		return gh_diff_fail_path(err, errsz, path, strerror(errno));
-	return gh_diff_scan_dir(fd, path, plen + nlen, depth + 1, err, errsz);
+	return gh_diff_scan_dir(fd, path, plen + nlen, depth + 1, list, err, errsz);
 }
 
 /*
@@ -133,7 +140,8 @@ gh_diff_scan_entry(int dfd, const char *name, char *path, size_t plen, int depth
  * too), nor the excluded names at the top (libgit2 is told to ignore them).
  */
 static int
-gh_diff_scan_dir(int fd, char *path, size_t plen, int depth, char *err, size_t errsz)
+gh_diff_scan_dir(int fd, char *path, size_t plen, int depth, struct gh_stat *list, char *err,
+                 size_t errsz)
 {
 	struct dirent *de;
 	DIR *d;
@@ -148,7 +156,7 @@ gh_diff_scan_dir(int fd, char *path, size_t plen, int depth, char *err, size_t e
 		    gh_diff_is_dot_git(de->d_name) ||
 		    (depth == 0 && gh_diff_is_excluded(de->d_name, strlen(de->d_name))))
 			continue;
-		rv = gh_diff_scan_entry(dirfd(d), de->d_name, path, plen, depth, err, errsz);
+		rv = gh_diff_scan_entry(dirfd(d), de->d_name, path, plen, depth, list, err, errsz);
 		path[plen] = '\0';
 	}
 	closedir(d);
@@ -156,7 +164,7 @@ gh_diff_scan_dir(int fd, char *path, size_t plen, int depth, char *err, size_t e
 }
 
 static int
-gh_diff_scan(const char *workdir, char *err, size_t errsz)
+gh_diff_scan(const char *workdir, struct gh_stat *list, char *err, size_t errsz)
 {
 	char path[PATH_MAX];
 	int fd;
@@ -164,7 +172,7 @@ gh_diff_scan(const char *workdir, char *err, size_t errsz)
 	if ((fd = open(workdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1)
 		return gh_fail(err, errsz, "the workspace: %s", strerror(errno));
 	path[0] = '\0';
-	return gh_diff_scan_dir(fd, path, 0, 0, err, errsz);
+	return gh_diff_scan_dir(fd, path, 0, 0, list, err, errsz);
 }
 
 /*
@@ -298,12 +306,62 @@ gh_diff_line(const git_diff_delta *d, const git_diff_hunk *h, const git_diff_lin
 	return gh_out_write(o, l->content, l->content_len);
 }
 
-/* Diff the tree against the work tree of repo and print it to o. */
+/*
+ * An index of the tree in memory, whose entries found clean in the list
+ * carry the lstat they were listed with: git's stat cache, made from what
+ * the chowner saw before the sandbox existed, never from the workspace's
+ * own .git/index.  libgit2 then hashes only the entries whose lstat
+ * differs; the others keep the tree's id.  The rest of the entries carry
+ * no stat (zeros), which never matches a file: they are hashed.
+ */
 static int
-gh_diff_print(git_repository *repo, git_tree *tree, struct gh_out *o, char *err, size_t errsz)
+gh_diff_index(git_tree *tree, struct gh_stat *list, git_index **out, char *err, size_t errsz)
+{
+	const git_index_entry *e;
+	git_index_entry ne;
+	struct gh_stat_ent *r;
+	git_index *idx;
+	size_t i, n;
+
+	*out = NULL;
+	if (git_index_new(&idx) != 0 || git_index_read_tree(idx, tree) != 0) {
+		git_index_free(idx);
+		return gh_fail(err, errsz, "the base's index: %s", gh_git_error());
+	}
+	n = git_index_entrycount(idx);
+	for (i = 0; i < n; i++) {
+		if ((e = git_index_get_byindex(idx, i)) == NULL ||
+		    (r = gh_stat_find(list, e->path)) == NULL || !r->clean)
+			continue;
+		/* the same truncations as libgit2's own entries from lstat */
+		ne = *e;
+		ne.ctime.seconds = (int32_t)r->cs;
+		ne.ctime.nanoseconds = (uint32_t)r->cns;
+		ne.mtime.seconds = (int32_t)r->ms;
+		ne.mtime.nanoseconds = (uint32_t)r->mns;
+		ne.dev = (uint32_t)r->dev;
+		ne.ino = (uint32_t)r->ino;
+		ne.uid = r->uid;
+		ne.gid = r->gid;
+		ne.file_size = (uint32_t)r->size;
+		if (git_index_add(idx, &ne) != 0) {
+			git_index_free(idx);
+			return gh_fail(err, errsz, "the base's index: %s", gh_git_error());
+		}
+	}
+	*out = idx;
+	return 0;
+}
+
+/* Diff the tree against the work tree of repo and print it to o: through
+ * an index of the tree when the list knows files unchanged. */
+static int
+gh_diff_print(git_repository *repo, git_tree *tree, struct gh_stat *list, struct gh_out *o,
+              char *err, size_t errsz)
 {
 	git_diff_options opts;
 	git_diff *diff;
+	git_index *idx = NULL;
 	int rc;
 
 	git_diff_options_init(&opts, GIT_DIFF_OPTIONS_VERSION);
@@ -314,7 +372,12 @@ gh_diff_print(git_repository *repo, git_tree *tree, struct gh_out *o, char *err,
 	opts.ignore_submodules = GIT_SUBMODULE_IGNORE_ALL;
 	opts.id_abbrev = GIT_OID_HEXSZ;
 	opts.notify_cb = gh_diff_notify;
-	if (git_diff_tree_to_workdir(&diff, repo, tree, &opts) != 0)
+	if (list != NULL && list->nclean > 0 && gh_diff_index(tree, list, &idx, err, errsz) == -1)
+		return -1;
+	rc = idx != NULL ? git_diff_index_to_workdir(&diff, repo, idx, &opts)
+	                 : git_diff_tree_to_workdir(&diff, repo, tree, &opts);
+	git_index_free(idx);
+	if (rc != 0)
 		return gh_fail(err, errsz, "diff: %s", gh_git_error());
 	rc = git_diff_print(diff, GIT_DIFF_FORMAT_PATCH, gh_diff_line, o);
 	git_diff_free(diff);
@@ -359,29 +422,46 @@ gh_diff_open(git_repository **out, const char *gitdir, const char *workdir, char
 }
 
 int
-gh_diff(const char *gitdir, const char *workdir, const char *base, int outfd, size_t cap,
-        size_t *written, char *err, size_t errsz)
+gh_diff_listed(const char *gitdir, const char *workdir, const char *base, const char *stats,
+               int outfd, size_t cap, size_t *written, char *err, size_t errsz)
 {
 	struct gh_out o = {outfd, cap, 0, 0, 0};
 	git_repository *repo = NULL;
 	git_tree *tree = NULL;
+	struct gh_stat *list = NULL;
+	char why[256];
 	int rv = -1;
 
 	*written = 0;
 	if (gitdir[0] != '/' || workdir[0] != '/')
 		return gh_fail(err, errsz,
 		               "the repository and the workspace must be absolute paths");
-	if (gh_diff_scan(workdir, err, errsz) == -1)
-		return -1;
+	if (stats != NULL && stats[0] != '\0' &&
+	    (list = gh_stat_load(stats, base, why, sizeof(why))) == NULL)
+		log_info("the workspace's list: %s (every file is hashed)", why);
+	if (gh_diff_scan(workdir, list, err, errsz) == -1)
+		goto out;
+	if (list != NULL)
+		log_debug("the workspace's list: %zu of %zu listed entries unchanged", list->nclean,
+		          list->n);
 	if (gh_git_init(err, errsz) == -1)
-		return -1;
+		goto out;
 	if (gh_diff_open(&repo, gitdir, workdir, err, errsz) == 0 &&
 	    gh_diff_base_tree(repo, base, &tree, err, errsz) == 0 &&
-	    gh_diff_print(repo, tree, &o, err, errsz) == 0)
+	    gh_diff_print(repo, tree, list, &o, err, errsz) == 0)
 		rv = 0;
 	*written = o.n;
 	git_tree_free(tree);
 	git_repository_free(repo);
 	git_libgit2_shutdown();
+out:
+	gh_stat_free(list);
 	return rv;
+}
+
+int
+gh_diff(const char *gitdir, const char *workdir, const char *base, int outfd, size_t cap,
+        size_t *written, char *err, size_t errsz)
+{
+	return gh_diff_listed(gitdir, workdir, base, NULL, outfd, cap, written, err, errsz);
 }

@@ -37,5 +37,15 @@
  */
 int gh_diff(const char *gitdir, const char *workdir, const char *base, int outfd, size_t cap,
             size_t *written, char *err, size_t errsz);
+/*
+ * gh_diff with the workspace's list at stats (NULL or "" for none;
+ * githelper/stat.h): the files whose lstat is still exactly what the
+ * chowner listed for base are taken as the base's, unread; every other
+ * file is hashed.  The same patch as gh_diff's, in O(changed files) of
+ * reading instead of O(all files).  A list that is missing, not whole, or
+ * about another commit is no list (said in the log), never an error.
+ */
+int gh_diff_listed(const char *gitdir, const char *workdir, const char *base, const char *stats,
+                   int outfd, size_t cap, size_t *written, char *err, size_t errsz);
 
 #endif

@@ -8,8 +8,9 @@
  *  - IMSG_GIT_CHECKOUT (the mirror, a ref, the workspace): the run's work
  *    tree written from the mirror, githelper/checkout.c;
  *  - IMSG_GIT_DIFF (the mirror, the workspace, the base commit, a size cap,
- *    and the file to write to): the workspace's patch against the base
- *    commit, githelper/diff.c;
+ *    the workspace's list, and the file to write to): the workspace's patch
+ *    against the base commit, githelper/diff.c (the list, githelper/stat.c,
+ *    spares hashing the files unchanged since the checkout);
  *  - IMSG_GIT_PUSH (the URL, the token, the mirror, the workspace, the base
  *    commit, the commit's author, time and message, the branch and its
  *    lease): the run's commit pushed, githelper/push.c, answered with
@@ -130,8 +131,8 @@ do_diff(struct ipc_msg *m)
 		fatalx("a malformed diff request");
 	m->fd = -1;
 	ipc_msg_free(m);
-	rc = gh_diff(req.gitdir, req.workspace, req.base, fd, (size_t)req.cap, &written, err,
-	    sizeof(err));
+	rc = gh_diff_listed(req.gitdir, req.workspace, req.base, req.stats, fd, (size_t)req.cap,
+	                    &written, err, sizeof(err));
 	if (rc == 0 && fsync(fd) == -1 && errno != EINVAL) {
 		snprintf(err, sizeof(err), "writing the patch: %s", strerror(errno));
 		rc = -1;
@@ -178,6 +179,7 @@ do_push(struct ipc_msg *m)
 	pr.mirror = req.mirror;
 	pr.workdir = req.workspace;
 	pr.base = req.base;
+	pr.stats = req.stats;
 	pr.cap = (size_t)req.cap;
 	pr.author_name = req.author_name;
 	pr.author_email = req.author_email;

@@ -142,7 +142,7 @@ gh_push_patch(const struct gh_push_req *q, void **patch, size_t *len, char *err,
 	*len = 0;
 	if ((fd = memfd_create("agrippa-patch", MFD_CLOEXEC)) == -1)
 		return gh_fail(err, errsz, "%s: the patch: %s", q->branch, strerror(errno));
-	rv = gh_diff(q->mirror, q->workdir, q->base, fd, q->cap, len, err, errsz);
+	rv = gh_diff_listed(q->mirror, q->workdir, q->base, q->stats, fd, q->cap, len, err, errsz);
 	if (rv == 0 && *len > 0 &&
 	    (*patch = mmap(NULL, *len, PROT_READ, MAP_PRIVATE, fd, 0)) == MAP_FAILED) {
 		*patch = NULL;

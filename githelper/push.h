@@ -50,6 +50,7 @@ struct gh_push_req {
 	const char *mirror;  /* the bare mirror (absolute): objects are read, nothing written */
 	const char *workdir; /* the hostile workspace (absolute) */
 	const char *base;    /* the base commit (full hex id), in the mirror */
+	const char *stats;   /* NULL, or the workspace's list (gh_diff_listed) */
 	size_t cap;          /* the patch size cap, as gh_diff's */
 	const char *author_name, *author_email; /* author and committer */
 	int64_t when;         /* author and committer time (seconds since the epoch, UTC) */

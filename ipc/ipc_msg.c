@@ -287,6 +287,19 @@ ipc_get_abspath(struct ipc_cur *c, char *out, size_t outsz)
 	return ipc_get_cstr(c, out, outsz);
 }
 
+/* "" or an absolute path of 1..IPC_GIT_PATH_MAX bytes. */
+static int
+ipc_get_abspath_opt(struct ipc_cur *c, char *out, size_t outsz)
+{
+	struct ipc_cur probe = *c;
+	const char *s;
+	size_t len;
+
+	if (ipc_get_str(&probe, &s, &len, IPC_GIT_PATH_MAX) == -1 || (len > 0 && s[0] != '/'))
+		return -1;
+	return ipc_get_cstr(c, out, outsz);
+}
+
 /* A URL of 1..IPC_GIT_URL_MAX bytes (the helper checks its form). */
 static int
 ipc_get_git_url(struct ipc_cur *c, char *out, size_t outsz)
@@ -354,6 +367,7 @@ ipc_dec_git_diff(const msgpack_object *body, struct ipc_git_diff *out)
 	if (ipc_get_abspath(&c, out->gitdir, sizeof(out->gitdir)) == -1 ||
 	    ipc_get_abspath(&c, out->workspace, sizeof(out->workspace)) == -1 ||
 	    ipc_get_oid(&c, out->base) == -1 || ipc_get_u64(&c, &out->cap) == -1 ||
+	    ipc_get_abspath_opt(&c, out->stats, sizeof(out->stats)) == -1 ||
 	    ipc_end(&c) == -1 || out->cap == 0)
 		return -1;
 	return 0;
@@ -925,7 +939,7 @@ ipc_dec_git_push(const msgpack_object *body, struct ipc_git_push *out)
 	    ipc_get_u64(&c, &out->when) == -1 ||
 	    ipc_get_text(&c, &out->message, &out->messagelen, 1, IPC_PR_MESSAGE_MAX) == -1 ||
 	    ipc_get_branch(&c, out->branch) == -1 || ipc_get_lease(&c, out->lease) == -1 ||
-	    ipc_end(&c) == -1)
+	    ipc_get_abspath_opt(&c, out->stats, sizeof(out->stats)) == -1 || ipc_end(&c) == -1)
 		return -1;
 	return 0;
 }

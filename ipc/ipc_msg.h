@@ -142,13 +142,17 @@
  *               origin)]  the work tree of ref written from the mirror
  *  GIT_DIFF    [gitdir str(1..IPC_GIT_PATH_MAX, absolute), workspace
  *               str(1..IPC_GIT_PATH_MAX, absolute), base str(40 or 64 hex),
- *               cap u64]  + the file to write the patch to: the workspace
- *               against base, read from gitdir (the mirror) only
+ *               cap u64, stats str(0..IPC_GIT_PATH_MAX, "" or absolute)]  + the
+ *               file to write the patch to: the workspace against base, read
+ *               from gitdir (the mirror) only; stats names the chowner's
+ *               list of the workspace's entries as checked out (their lstat
+ *               after the chown, githelper/stat.h), "" for none
  *  GIT_PUSH    [url str, token bin(<=IPC_SECRET_MAX; empty for none), username
  *               str(<=64), mirror str (absolute), workspace str (absolute), base str
  *               (40 or 64 hex), cap u64 (> 0), author_name str(1..IPC_PR_AUTHOR_MAX),
  *               author_email str(1..IPC_PR_AUTHOR_MAX), when u64, message
- *               str(1..IPC_PR_MESSAGE_MAX), branch str, lease str (as PR_PUSH)]
+ *               str(1..IPC_PR_MESSAGE_MAX), branch str, lease str (as PR_PUSH),
+ *               stats str (as GIT_DIFF)]
  *               the workspace's patch applied to base in the mirror and pushed;
  *               answered with PR_RESULT (commit, IPC_PR_F_EMPTY, IPC_PR_F_ALREADY)
  *  GIT_PR      [forge u32 (1 github, 2 gitlab), api_url str(1..IPC_PR_URL_MAX, https),
@@ -426,6 +430,7 @@ struct ipc_git_diff {
 	char workspace[IPC_GIT_PATH_MAX + 1];
 	char base[65];
 	uint64_t cap;
+	char stats[IPC_GIT_PATH_MAX + 1]; /* "" for none */
 };
 int ipc_dec_git_diff(const msgpack_object *body, struct ipc_git_diff *out);
 
@@ -489,6 +494,7 @@ struct ipc_git_push {
 	size_t messagelen;
 	char branch[IPC_GIT_REF_MAX + 1];
 	char lease[65];
+	char stats[IPC_GIT_PATH_MAX + 1]; /* "" for none */
 };
 int ipc_dec_git_push(const msgpack_object *body, struct ipc_git_push *out);
 struct ipc_git_pr {

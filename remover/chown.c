@@ -1,12 +1,15 @@
 /*
- * agrippa-tree chown UID GID: the supervisor's chowner (supervisor/runs.c
+ * agrippa-tree chown UID GID [BASE]: the supervisor's chowner (supervisor/runs.c
  * starts it through transient.c).  A workspace is written by the git
  * helper as the service user and then given to the sandbox user; giving a
  * tree of a hundred thousand files is O(files), so it is done here, off
  * the supervisor's loop.  The chowner runs as the tree's owner with
  * CAP_CHOWN as its only capability (permitted, effective, ambient; the
  * bounding set holds nothing else), no_new_privs and PR_SET_PDEATHSIG, and
- * fd 3 a read-only descriptor of the directory to give.
+ * fd 3 a read-only descriptor of the directory to give.  With BASE (the
+ * commit checked out there), fd 4 is a private file of its own to which it
+ * writes the list of what it gave, as it was right after
+ * (common/wsstat.h).
  *
  * The tree's content comes from a hostile repository, but nobody writes
  * it while the chowner runs (the git helper has exited, the sandbox is
@@ -23,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +34,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "common/wsstat.h"
 #include "remover/remover.h"
 
 #define CHOWN_OPEN_DIRS 16 /* directories nftw holds open at once */
@@ -39,8 +44,60 @@ static struct {
 	gid_t gid;
 	dev_t dev;
 	uint64_t count;
+	FILE *list;      /* the list of what was given (common/wsstat.h), or NULL */
+	uint64_t listed; /* its records */
+	int spoilt;      /* a write failed or it outgrew WSSTAT_MAX: no list */
 	char err[512];
 } cw;
+
+/* One record of the list: the entry at path (as nftw names it, "./a/b"),
+ * as it is now. */
+static void
+cw_list(const char *path)
+{
+	struct stat st;
+	int n;
+
+	if (cw.list == NULL || cw.spoilt)
+		return;
+	if (fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+	    !(S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))) {
+		cw.spoilt = 1;
+		return;
+	}
+	if (path[0] == '.' && path[1] == '/')
+		path += 2;
+	n = fprintf(cw.list, "%c %o %ju %ju %ju %ju %jd %jd %ld %jd %ld %s%c",
+	            S_ISREG(st.st_mode) ? 'f' : 'l', (unsigned)st.st_mode, (uintmax_t)st.st_ino,
+	            (uintmax_t)st.st_dev, (uintmax_t)st.st_uid, (uintmax_t)st.st_gid,
+	            (intmax_t)st.st_size, (intmax_t)st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
+	            (intmax_t)st.st_ctim.tv_sec, st.st_ctim.tv_nsec, path, '\0');
+	if (n < 0 || ftell(cw.list) > (long)WSSTAT_MAX)
+		cw.spoilt = 1;
+	else
+		cw.listed++;
+}
+
+/* The list ended (the top directory, given last, stamps it), or emptied
+ * when it is spoilt: a file without its end record is no list. */
+static void
+cw_list_end(int dirfd, int listfd)
+{
+	struct stat st;
+
+	if (cw.list == NULL)
+		return;
+	if (cw.spoilt || fstat(dirfd, &st) == -1 ||
+	    fprintf(cw.list, "end %ju %jd %ld%c", (uintmax_t)cw.listed,
+	            (intmax_t)st.st_ctim.tv_sec, st.st_ctim.tv_nsec, '\0') < 0)
+		cw.spoilt = 1;
+	/* written out (or not) before it is emptied: nothing comes after */
+	if (fclose(cw.list) == EOF)
+		cw.spoilt = 1;
+	cw.list = NULL;
+	if (cw.spoilt && ftruncate(listfd, 0) == -1)
+		log_warn("emptying the list"); /* its end is missing: still no list */
+}
 
 /* Note the failure (the entry's name made printable: it is the tree's). */
 static int
@@ -73,14 +130,17 @@ cw_entry(const char *path, const struct stat *st, int type, struct FTW *f)
 	if (fchownat(AT_FDCWD, path, cw.uid, cw.gid, AT_SYMLINK_NOFOLLOW) == -1)
 		return cw_fail(path, "chown", errno);
 	cw.count++;
+	if (type == FTW_F || type == FTW_SL)
+		cw_list(path);
 	return 0;
 }
 
 int
-chowner_give(int dirfd, uid_t uid, gid_t gid, uint64_t *count, char *err, size_t errsz)
+chowner_give(int dirfd, uid_t uid, gid_t gid, int listfd, const char *base, uint64_t *count,
+             char *err, size_t errsz)
 {
 	struct stat st;
-	int rv;
+	int rv, fd;
 
 	*count = 0;
 	memset(&cw, 0, sizeof(cw));
@@ -92,12 +152,22 @@ chowner_give(int dirfd, uid_t uid, gid_t gid, uint64_t *count, char *err, size_t
 		return -1;
 	}
 	cw.dev = st.st_dev;
+	/* the list is a help, not a duty: without it every file is hashed */
+	if (listfd != -1 && base != NULL && ftruncate(listfd, 0) == 0 &&
+	    lseek(listfd, 0, SEEK_SET) == 0 && (fd = dup(listfd)) != -1) {
+		if ((cw.list = fdopen(fd, "w")) == NULL)
+			close(fd);
+		else if (fprintf(cw.list, "%s %s%c", WSSTAT_MAGIC, base, '\0') < 0)
+			cw.spoilt = 1;
+	}
 	/* FTW_PHYS: no link followed; FTW_MOUNT: no other file system;
 	 * FTW_DEPTH: a directory after its entries.  The git helper writes
 	 * no path longer than PATH_MAX, so each is named from the tree's top
 	 * (a longer one is an error, ENAMETOOLONG). */
 	rv = nftw(".", cw_entry, CHOWN_OPEN_DIRS, FTW_PHYS | FTW_MOUNT | FTW_DEPTH);
 	*count = cw.count;
+	cw.spoilt |= rv != 0;
+	cw_list_end(dirfd, listfd);
 	if (rv == 0)
 		return 0;
 	if (cw.err[0] == '\0')
@@ -129,14 +199,35 @@ chowner_caps_ok(void)
 	return ok;
 }
 
+/* base: a full commit id in lower-case hex (SHA-1 or SHA-256). */
+static int
+chowner_is_base(const char *base)
+{
+	size_t len = strlen(base);
+
+	return (len == 40 || len == 64) && strspn(base, "0123456789abcdef") == len;
+}
+
+/* fd: open for writing, a regular file of ours that nobody else may read. */
+static int
+chowner_list_ok(int fd)
+{
+	struct stat st;
+	int fl;
+
+	return (fl = fcntl(fd, F_GETFL)) != -1 && (fl & O_ACCMODE) != O_RDONLY &&
+	       !(fl & O_PATH) && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	       st.st_uid == geteuid() && (st.st_mode & 077) == 0;
+}
+
 void
-chowner_main(const char *uid_s, const char *gid_s)
+chowner_main(const char *uid_s, const char *gid_s, const char *base)
 {
 	struct rlimit core = {0, 0};
 	uint64_t uid, gid, n;
 	struct stat st;
 	char err[600];
-	int fl;
+	int fl, listfd = -1;
 
 	log_init(1, 0, 0); /* our stderr is the supervisor's pipe */
 	log_procinit("chown");
@@ -160,7 +251,17 @@ chowner_main(const char *uid_s, const char *gid_s)
 	if (st.st_uid != geteuid())
 		fatalx("the directory on fd %d is not ours (uid %lu)", REMOVER_FD,
 		       (unsigned long)st.st_uid);
-	if (chowner_give(REMOVER_FD, (uid_t)uid, (gid_t)gid, &n, err, sizeof(err)) == -1)
+	if (base != NULL) {
+		if (!chowner_is_base(base))
+			fatalx("bad commit \"%.80s\" (the chowner is started by agrippad only)", base);
+		if (!chowner_list_ok(WSSTAT_FD))
+			fatalx("no file of ours, open for writing and private, on fd %d for the list "
+			       "(the chowner is started by agrippad only)",
+			       WSSTAT_FD);
+		listfd = WSSTAT_FD;
+	}
+	if (chowner_give(REMOVER_FD, (uid_t)uid, (gid_t)gid, listfd, base, &n, err,
+	                 sizeof(err)) == -1)
 		fatalx("%s (%llu entries given)", err, (unsigned long long)n);
 	printf("%llu\n", (unsigned long long)n);
 	if (fflush(stdout) == EOF)

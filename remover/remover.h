@@ -28,18 +28,25 @@ __attribute__((noreturn)) void remover_main(void);
  */
 int remover_empty(int dirfd, uint64_t *count, char *err, size_t errsz);
 
-/* agrippa-tree chown UID GID: gives the directory on fd 3 (ours) and
- * everything in it to uid:gid, prints the number of entries given and
- * exits 0, or prints one line saying why not and exits 1.  Started with
+/* agrippa-tree chown UID GID [BASE]: gives the directory on fd 3 (ours)
+ * and everything in it to uid:gid, prints the number of entries given and
+ * exits 0, or prints one line saying why not and exits 1.  With BASE (the
+ * commit checked out there) it writes the list of what it gave
+ * (common/wsstat.h) to the private file of its own on fd 4.  Started with
  * CAP_CHOWN alone; refuses to run as root or with any other capability. */
-__attribute__((noreturn)) void chowner_main(const char *uid, const char *gid);
+__attribute__((noreturn)) void chowner_main(const char *uid, const char *gid, const char *base);
 
 /*
  * Give the directory dirfd (ours) and everything in it to uid:gid without
  * following any link and without leaving dirfd's file system; an entry
- * that is not ours is an error.  Changes the working directory.  Returns
- * 0 with *count the entries given, or -1 with a one-line reason in err.
+ * that is not ours is an error.  Changes the working directory.  With
+ * listfd (else -1) and base, the list of the files and links given, as
+ * they are after, is written there from its start (common/wsstat.h); a
+ * list that cannot be written whole is left empty, which is no list.
+ * Returns 0 with *count the entries given, or -1 with a one-line reason in
+ * err.
  */
-int chowner_give(int dirfd, uid_t uid, gid_t gid, uint64_t *count, char *err, size_t errsz);
+int chowner_give(int dirfd, uid_t uid, gid_t gid, int listfd, const char *base,
+                 uint64_t *count, char *err, size_t errsz);
 
 #endif

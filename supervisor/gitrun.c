@@ -178,11 +178,12 @@ gitrun_request(const struct gitrun_req *req, struct ipc_wbuf *w)
 
 	switch (req->kind) {
 	case GITRUN_DIFF:
-		ipc_wbuf_begin(w, IMSG_GIT_DIFF, 0, 4);
+		ipc_wbuf_begin(w, IMSG_GIT_DIFF, 0, 5);
 		ipc_put_str(w, req->mirror);
 		ipc_put_str(w, req->workspace);
 		ipc_put_str(w, req->base);
 		ipc_put_u64(w, req->cap);
+		ipc_put_str(w, req->stats != NULL ? req->stats : "");
 		break;
 	case GITRUN_CHECKOUT:
 		ipc_wbuf_begin(w, IMSG_GIT_CHECKOUT, 0, 4);
@@ -192,7 +193,7 @@ gitrun_request(const struct gitrun_req *req, struct ipc_wbuf *w)
 		ipc_put_str(w, req->url);
 		break;
 	case GITRUN_PUSH:
-		ipc_wbuf_begin(w, IMSG_GIT_PUSH, 0, 13);
+		ipc_wbuf_begin(w, IMSG_GIT_PUSH, 0, 14);
 		ipc_put_str(w, req->url);
 		ipc_put_bin(w, tok, req->toklen);
 		ipc_put_str(w, req->username);
@@ -206,6 +207,7 @@ gitrun_request(const struct gitrun_req *req, struct ipc_wbuf *w)
 		ipc_put_str(w, req->message);
 		ipc_put_str(w, req->branch);
 		ipc_put_str(w, req->lease);
+		ipc_put_str(w, req->stats != NULL ? req->stats : "");
 		break;
 	case GITRUN_PR:
 		ipc_wbuf_begin(w, IMSG_GIT_PR, 0, 10);

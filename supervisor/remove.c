@@ -106,7 +106,7 @@ static void rm_exited(void *arg, int status, char *out);
 static int
 rm_spawn(struct rmjob *j, int fd, const struct stat *st)
 {
-	if ((j->pid = transient_start("remove", NULL, fd, st->st_uid, st->st_gid, 0, rm_exited,
+	if ((j->pid = transient_start("remove", NULL, fd, -1, st->st_uid, st->st_gid, 0, rm_exited,
 	                              j)) == -1) {
 		j->pid = 0;
 		log_warnx("cannot remove %s: no remover", j->path);

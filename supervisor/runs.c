@@ -45,6 +45,7 @@
 #include "common/forge.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "common/wsstat.h"
 #include "supervisor/db.h"
 #include "supervisor/sbx.h"
 #include "supervisor/secret.h"
@@ -61,6 +62,8 @@ struct srun {
 	struct proc p; /* the runner */
 	char previous[IPC_STATUS_MAX + 1];
 	char dir[PATH_MAX], ws[PATH_MAX];
+	char stats[PATH_MAX]; /* the chowner's list of the workspace as given */
+	int listing;          /* 1: the chowner writes it; 2: written, to be sealed */
 	char img[PATH_MAX], mnt[PATH_MAX]; /* its own disk (disk.c): the image, the mount */
 	char repo_id[IPC_UUID_LEN + 1];    /* the connection, "" for no repository */
 	struct disk_job *djob;             /* its disk being made */
@@ -603,6 +606,7 @@ patch_make(struct srun *r, struct ipc_msg *m)
 	memset(&gr, 0, sizeof(gr));
 	gr.kind = GITRUN_DIFF;
 	gr.workspace = r->ws;
+	gr.stats = sup.devmode ? NULL : r->stats;
 	gr.mirror = r->mirror;
 	gr.base = r->base;
 	gr.cap = cap;
@@ -703,6 +707,7 @@ pr_push(struct srun *r, struct ipc_msg *m)
 	gr.username = forge_token_user(r->forge);
 	gr.mirror = r->mirror;
 	gr.workspace = r->ws;
+	gr.stats = sup.devmode ? NULL : r->stats;
 	gr.base = r->base;
 	gr.cap = sup.conf.sandbox.artifact_max;
 	if (sup.conf.git.author_name[0] != '\0') {
@@ -930,6 +935,22 @@ runner_on_err(struct ipc_chan *ch, const char *reason, void *arg)
 		kill(r->p.pid, SIGKILL);
 }
 
+/* The workspace's list sealed (common/wsstat.h): from now on a sandbox
+ * may change the workspace.  Without the seal the list still holds, with
+ * more of its entries racy. */
+static void
+seal_list(struct srun *r)
+{
+	int fd;
+
+	r->listing = 0;
+	if ((fd = open(r->stats, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC)) == -1 ||
+	    wsstat_seal(fd) == -1)
+		log_warn("run %s: sealing %s", r->p.run, r->stats);
+	if (fd != -1)
+		close(fd);
+}
+
 static void
 runner_start(struct srun *r)
 {
@@ -945,6 +966,8 @@ runner_start(struct srun *r)
 		r->start_waiting = 1;
 		return;
 	}
+	if (r->listing == 2)
+		seal_list(r);
 	memset(&req, 0, sizeof(req));
 	req.workspace = r->ws;
 	req.readonly = r->readonly;
@@ -1040,6 +1063,8 @@ given_done(void *arg, int status, char *out)
 	}
 	log_debug("run %s: workspace given to the sandbox user (%s entries)", r->p.run,
 	          strtok(out, "\n") != NULL ? out : "?");
+	if (r->listing == 1)
+		r->listing = 2;
 	sop_submit(r, "sup_run_checked_out", checked_out_done, 4, r->p.run, r->p.owner, r->base,
 	           r->ref_out);
 }
@@ -1051,8 +1076,8 @@ static int
 give_to_sandbox(struct srun *r, int *now, char *err, size_t errsz)
 {
 	char uid[16], gid[16];
-	const char *args[] = {uid, gid, NULL};
-	int fd;
+	const char *args[] = {uid, gid, r->base, NULL};
+	int fd, list;
 
 	*now = sup.devmode;
 	if (sup.devmode)
@@ -1062,9 +1087,24 @@ give_to_sandbox(struct srun *r, int *now, char *err, size_t errsz)
 		         strerror(errno));
 		return -1;
 	}
+	/* The list of what is given, which lets the patch and the push hash
+	 * only what changed since (githelper/stat.h).  Without it (it cannot
+	 * be made) they hash every file, as before: slower, not wrong. */
+	(void)unlink(r->stats);
+	if ((list = open(r->stats, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) !=
+	        -1 &&
+	    fchown(list, sup.uid, sup.gid) == -1) {
+		close(list);
+		list = -1;
+	}
+	if (list == -1) {
+		log_warn("run %s: %s (every file will be hashed)", r->p.run, r->stats);
+		args[2] = NULL;
+	}
+	r->listing = list != -1;
 	snprintf(uid, sizeof(uid), "%lu", (unsigned long)sup.conf.sandbox.uid);
 	snprintf(gid, sizeof(gid), "%lu", (unsigned long)sup.conf.sandbox.gid);
-	if (transient_start("chown", args, fd, sup.uid, sup.gid,
+	if (transient_start("chown", args, fd, list, sup.uid, sup.gid,
 	                    1, given_done, r) == -1) {
 		snprintf(err, errsz, "the workspace cannot be given to the sandbox: no chowner");
 		return -1;
@@ -1168,6 +1208,7 @@ run_paths(struct srun *r)
 	if (fmt_ok(runs, sizeof(runs), "%s/runs", sup.conf.state_dir) == -1 ||
 	    fmt_ok(r->dir, sizeof(r->dir), "%s/%s", runs, r->p.run) == -1 ||
 	    fmt_ok(r->ws, sizeof(r->ws), "%s/ws", r->dir) == -1 ||
+	    fmt_ok(r->stats, sizeof(r->stats), "%s/ws.stat", r->dir) == -1 ||
 	    fmt_ok(r->img, sizeof(r->img), "%s/disk.img", r->dir) == -1 ||
 	    fmt_ok(r->mnt, sizeof(r->mnt), "%s/disk", r->dir) == -1)
 		return -1;

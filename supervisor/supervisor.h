@@ -221,6 +221,8 @@ struct gitrun_req {
 	const char *base;           /* diff: the base commit */
 	uint64_t cap;               /* diff: the largest patch */
 	int outfd;                  /* diff: where the patch goes */
+	const char *stats;          /* diff, push: the chowner's list of the
+	                             * workspace as checked out; NULL for none */
 	/* push (with url, token, mirror, workspace, base, cap) */
 	const char *username;       /* the token's user name on the forge */
 	const char *author_name, *author_email;
@@ -277,14 +279,15 @@ void disk_release(const char *mnt, const char *img);
 /* SIGCHLD: 1 when pid was a mkfs of ours. */
 int disk_reaped(pid_t pid, int status);
 
-/* transient.c: "agrippa-tree role args..." for one tree (fd, closed here),
- * as uid:gid, with CAP_CHOWN alone when chown_cap, else no capability; cb
+/* transient.c: "agrippa-tree role args..." for one tree (fd, closed here;
+ * fd2, -1 or a file it writes to as its fd 4, closed here too), as
+ * uid:gid, with CAP_CHOWN alone when chown_cap, else no capability; cb
  * hears once, with the waitpid status and what the tool printed (its
  * first TRANSIENT_OUT_MAX - 1 bytes, NUL-terminated), when it has exited.
  * The pid, or -1 (logged; cb is never called). */
 #define TRANSIENT_OUT_MAX 8192
 typedef void (*transient_cb)(void *arg, int status, char *out);
-pid_t transient_start(const char *role, const char *const args[], int fd, uid_t uid,
+pid_t transient_start(const char *role, const char *const args[], int fd, int fd2, uid_t uid,
                       gid_t gid, int chown_cap, transient_cb cb, void *arg);
 /* SIGCHLD: 1 when pid was a transient tool. */
 int transient_reaped(pid_t pid, int status);

@@ -1,9 +1,11 @@
 /*
  * Transient tools: "agrippa-tree ROLE ARGS" (remover/main.c) started for
  * one tree and gone when it is done (the remover, remove.c; the chowner,
- * runs.c), so that the supervisor's loop never walks a tree.  A tool gets the tree as fd 3, no
- * other descriptor but /dev/null and a pipe for its stdout and stderr, an
- * environment of PATH and the sanitizers' options, its own process group,
+ * runs.c), so that the supervisor's loop never walks a tree.  A tool gets
+ * the tree as fd 3, optionally a file to write to as fd 4 (the chowner's
+ * list of what it gave), no other descriptor but /dev/null and a pipe for
+ * its stdout and stderr, an environment of PATH and the sanitizers'
+ * options, its own process group,
  * no_new_privs and PR_SET_PDEATHSIG.  It runs as uid:gid with no
  * supplementary groups and no capability, or with CAP_CHOWN alone (in the
  * permitted, effective and ambient sets, the bounding set cut down to it,
@@ -86,8 +88,8 @@ tr_raise_chown(void)
 
 /* In the child: become the tool.  Never returns. */
 __attribute__((noreturn)) static void
-tr_exec(const char *role, const char *const args[], int fd, int out, uid_t uid, gid_t gid,
-        int chown_cap, pid_t parent)
+tr_exec(const char *role, const char *const args[], int fd, int fd2, int out, uid_t uid,
+        gid_t gid, int chown_cap, pid_t parent)
 {
 	static const char *const pass[] = {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"};
 	char *env[8], *argv[TRANSIENT_ARGS + 3], buf[3][512];
@@ -95,12 +97,14 @@ tr_exec(const char *role, const char *const args[], int fd, int out, uid_t uid, 
 	const char *v;
 	int nul;
 
-	/* above 3 first, so that neither dup2 below lands on the other */
+	/* above 4 first, so that no dup2 below lands on another */
 	if ((fd = fcntl(fd, F_DUPFD, 10)) == -1 || (out = fcntl(out, F_DUPFD, 10)) == -1 ||
+	    (fd2 != -1 && (fd2 = fcntl(fd2, F_DUPFD, 10)) == -1) ||
 	    (nul = open("/dev/null", O_RDONLY)) == -1 || dup2(nul, 0) == -1 || dup2(out, 1) == -1 ||
-	    dup2(out, 2) == -1 || dup2(fd, TRANSIENT_FD) == -1)
+	    dup2(out, 2) == -1 || dup2(fd, TRANSIENT_FD) == -1 ||
+	    (fd2 != -1 && dup2(fd2, TRANSIENT_FD + 1) == -1))
 		_exit(126);
-	closefrom(TRANSIENT_FD + 1);
+	closefrom(fd2 != -1 ? TRANSIENT_FD + 2 : TRANSIENT_FD + 1);
 	setpgid(0, 0); /* a terminal's Ctrl-C is for the supervisor alone */
 	if (!sup.devmode) {
 		if ((chown_cap && tr_keep_chown() == -1) || setgroups(0, NULL) == -1 ||
@@ -170,8 +174,8 @@ tr_readable(evutil_socket_t fd, short what, void *arg)
 }
 
 pid_t
-transient_start(const char *role, const char *const args[], int fd, uid_t uid, gid_t gid,
-                int chown_cap, transient_cb cb, void *arg)
+transient_start(const char *role, const char *const args[], int fd, int fd2, uid_t uid,
+                gid_t gid, int chown_cap, transient_cb cb, void *arg)
 {
 	struct transient *t;
 	int p[2];
@@ -180,18 +184,24 @@ transient_start(const char *role, const char *const args[], int fd, uid_t uid, g
 	if (pipe2(p, O_CLOEXEC) == -1) {
 		log_warn("agrippa-tree %s: pipe", role);
 		close(fd);
+		if (fd2 != -1)
+			close(fd2);
 		return -1;
 	}
 	if ((pid = fork()) == -1) {
 		log_warn("agrippa-tree %s: fork", role);
 		close(fd);
+		if (fd2 != -1)
+			close(fd2);
 		close(p[0]);
 		close(p[1]);
 		return -1;
 	}
 	if (pid == 0)
-		tr_exec(role, args, fd, p[1], uid, gid, chown_cap, self);
+		tr_exec(role, args, fd, fd2, p[1], uid, gid, chown_cap, self);
 	close(fd);
+	if (fd2 != -1)
+		close(fd2);
 	close(p[1]);
 	if ((t = calloc(1, sizeof(*t))) == NULL)
 		fatal("calloc");

@@ -133,6 +133,11 @@ tmpl attack <<'EOF'
         kind: command
         run: |
           echo "agent change" >>README.md
+          # the same size, the same inode, the mtime put back: only the
+          # ctime tells, and the patch must still see it
+          touch -r docs/n0.md /tmp/when
+          printf NOTE | dd of=docs/n0.md bs=1 conv=notrunc status=none
+          touch -r /tmp/when docs/n0.md
           echo /tmp/elsewhere >.git/objects/info/alternates
           mkdir -p /tmp/elsewhere
           git update-ref refs/heads/main 0000000000000000000000000000000000000000 2>/dev/null
@@ -215,6 +220,20 @@ check "... its size ($WSIZE bytes) is well under the mirror's ($MSIZE)" \
 check "STATE/mirrors is the service user's, mode 0700" \
 	[ "$(stat -c '%U %a' "$MIRRORS")" = "_agrippa 700" ]
 check "the mirror is the service user's too" [ "$(stat -c '%U' "$MIRRORS/$LOCAL_ID")" = "_agrippa" ]
+# The chowner's list of what it gave (common/wsstat.h), beside the
+# workspace: what lets the patch hash only what changed.
+LIST="$T/state/runs/$R1/ws.stat"
+SBX_UID=$(inns stat -c %u "$WS")
+tr '\0' '\n' <"$LIST" >"$T/list.txt" 2>/dev/null
+check "the workspace's list is beside it, the service user's, mode 0600" \
+	[ "$(stat -c '%U %a' "$LIST")" = "_agrippa 600" ]
+check "... for the base commit, whole (its end counts its records) and sealed last" \
+	[ "$(head -1 "$T/list.txt")" = "agrippa-stat 1 $HEAD0" ] &&
+	[ "$(grep -c '^[fl] ' "$T/list.txt")" = "$(sed -n 's/^end \([0-9]*\) .*/\1/p' "$T/list.txt")" ] &&
+	tail -1 "$T/list.txt" | grep -q '^seal [0-9]* [0-9]*$'
+check "... listing the files as the sandbox user's (uid $SBX_UID), not the directories" \
+	grep -q "^f 100644 [0-9]* [0-9]* $SBX_UID $SBX_UID 6 .* README.md\$" "$T/list.txt" &&
+	! grep -q ' src$' "$T/list.txt"
 check "the workspace is the sandbox user's (sandbox.uid 2000000000)" \
 	[ "$(inns stat -c '%u' "$WS/README.md")" = 2000000000 ]
 cancel "$R1"
@@ -266,8 +285,12 @@ check "... the mirror is byte for byte as it was" cmp -s "$T/mirror.before" "$T/
 PATCH=$(psql_q "select convert_from(inline, 'UTF8') from artifacts where run_id = '$R4' and key = 'patch'")
 printf '%s\n' "$PATCH" >"$T/patch"
 check "a rewritten workspace .git (alternates, refs, HEAD, index) does not change the patch" \
-	[ "$(grep -c '^diff --git' "$T/patch")" = 1 ] && grep -q '^+agent change$' "$T/patch" &&
+	[ "$(grep -c '^diff --git' "$T/patch")" = 2 ] && grep -q '^+agent change$' "$T/patch" &&
 	grep -q "^index $(git -C "$UP" rev-parse HEAD:README.md | cut -c1-7)" "$T/patch"
+check "a file rewritten in place to the same size, its mtime put back, is in the patch" \
+	grep -q '^+NOTE 280$' "$T/patch"
+check "no run's list was refused (every diff could use its list)" \
+	[ "$(grep -c "the workspace's list: .*every file is hashed" "$LOG")" = 0 ]
 
 # --- over https: ten runs, one fetch ------------------------------------------------
 submit quick remote

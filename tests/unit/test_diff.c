@@ -27,10 +27,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <time.h>
+
+#include "common/wsstat.h"
 #include "githelper/checkout.h"
-#include "tests/unit/gitrepo.h"
 #include "githelper/diff.h"
 #include "githelper/mirror.h"
+#include "githelper/stat.h"
+#include "remover/remover.h"
+#include "tests/unit/gitrepo.h"
 
 /* Every test that could block gets this long, then SIGALRM kills it. */
 #define HANG_SECONDS 20
@@ -41,6 +46,7 @@ struct fx {
 	char git[128]; /* the mirror (the trusted store) */
 	char wd[128];  /* the work tree the agent changes */
 	char out[128]; /* the patch file */
+	char list[128]; /* the workspace's list, as the chowner writes it */
 	char base[GH_OID_HEX_MAX + 1];
 	char *patch; /* the last patch read back, NUL-terminated */
 	size_t len;
@@ -121,8 +127,74 @@ setup(void **state)
 	    gh_workspace(f->git, "", f->wd, f->src, f->base, ref, err, sizeof(err)) != 0)
 		fail_msg("the mirror and its workspace: %s", err);
 	assert_string_equal(f->base, want);
+	snprintf(f->list, sizeof(f->list), "%s/ws.stat", f->root);
 	*state = f;
 	return 0;
+}
+
+static void make_list(struct fx *f);
+
+/* The fixture with its workspace's list, as a run's is after the chown:
+ * every diff of a test is made both ways and must agree (run_diff). */
+static int
+setup_listed(void **state)
+{
+	setup(state);
+	make_list(*state);
+	return 0;
+}
+
+/* Let the clock tick past the list's end: what is changed from now on is
+ * changed after the list, as a sandbox's changes are. */
+static void
+next_tick(void)
+{
+	struct timespec ts = {0, 20 * 1000 * 1000};
+
+	nanosleep(&ts, NULL);
+}
+
+/* The workspace's list made as the supervisor has it made, by
+ * chowner_give (to ourselves: no capability needed) for base, and sealed
+ * when seal (wsstat_seal, as the supervisor seals it before the sandbox
+ * starts) a clock tick later; mode its file's mode. */
+static void
+list_for(struct fx *f, const char *base, mode_t mode, int seal)
+{
+	char err[256];
+	uint64_t count;
+	int here, wd, fd;
+
+	assert_true((here = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0);
+	assert_true((wd = open(f->wd, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0);
+	(void)unlink(f->list);
+	assert_true((fd = open(f->list, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) >= 0);
+	if (chowner_give(wd, geteuid(), getegid(), fd, base, &count, err, sizeof(err)) != 0)
+		fail_msg("chowner_give: %s", err);
+	assert_true(count > 5);
+	assert_int_equal(fchmod(fd, mode), 0);
+	assert_int_equal(fchdir(here), 0);
+	close(here);
+	close(wd);
+	close(fd);
+	if (seal) {
+		next_tick();
+		assert_true((fd = open(f->list, O_WRONLY | O_APPEND | O_CLOEXEC)) >= 0);
+		assert_int_equal(wsstat_seal(fd), 0);
+		close(fd);
+	}
+}
+
+static void
+make_list_for(struct fx *f, const char *base, mode_t mode)
+{
+	list_for(f, base, mode, 1);
+}
+
+static void
+make_list(struct fx *f)
+{
+	make_list_for(f, f->base, 0600);
 }
 
 static int
@@ -140,22 +212,58 @@ teardown(void **state)
 	return 0;
 }
 
-/* gh_diff of the fixture into f->out with cap; the patch read back into
- * f->patch.  Returns gh_diff's result; *written and err as it left them. */
+/* gh_diff (list NULL) or gh_diff_listed of the fixture into f->out with
+ * cap; the patch read back into f->patch. */
 static int
-run_diff(struct fx *f, const char *base, size_t cap, size_t *written, char *err, size_t errsz)
+run_one(struct fx *f, const char *base, const char *list, size_t cap, size_t *written, char *err,
+        size_t errsz)
 {
 	int fd, rc;
 
 	fd = open(f->out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	assert_true(fd >= 0);
 	alarm(HANG_SECONDS);
-	rc = gh_diff(f->git, f->wd, base, fd, cap, written, err, errsz);
+	rc = list == NULL ? gh_diff(f->git, f->wd, base, fd, cap, written, err, errsz)
+	                  : gh_diff_listed(f->git, f->wd, base, list, fd, cap, written, err, errsz);
 	alarm(0);
 	close(fd);
 	free(f->patch);
 	f->patch = slurp(f->out, &f->len);
 	assert_int_equal(f->len, *written);
+	return rc;
+}
+
+/*
+ * gh_diff of the fixture, and again through the workspace's list made at
+ * set-up (before the test changed anything): both must give the same
+ * result, the same patch byte for byte and the same error.  The patch is
+ * left in f->patch.  Returns gh_diff's result; *written and err as it
+ * left them.
+ */
+static int
+run_diff(struct fx *f, const char *base, size_t cap, size_t *written, char *err, size_t errsz)
+{
+	char err2[256];
+	char *plain;
+	size_t plainlen, written2;
+	int rc, rc2;
+
+	rc = run_one(f, base, NULL, cap, written, err, errsz);
+	if (access(f->list, F_OK) != 0)
+		return rc;
+	plain = f->patch;
+	plainlen = f->len;
+	f->patch = NULL;
+	rc2 = run_one(f, base, f->list, cap, &written2, err2, sizeof(err2));
+	if (rc2 != rc || written2 != *written || f->len != plainlen ||
+	    memcmp(f->patch, plain, plainlen) != 0)
+		fail_msg("through the list: %d (%zu bytes, %s), plainly: %d (%zu bytes, %s)\n"
+		         "listed:\n%s\nplain:\n%s",
+		         rc2, written2, rc2 == 0 ? "" : err2, rc, *written, rc == 0 ? "" : err, f->patch,
+		         plain);
+	if (rc != 0 && strcmp(err, err2) != 0)
+		fail_msg("through the list: \"%s\", plainly: \"%s\"", err2, err);
+	free(plain);
 	return rc;
 }
 
@@ -779,30 +887,263 @@ t_apply(void **state)
 	apply_fresh(f, GIT_APPLY_LOCATION_INDEX);
 }
 
+/* ---- the workspace's list ------------------------------------------------ */
+
+/* The patch of f through the list at f->list alone (no plain run). */
+static const char *
+listed_ok(struct fx *f)
+{
+	char err[256];
+	size_t written;
+
+	if (run_one(f, f->base, f->list, 1 << 20, &written, err, sizeof(err)) != 0)
+		fail_msg("gh_diff_listed: %s", err);
+	return f->patch;
+}
+
+/* A change made before the list was taken is, for the list, how the file
+ * was checked out: through the list, the file is not read at all (which
+ * is the point of the list), while a plain diff sees the change.  A list
+ * is therefore taken only before any sandbox exists. */
+static void
+t_list_spares_reading(void **state)
+{
+	struct fx *f = *state;
+	char p[256], err[256];
+	size_t written;
+
+	wpath(f, p, sizeof(p), "README.md");
+	write_file(p, "hello\nthere\n");
+	next_tick();
+	make_list(f);
+	assert_int_equal(strlen(listed_ok(f)), 0);
+	assert_int_equal(run_one(f, f->base, NULL, 1 << 20, &written, err, sizeof(err)), 0);
+	assert_has(f->patch, "+there\n");
+}
+
+/* An attack on the list: the file rewritten in place with the same size,
+ * its mtime put back as it was listed.  Its ctime moved: it is hashed, and
+ * the change is in the patch. */
+static void
+t_list_same_size_mtime_restored(void **state)
+{
+	struct fx *f = *state;
+	struct timespec times[2];
+	struct stat before, after;
+	char p[256];
+
+	wpath(f, p, sizeof(p), "README.md");
+	assert_int_equal(lstat(p, &before), 0);
+	write_file(p, "HELLO\nWORLD\n");
+	times[0] = before.st_atim;
+	times[1] = before.st_mtim;
+	assert_int_equal(utimensat(AT_FDCWD, p, times, AT_SYMLINK_NOFOLLOW), 0);
+	assert_int_equal(lstat(p, &after), 0);
+	assert_int_equal(after.st_size, before.st_size);
+	assert_int_equal(after.st_ino, before.st_ino);
+	assert_true(after.st_mtim.tv_sec == before.st_mtim.tv_sec &&
+	            after.st_mtim.tv_nsec == before.st_mtim.tv_nsec);
+	assert_has(listed_ok(f), "+HELLO\n+WORLD\n");
+	assert_has(diff_ok(f), "+HELLO\n+WORLD\n");
+}
+
+/* Another: a file of the same size and mtime renamed over a listed one (a
+ * new inode, a new ctime); and a link retargeted to a target of the same
+ * length. */
+static void
+t_list_replaced(void **state)
+{
+	struct fx *f = *state;
+	struct timespec times[2];
+	struct stat before;
+	char p[256], q[256];
+
+	wpath(f, p, sizeof(p), "src/main.c");
+	wpath(f, q, sizeof(q), "src/.new");
+	assert_int_equal(lstat(p, &before), 0);
+	write_file(q, "int main(void) { return 7; }\n");
+	times[0] = before.st_atim;
+	times[1] = before.st_mtim;
+	assert_int_equal(utimensat(AT_FDCWD, q, times, 0), 0);
+	assert_int_equal(rename(q, p), 0);
+	wpath(f, p, sizeof(p), "link");
+	wpath(f, q, sizeof(q), ".lnk");
+	assert_int_equal(symlink("READ_E.md", q), 0);
+	assert_int_equal(rename(q, p), 0);
+	listed_ok(f);
+	assert_has(f->patch, "+int main(void) { return 7; }\n");
+	assert_has(f->patch, "+READ_E.md\n");
+	diff_ok(f);
+}
+
+/* A change in the tick the list ended in cannot be told from the listing
+ * by its ctime: such entries are hashed (git's racily clean entries).
+ * Made racy here by a list whose end is stamped later than the change. */
+static void
+t_list_racy(void **state)
+{
+	struct fx *f = *state;
+	char p[256];
+
+	wpath(f, p, sizeof(p), "README.md");
+	write_file(p, "hello\nthere\n");
+	/* no seal: the list ends (the top directory is given last) in the
+	 * same tick as, or a later one than, README.md's listing, which is
+	 * all the rule needs to hash it whenever its ctime is not before the
+	 * end's */
+	list_for(f, f->base, 0600, 0);
+	/* the same bytes' size, at once: a change in the list's last tick */
+	write_file(p, "HELLO\nTHERE\n");
+	{
+		struct gh_stat *l;
+		struct stat st;
+		char err[256];
+
+		assert_non_null(l = gh_stat_load(f->list, f->base, err, sizeof(err)));
+		assert_int_equal(lstat(p, &st), 0);
+		/* whatever the ticks were: either the ctime moved, or the
+		 * entry is racy; it is never taken as clean */
+		assert_int_equal(gh_stat_check(l, "README.md", &st), 0);
+		gh_stat_free(l);
+	}
+	assert_has(listed_ok(f), "+HELLO\n+THERE\n");
+}
+
+/* A list that is not for this commit, not whole, readable by others, or
+ * not a list: no list (every file hashed), never an error. */
+static void
+t_list_refused(void **state)
+{
+	struct fx *f = *state;
+	char p[256], other[GH_OID_HEX_MAX + 1], err[256];
+	size_t n, written;
+	char *buf;
+	int fd;
+
+	wpath(f, p, sizeof(p), "README.md");
+	write_file(p, "hello\nthere\n");
+	next_tick();
+	/* another commit's */
+	snprintf(other, sizeof(other), "%s", f->base);
+	other[0] = other[0] == 'a' ? 'b' : 'a';
+	make_list_for(f, other, 0600);
+	assert_null(gh_stat_load(f->list, f->base, err, sizeof(err)));
+	assert_non_null(strstr(err, "not one for commit"));
+	assert_has(listed_ok(f), "+there\n");
+	/* readable by the group */
+	make_list_for(f, f->base, 0640);
+	assert_null(gh_stat_load(f->list, f->base, err, sizeof(err)));
+	assert_has(listed_ok(f), "+there\n");
+	/* cut before its end */
+	make_list(f);
+	buf = slurp(f->list, &n);
+	assert_true(n > 30);
+	assert_int_equal(truncate(f->list, (off_t)(n - 3)), 0);
+	assert_null(gh_stat_load(f->list, f->base, err, sizeof(err)));
+	assert_has(listed_ok(f), "+there\n");
+	/* a record dropped from the middle: the end's count is wrong */
+	{
+		char *a = buf + strlen(buf) + 1, *b = a + strlen(a) + 1;
+
+		assert_true((fd = open(f->list, O_WRONLY | O_TRUNC)) >= 0);
+		assert_int_equal(write(fd, buf, (size_t)(a - buf)), a - buf);
+		assert_int_equal(write(fd, b, n - (size_t)(b - buf)), (ssize_t)(n - (size_t)(b - buf)));
+		close(fd);
+		assert_null(gh_stat_load(f->list, f->base, err, sizeof(err)));
+		assert_non_null(strstr(err, "counts"));
+	}
+	free(buf);
+	/* missing */
+	assert_int_equal(unlink(f->list), 0);
+	assert_int_equal(run_one(f, f->base, f->list, 1 << 20, &written, err, sizeof(err)), 0);
+	assert_has(f->patch, "+there\n");
+}
+
+/* The parser on records it must refuse, each alone after a good header. */
+static void
+t_list_parse(void **state)
+{
+	static const char *const bad[] = {
+	    "x 100644 1 2 3 4 5 6 7 8 9 a",         /* type */
+	    "f 100644 1 2 3 4 5 6 7 8 9 ",          /* no path */
+	    "f 100644 1 2 3 4 5 6 7 8 9",           /* no path, no space */
+	    "f 120777 1 2 3 4 5 6 7 8 9 a",         /* 'f' with a link's mode */
+	    "l 100644 1 2 3 4 5 6 7 8 9 a",         /* 'l' with a file's mode */
+	    "f 100648 1 2 3 4 5 6 7 8 9 a",         /* not octal */
+	    "f 100644 01 2 3 4 5 6 7 8 9 a",        /* a leading zero */
+	    "f 100644 1 2 4294967296 4 5 6 7 8 9 a", /* uid too big */
+	    "f 100644 1 2 3 4 -5 6 7 8 9 a",        /* a negative size */
+	    "f 100644 1 2 3 4 5 6 1000000000 8 9 a", /* nanoseconds */
+	    "f 100644 1 2 3 4 5 6 7 8 -9 a",        /* negative nanoseconds */
+	    "f 100644 1 2 3 4 5 6 7 8 9 a",         /* twice (below) */
+	};
+	struct fx *f = *state;
+	char buf[512], err[256];
+	struct gh_stat *l;
+	size_t i, n;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int twice = i == sizeof(bad) / sizeof(bad[0]) - 1;
+
+		n = (size_t)snprintf(buf, sizeof(buf), "%s %s%c%s%c%s%cend %d 9 9%c", WSSTAT_MAGIC,
+		                     f->base, 0, bad[i], 0, twice ? bad[i] : "f 100644 1 2 3 4 5 6 7 8 9 z",
+		                     0, 2, 0);
+		err[0] = '\0';
+		l = gh_stat_parse(buf, n, f->base, err, sizeof(err));
+		if (l != NULL)
+			fail_msg("record \"%s\" accepted", bad[i]);
+		assert_true(err[0] != '\0');
+	}
+	/* the good one, and its lookups */
+	n = (size_t)snprintf(buf, sizeof(buf),
+	                     "%s %s%cf 100644 1 2 3 4 5 -6 7 8 9 a b%cl 120777 1 2 3 4 5 6 7 8 9 "
+	                     "a%cend 2 8 10%c",
+	                     WSSTAT_MAGIC, f->base, 0, 0, 0, 0);
+	assert_non_null(l = gh_stat_parse(buf, n, f->base, err, sizeof(err)));
+	assert_int_equal(l->n, 2);
+	assert_non_null(gh_stat_find(l, "a b"));
+	assert_int_equal(gh_stat_find(l, "a b")->ms, -6);
+	assert_non_null(gh_stat_find(l, "a"));
+	assert_null(gh_stat_find(l, "b"));
+	gh_stat_free(l);
+	/* nothing after the end; not NUL-terminated */
+	n = (size_t)snprintf(buf, sizeof(buf), "%s %s%cend 0 8 10%cf 100644 1 2 3 4 5 6 7 8 9 a%c",
+	                     WSSTAT_MAGIC, f->base, 0, 0, 0);
+	assert_null(gh_stat_parse(buf, n, f->base, err, sizeof(err)));
+	n = (size_t)snprintf(buf, sizeof(buf), "%s %s%cend 0 8 10", WSSTAT_MAGIC, f->base, 0);
+	assert_null(gh_stat_parse(buf, n, f->base, err, sizeof(err)));
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(t_empty, setup, teardown),
-	    cmocka_unit_test_setup_teardown(t_modified, setup, teardown),
-	    cmocka_unit_test_setup_teardown(t_untracked, setup, teardown),
-	    cmocka_unit_test_setup_teardown(t_deleted, setup, teardown),
-	    cmocka_unit_test_setup_teardown(t_executable, setup, teardown),
-	    cmocka_unit_test_setup_teardown(t_binary, setup, teardown),
-	    cmocka_unit_test_setup_teardown(t_symlink, setup, teardown),
-	    cmocka_unit_test_setup_teardown(t_libgit2_fifo, setup, teardown),
-	    cmocka_unit_test_setup_teardown(t_fifo_untracked, setup, teardown),
-	    cmocka_unit_test_setup_teardown(t_fifo_tracked, setup, teardown),
-	    cmocka_unit_test_setup_teardown(t_fifo_settings, setup, teardown),
-	    cmocka_unit_test_setup_teardown(t_fifo_name, setup, teardown),
-	    cmocka_unit_test_setup_teardown(t_tampered_dotgit, setup, teardown),
-	    cmocka_unit_test_setup_teardown(t_excluded, setup, teardown),
-	    cmocka_unit_test_setup_teardown(t_ignored, setup, teardown),
-	    cmocka_unit_test_setup_teardown(t_cap, setup, teardown),
-	    cmocka_unit_test_setup_teardown(t_bad_base, setup, teardown),
-	    cmocka_unit_test_setup_teardown(t_bad_paths, setup, teardown),
-	    cmocka_unit_test_setup_teardown(t_apply_workdir, setup, teardown),
-	    cmocka_unit_test_setup_teardown(t_apply, setup, teardown),
+	    cmocka_unit_test_setup_teardown(t_empty, setup_listed, teardown),
+	    cmocka_unit_test_setup_teardown(t_modified, setup_listed, teardown),
+	    cmocka_unit_test_setup_teardown(t_untracked, setup_listed, teardown),
+	    cmocka_unit_test_setup_teardown(t_deleted, setup_listed, teardown),
+	    cmocka_unit_test_setup_teardown(t_executable, setup_listed, teardown),
+	    cmocka_unit_test_setup_teardown(t_binary, setup_listed, teardown),
+	    cmocka_unit_test_setup_teardown(t_symlink, setup_listed, teardown),
+	    cmocka_unit_test_setup_teardown(t_libgit2_fifo, setup_listed, teardown),
+	    cmocka_unit_test_setup_teardown(t_fifo_untracked, setup_listed, teardown),
+	    cmocka_unit_test_setup_teardown(t_fifo_tracked, setup_listed, teardown),
+	    cmocka_unit_test_setup_teardown(t_fifo_settings, setup_listed, teardown),
+	    cmocka_unit_test_setup_teardown(t_fifo_name, setup_listed, teardown),
+	    cmocka_unit_test_setup_teardown(t_tampered_dotgit, setup_listed, teardown),
+	    cmocka_unit_test_setup_teardown(t_excluded, setup_listed, teardown),
+	    cmocka_unit_test_setup_teardown(t_ignored, setup_listed, teardown),
+	    cmocka_unit_test_setup_teardown(t_cap, setup_listed, teardown),
+	    cmocka_unit_test_setup_teardown(t_bad_base, setup_listed, teardown),
+	    cmocka_unit_test_setup_teardown(t_bad_paths, setup_listed, teardown),
+	    cmocka_unit_test_setup_teardown(t_apply_workdir, setup_listed, teardown),
+	    cmocka_unit_test_setup_teardown(t_apply, setup_listed, teardown),
+	    cmocka_unit_test_setup_teardown(t_list_spares_reading, setup, teardown),
+	    cmocka_unit_test_setup_teardown(t_list_same_size_mtime_restored, setup_listed, teardown),
+	    cmocka_unit_test_setup_teardown(t_list_replaced, setup_listed, teardown),
+	    cmocka_unit_test_setup_teardown(t_list_racy, setup, teardown),
+	    cmocka_unit_test_setup_teardown(t_list_refused, setup, teardown),
+	    cmocka_unit_test_setup_teardown(t_list_parse, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

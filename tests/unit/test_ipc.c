@@ -1161,7 +1161,28 @@ t_v_run_wake(void **state)
 
 /* Whether a GIT_DIFF body with these fields decodes. */
 static int
+ipc_dec_git_diff_list(const char *g, const char *w, const char *base, uint64_t cap,
+                      const char *list)
+{
+	struct ipc_git_diff d;
+	struct ipc_msg m;
+	int rv;
+
+	build(&m, IMSG_GIT_DIFF, 5, "sssUs", g, w, base, cap, list);
+	rv = ipc_dec_git_diff(m.body, &d);
+	ipc_msg_free(&m);
+	return rv;
+}
+
+static int
 ipc_dec_git_diff_ok(const char *g, const char *w, const char *base, uint64_t cap)
+{
+	return ipc_dec_git_diff_list(g, w, base, cap, "");
+}
+
+/* The same without its list: no longer a GIT_DIFF. */
+static int
+ipc_dec_git_diff_old(const char *g, const char *w, const char *base, uint64_t cap)
 {
 	struct ipc_git_diff d;
 	struct ipc_msg m;
@@ -2151,15 +2172,41 @@ t_v_artifact(void **state)
 		assert_string_equal(gr.ref, "v1");
 		assert_true(gr.size == 1234);
 		ipc_msg_free(&m);
-		/* GIT_DIFF: two absolute paths, a commit id, a cap > 0 (and a file) */
+		/* GIT_DIFF: two absolute paths, a commit id, a cap > 0, the
+		 * workspace's list ("" or absolute) (and a file) */
 		assert_int_equal(ipc_dec_git_diff_ok("/g", "/w", oid, 100), 0);
-		build(&m, IMSG_GIT_DIFF, 4, "sssU", "/g", "/w", oid, (uint64_t)100);
+		build(&m, IMSG_GIT_DIFF, 5, "sssUs", "/g", "/w", oid, (uint64_t)100, "/r/ws.stat");
 		assert_int_equal(ipc_dec_git_diff(m.body, &gd), 0);
 		assert_string_equal(gd.gitdir, "/g");
 		assert_string_equal(gd.workspace, "/w");
 		assert_string_equal(gd.base, oid);
+		assert_string_equal(gd.stats, "/r/ws.stat");
 		assert_true(gd.cap == 100);
 		ipc_msg_free(&m);
+		assert_int_equal(ipc_dec_git_diff_list("/g", "/w", oid, 100, "ws.stat"), -1);
+		assert_int_equal(ipc_dec_git_diff_old("/g", "/w", oid, 100), -1);
+		/* GIT_PUSH: the push's fields, the workspace's list last */
+		{
+			static struct ipc_git_push gp;
+			const char *lists[] = {"", "/r/ws.stat", "ws.stat"};
+			size_t k;
+
+			for (k = 0; k < 3; k++) {
+				build(&m, IMSG_GIT_PUSH, 14, "sBssssUssUssss", "https://h/r", "tok",
+				      (size_t)3, "x-access-token", "/m", "/w", oid, (uint64_t)100, "A",
+				      "a@h", (uint64_t)1700000000, "msg", "refs/heads/agrippa/x", "",
+				      lists[k]);
+				assert_int_equal(ipc_dec_git_push(m.body, &gp), k < 2 ? 0 : -1);
+				if (k < 2)
+					assert_string_equal(gp.stats, lists[k]);
+				ipc_msg_free(&m);
+			}
+			build(&m, IMSG_GIT_PUSH, 13, "sBssssUssUsss", "https://h/r", "tok", (size_t)3,
+			      "x-access-token", "/m", "/w", oid, (uint64_t)100, "A", "a@h",
+			      (uint64_t)1700000000, "msg", "refs/heads/agrippa/x", "");
+			assert_int_equal(ipc_dec_git_push(m.body, &gp), -1);
+			ipc_msg_free(&m);
+		}
 		assert_int_equal(ipc_dec_git_diff_ok("g", "/w", oid, 100), -1);
 		assert_int_equal(ipc_dec_git_diff_ok("/g", "", oid, 100), -1);
 		assert_int_equal(ipc_dec_git_diff_ok("/g", "/w", "0123", 100), -1);

@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "githelper/stat.h"
 #include "remover/remover.h"
 
 #define OWNER 65534 /* the tree's owner when the tests run as root */
@@ -177,6 +178,10 @@ become_owner(int chown_cap)
 	return 0;
 }
 
+/* The list the chowner writes (walk_as), -1 for none, and its commit. */
+static int walk_list = -1;
+#define LIST_BASE "0123456789abcdef0123456789abcdef01234567"
+
 /* Run remover_empty (or, chown, chowner_give to TAKER) on T/tree in a
  * child, as OWNER when we are root (the tree and the outside given to
  * OWNER first), with FEW_FDS descriptors. */
@@ -204,7 +209,8 @@ walk_as(const struct fixture *f, int give, int chown)
 		    (fd = open(f->tree, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1)
 			_exit(3);
 		if (chown)
-			r.rv = chowner_give(fd, TAKER, TAKER, &r.count, r.err, sizeof(r.err));
+			r.rv = chowner_give(fd, TAKER, TAKER, walk_list, walk_list != -1 ? LIST_BASE : NULL,
+			                    &r.count, r.err, sizeof(r.err));
 		else
 			r.rv = remover_empty(fd, &r.count, r.err, sizeof(r.err));
 		_exit(write(p[1], &r, sizeof(r)) == (ssize_t)sizeof(r) ? 0 : 4);
@@ -540,6 +546,108 @@ test_chown_not_ours(void **state)
 	assert_int_equal(owner_of(f, "tree/sub/theirs\nx"), 0);
 }
 
+/* T/list opened as the supervisor opens the chowner's list. */
+static int
+open_list(const struct fixture *f)
+{
+	char p[PATH_MAX];
+	int fd;
+
+	path_of(p, sizeof(p), f, "list");
+	assert_true((fd = open(p, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) >= 0);
+	return fd;
+}
+
+/* With a list: every file and link given is listed once, as it is after
+ * (the new owner, its inode and times to the nanosecond), under its path
+ * from the top, odd bytes and all; directories are not; the end counts
+ * them.  Read back by the git helper's reader. */
+static void
+test_chown_list(void **state)
+{
+	static const char *const files[] = {"tree/a/f", "tree/a/private/g", "tree/odd\nname x",
+	                                    "tree/tofile", "tree/a/passwd"};
+	struct fixture *f = *state;
+	struct gh_stat_ent *e;
+	struct gh_stat *l;
+	struct result r;
+	struct stat st;
+	char p[PATH_MAX], err[256], *buf;
+	size_t i, n;
+	ssize_t got;
+
+	if (geteuid() != 0)
+		skip();
+	mkd(f, "tree/a", 0755);
+	mkd(f, "tree/a/private", 0700);
+	put(f, "tree/a/f", "f");
+	put(f, "tree/a/private/g", "gg");
+	put(f, "tree/odd\nname x", "odd");
+	lnk(f, "../outside/keep", "tree/tofile");
+	lnk(f, "/etc/passwd", "tree/a/passwd");
+	walk_list = open_list(f);
+	r = walk_as(f, 1, 1);
+	if (r.rv != 0)
+		fail_msg("%s", r.err);
+	assert_int_equal(fstat(walk_list, &st), 0);
+	n = (size_t)st.st_size;
+	assert_non_null(buf = malloc(n + 1));
+	assert_int_equal(got = pread(walk_list, buf, n, 0), (ssize_t)n);
+	close(walk_list);
+	walk_list = -1;
+	l = gh_stat_parse(buf, n, LIST_BASE, err, sizeof(err));
+	if (l == NULL)
+		fail_msg("the list: %s", err);
+	assert_int_equal(l->n, sizeof(files) / sizeof(files[0]));
+	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		path_of(p, sizeof(p), f, files[i]);
+		assert_int_equal(lstat(p, &st), 0);
+		if ((e = gh_stat_find(l, files[i] + strlen("tree/"))) == NULL)
+			fail_msg("%s is not listed", files[i]);
+		assert_int_equal(e->uid, TAKER);
+		assert_int_equal(e->mode, st.st_mode);
+		assert_int_equal(e->ino, st.st_ino);
+		assert_int_equal(e->size, st.st_size);
+		assert_true(e->cs == st.st_ctim.tv_sec && e->cns == st.st_ctim.tv_nsec);
+		assert_true(e->ms == st.st_mtim.tv_sec && e->mns == st.st_mtim.tv_nsec);
+	}
+	assert_null(gh_stat_find(l, "a"));
+	assert_null(gh_stat_find(l, "a/private"));
+	/* another commit's list is none */
+	gh_stat_free(l);
+	assert_null(gh_stat_parse(buf, n, "1123456789abcdef0123456789abcdef01234567", err,
+	                          sizeof(err)));
+	free(buf);
+}
+
+/* A chowner stopped half-way leaves no list: an empty file. */
+static void
+test_chown_list_cut(void **state)
+{
+	struct fixture *f = *state;
+	char p[PATH_MAX], cmd[256];
+	struct result r;
+	struct stat st;
+
+	if (geteuid() != 0)
+		skip();
+	mkd(f, "tree/sub", 0755);
+	put(f, "tree/a", "a");
+	put(f, "tree/sub/theirs", "x");
+	snprintf(cmd, sizeof(cmd), "chown -R -h %d:%d %s/tree %s/outside", OWNER, OWNER, f->dir,
+	         f->dir);
+	assert_int_equal(system(cmd), 0);
+	path_of(p, sizeof(p), f, "tree/sub/theirs");
+	assert_int_equal(lchown(p, 0, 0), 0);
+	walk_list = open_list(f);
+	r = walk_as(f, 0, 1);
+	assert_int_equal(r.rv, -1);
+	assert_int_equal(fstat(walk_list, &st), 0);
+	assert_int_equal(st.st_size, 0);
+	close(walk_list);
+	walk_list = -1;
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int
@@ -548,7 +656,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 	    T(test_plain),  T(test_links_out), T(test_special_files), T(test_unreadable),
 	    T(test_sticky), T(test_deep),      T(test_mount_point),   T(test_failure_line),
-	    T(test_chown_tree), T(test_chown_not_ours),
+	    T(test_chown_tree), T(test_chown_not_ours), T(test_chown_list), T(test_chown_list_cut),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
