@@ -66,7 +66,9 @@ function deref(obj, ptr) {
 	}
 	return [obj, ptr];
 }
-const errText = (v) => ajv.errorsText(v.errors, { separator: '\n' });
+// ajv's errors, each with its parameters (the property it did not expect,
+// the type it wanted ...).
+const errText = (v) => (v.errors ?? []).map((e) => `${e.instancePath || '(body)'} ${e.message} ${JSON.stringify(e.params)}`).join('\n');
 
 // Every schema object of the spec by its pointer: the components' and those
 // inline in operations (parameters, request and response bodies, headers).
