@@ -435,7 +435,8 @@ api_wipe_string(json_t *s)
 
 /* The forge and its API URL of a new connection, when given
  * (forge_connection_check); the API URL normalised in the body.  0, or -1
- * with the 422 sent. */
+ * with the 422 sent: the reply frees h and its body, so the body's token is
+ * wiped before it. */
 static int
 repo_forge_check(struct hreq *h)
 {
@@ -446,6 +447,7 @@ repo_forge_check(struct hreq *h)
 	if (forge_connection_check(json_string_value(json_object_get(h->body, "forge")),
 	                           json_string_value(json_object_get(h->body, "url")), api, norm,
 	                           sizeof(norm), &field, err, sizeof(err)) == -1) {
+		api_wipe_string(json_object_get(h->body, "token"));
 		hreq_error_ex(h, 422, "invalid_field", err, json_pack("{s:s}", "field", field));
 		return -1;
 	}
@@ -467,10 +469,8 @@ api_repo_add(struct hreq *h)
 	in = evhttp_request_get_input_buffer(h->req);
 	if (evbuffer_get_length(in) > 0)
 		sodium_memzero(evbuffer_pullup(in, -1), evbuffer_get_length(in));
-	if (repo_forge_check(h) == -1) {
-		api_wipe_string(tok);
+	if (repo_forge_check(h) == -1)
 		return;
-	}
 	if (tok == NULL) {
 		repo_add_call(h, NULL, NULL, 0);
 		return;

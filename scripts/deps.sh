@@ -1,7 +1,9 @@
 #!/bin/sh
 # Install the Debian 12 packages that building, testing and running Agrippa
 # need, then the browser tests' npm packages (tests/browser/package-lock.json:
-# playwright-core, which drives Debian's chromium and downloads no browser).
+# playwright-core, which drives Debian's chromium and downloads no browser;
+# the OpenAPI validator and the JSON Schema validator that check
+# docs/openapi.yaml).
 # Idempotent: does nothing when everything is already present.
 set -eu
 PKGS="build-essential pkg-config clang
@@ -32,11 +34,17 @@ else
 	apt-get install -y -qq --no-install-recommends $missing
 fi
 # Exactly what the lockfile pins; no install scripts (nothing downloads a browser).
+# npm ci runs again when any package.json pins a version that node_modules
+# does not have.
 B=$(dirname "$0")/../tests/browser
-want=$(sed -n 's/^ *"playwright-core": "\([0-9.]*\)".*/\1/p' "$B/package.json")
-have=$(sed -n 's/^  "version": "\([0-9.]*\)".*/\1/p' "$B/node_modules/playwright-core/package.json" 2>/dev/null || true)
-if [ "$want" != "$have" ]; then
-	echo "deps: npm ci in tests/browser"
+stale=""
+for dep in $(sed -n '/"dependencies": {/,/}/s/^ *"\([^"]*\)": "\([0-9.]*\)".*/\1@\2/p' "$B/package.json"); do
+	name=${dep%@*} want=${dep##*@}
+	have=$(sed -n 's/^[[:space:]]*"version": "\([0-9.]*\)".*/\1/p' "$B/node_modules/$name/package.json" 2>/dev/null | head -n 1)
+	[ "$want" = "$have" ] || stale="$stale $name"
+done
+if [ -n "$stale" ]; then
+	echo "deps: npm ci in tests/browser (for$stale)"
 	(cd "$B" && npm ci --ignore-scripts --no-audit --no-fund)
 else
 	echo "deps: tests/browser's npm packages present"

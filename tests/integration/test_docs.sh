@@ -8,7 +8,8 @@
 # (every configuration key in supervisor/config.h, every agrippad flag in its
 # usage string, every agrippactl command in its command table), that the
 # init scripts parse, and that each of them checks the configuration with
-# "agrippad -n" before starting the daemon.  The scripts are run against
+# "agrippad -n" before starting the daemon; that docs/openapi.yaml passes the
+# standard OpenAPI validator and names every error code the daemon answers.  The scripts are run against
 # stubs of agrippad, start-stop-daemon and rc.subr that record the calls.
 #
 # Prints "ok - ..." or "not ok - ..." per check (details of a failure follow
@@ -374,6 +375,54 @@ if [ -n "$types" ] && [ -z "$missing" ]; then
 	ok "docs/events.md documents every event type the SQL writes ($(echo $types | wc -w) found)"
 else
 	notok "docs/events.md documents every event type the SQL writes" "missing:$missing"
+fi
+
+# ---- docs/openapi.yaml is valid OpenAPI 3.1 ---------------------------------
+#
+# The standard validator (tests/browser/package-lock.json pins it; make deps
+# installs it) must accept the file, every $ref must resolve and every schema
+# compile strictly (tests/browser/openapi.mjs validate).  That its routes are
+# the router's is test_router's check; that its schemas hold what the daemon
+# answers, test_openapi's.
+
+SPEC=docs/openapi.yaml
+if [ ! -f tests/browser/node_modules/@seriousme/openapi-schema-validator/package.json ] ||
+	! command -v node >/dev/null 2>&1; then
+	notok "$SPEC passes the OpenAPI validator" \
+	    "node or tests/browser's npm packages are not installed (make deps)"
+else
+	out=$(node tests/browser/openapi.mjs validate "$SPEC" 2>&1)
+	st=$?
+	printf '%s\n' "$out" | grep '^ok - '
+	pass=$((pass + $(printf '%s\n' "$out" | grep -c '^ok - ')))
+	if [ "$st" -ne 0 ]; then
+		notok "$SPEC passes the OpenAPI validator (exit $st)" \
+		    "$(printf '%s\n' "$out" | grep -v '^ok - ')"
+	fi
+fi
+
+# ---- every error code is in the spec's Error schema ---------------------------
+#
+# The codes httpd answers (hreq_error, hreq_error_ex, httpd_error), the SQL
+# answers (api_err) and the body checks name (http_check.c), against the
+# enum of Error.error.code in docs/openapi.yaml, both ways.
+
+codes=$( { grep -ohE '(hreq_error(_ex)?|httpd_error)\((h|req), [0-9]+, "[a-z_]+"' httpd/*.c |
+	sed -E 's/.*"([a-z_]+)"$/\1/'
+	grep -ohE "api_err\([0-9]+, '[a-z_]+'" sql/migrations/*.sql sql/ops/*.sql | sed -E "s/.*'([a-z_]+)'$/\1/"
+	grep -ohE "'code', 'resource_[a-z_]+'" sql/migrations/*.sql | sed -E "s/.*'(resource_[a-z_]+)'$/\1/"
+	grep -ohE '\[BODY_[A-Z_]+\] = "[a-z_]+"' httpd/http_check.c | sed -E 's/.*"([a-z_]+)"$/\1/'
+	grep -ohE '"bad_json"' httpd/http_check.c | tr -d '"'; } | sort -u)
+enum=$(awk '/^    Error:/ { on = 1 } on && /code:/ { c = 1 } c && /enum:/ { e = 1 }
+	e { print } e && /\]/ { exit }' "$SPEC" | tr -d '[],' | sed 's/enum://' | tr -s ' \n' '\n' |
+	sed '/^$/d' | sort -u)
+missing=$(printf '%s\n' "$codes" | grep -vxF "$enum" | tr '\n' ' ')
+extra=$(printf '%s\n' "$enum" | grep -vxF "$codes" | tr '\n' ' ')
+if [ -n "$codes" ] && [ -n "$enum" ] && [ -z "$missing" ] && [ -z "$extra" ]; then
+	ok "$SPEC's Error codes are the codes httpd and the SQL answer ($(echo $codes | wc -w))"
+else
+	notok "$SPEC's Error codes are the codes httpd and the SQL answer" \
+	    "answered but not in the enum: ${missing:-none}" "in the enum but never answered: ${extra:-none}"
 fi
 
 echo "docs: $pass passed, $fail failed"

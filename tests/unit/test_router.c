@@ -2,7 +2,9 @@
  * Unit tests for the router's pure checks (httpd/http_check.c) and the real
  * route table through router_find (httpd/router.c): what reaches which
  * handler, what is a 404 or a 405 with which Allow, which Content-Types are
- * JSON, and what a request body must be to reach a handler.
+ * JSON, and what a request body must be to reach a handler; and that
+ * docs/api.md and docs/openapi.yaml describe exactly the table's routes
+ * (the spec also their query parameters, body members and authentication).
  *
  * Current behaviour these tests pin down (change them only on purpose):
  *  - Content-Type: the media type is compared case-insensitively, so
@@ -27,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/yamlev.h"
 #include "httpd/httpd.h"
 
 #define UUID "0f8fad5b-d9cb-469f-a165-70867728950e"
@@ -502,6 +505,422 @@ test_routes_documented(void **state)
 	}
 	assert_true(len > 0);
 	free(doc);
+}
+
+/* ---- docs/openapi.yaml and the route table -------------------------------- */
+
+/* The spec's YAML as JSON: mappings as objects, sequences as arrays, every
+ * scalar as a string.  A parse problem, an anchor, alias or tag, or a
+ * duplicate key is reported through spec_yaml_err, into err. */
+struct spec_read {
+	char err[256];
+};
+
+static void
+spec_yaml_err(void *arg, const yaml_mark_t *m, const char *msg)
+{
+	struct spec_read *r = arg;
+
+	if (r->err[0] == '\0')
+		snprintf(r->err, sizeof(r->err), "%zu:%zu: %s", m ? m->line + 1 : 0,
+		         m ? m->column + 1 : 0, msg);
+}
+
+/* The node that starts with *ev (deleted here), or NULL with r->err set. */
+static json_t *
+spec_node(struct yamlev *y, yaml_event_t *ev, struct spec_read *r)
+{
+	json_t *v = NULL, *c;
+	yaml_event_t e, k;
+	int end = ev->type == YAML_SEQUENCE_START_EVENT ? YAML_SEQUENCE_END_EVENT
+	                                                : YAML_MAPPING_END_EVENT;
+
+	if (ev->type == YAML_SCALAR_EVENT)
+		v = json_stringn((const char *)ev->data.scalar.value, ev->data.scalar.length);
+	else if (ev->type == YAML_SEQUENCE_START_EVENT || ev->type == YAML_MAPPING_START_EVENT) {
+		v = end == YAML_SEQUENCE_END_EVENT ? json_array() : json_object();
+		for (;;) {
+			if (yamlev_next(y, &e) == -1)
+				goto fail;
+			if ((int)e.type == end) {
+				yaml_event_delete(&e);
+				break;
+			}
+			if (end == YAML_SEQUENCE_END_EVENT) {
+				if ((c = spec_node(y, &e, r)) == NULL)
+					goto fail;
+				json_array_append_new(v, c);
+				continue;
+			}
+			k = e;
+			if (k.type != YAML_SCALAR_EVENT || yamlev_next(y, &e) == -1) {
+				spec_yaml_err(r, &k.start_mark, "a key is not a scalar");
+				yaml_event_delete(&k);
+				goto fail;
+			}
+			if (json_object_get(v, (const char *)k.data.scalar.value) != NULL)
+				spec_yaml_err(r, &k.start_mark, "duplicate key");
+			if ((c = spec_node(y, &e, r)) == NULL) {
+				yaml_event_delete(&k);
+				goto fail;
+			}
+			json_object_set_new(v, (const char *)k.data.scalar.value, c);
+			yaml_event_delete(&k);
+		}
+	} else
+		spec_yaml_err(r, &ev->start_mark, "unexpected event");
+	yaml_event_delete(ev);
+	if (r->err[0] != '\0') {
+		json_decref(v);
+		return NULL;
+	}
+	return v;
+fail:
+	if (r->err[0] == '\0')
+		snprintf(r->err, sizeof(r->err), "the YAML ends early");
+	yaml_event_delete(ev);
+	json_decref(v);
+	return NULL;
+}
+
+/* docs/openapi.yaml as JSON, or a failed test. */
+static json_t *
+spec_load(const char *path)
+{
+	struct spec_read r = {""};
+	struct yamlev y;
+	yaml_event_t ev;
+	json_t *doc = NULL;
+	char *buf = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	FILE *f = fopen(path, "r");
+	int i;
+
+	if (f == NULL)
+		fail_msg("%s: cannot open (run from the source tree)", path);
+	len = getdelim(&buf, &cap, '\0', f);
+	fclose(f);
+	assert_true(len > 0);
+	assert_int_equal(yamlev_init(&y, (unsigned char *)buf, (size_t)len, 64, spec_yaml_err, &r),
+	                 0);
+	/* stream start, document start, the root */
+	for (i = 0; i < 3 && r.err[0] == '\0'; i++) {
+		if (yamlev_next(&y, &ev) == -1)
+			break;
+		if (i == 2)
+			doc = spec_node(&y, &ev, &r);
+		else
+			yaml_event_delete(&ev);
+	}
+	yamlev_free(&y);
+	free(buf);
+	if (doc == NULL || !json_is_object(doc))
+		fail_msg("%s: %s", path, r.err[0] ? r.err : "not a mapping");
+	return doc;
+}
+
+/* A local $ref ("#/components/...") followed, or o itself. */
+static json_t *
+spec_deref(json_t *doc, json_t *o)
+{
+	const char *ref;
+	char buf[256], *p, *save = NULL;
+	int n;
+
+	for (n = 0; n < 8 && (ref = json_string_value(json_object_get(o, "$ref"))) != NULL; n++) {
+		if (strncmp(ref, "#/", 2) != 0 || strlen(ref) >= sizeof(buf))
+			return NULL;
+		snprintf(buf, sizeof(buf), "%s", ref + 2);
+		o = doc;
+		for (p = strtok_r(buf, "/", &save); p != NULL && o != NULL;
+		     p = strtok_r(NULL, "/", &save))
+			o = json_object_get(o, p);
+	}
+	return o;
+}
+
+/* Problems, one a line, for one failure message at the end. */
+struct spec_problems {
+	char text[8192];
+	size_t len;
+	int n;
+};
+
+static void spec_problem(struct spec_problems *sp, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+spec_problem(struct spec_problems *sp, const char *fmt, ...)
+{
+	va_list ap;
+	int w;
+
+	sp->n++;
+	if (sp->len + 2 >= sizeof(sp->text))
+		return;
+	va_start(ap, fmt);
+	w = vsnprintf(sp->text + sp->len, sizeof(sp->text) - sp->len - 1, fmt, ap);
+	va_end(ap);
+	if (w > 0)
+		sp->len = strlen(sp->text);
+	sp->text[sp->len++] = '\n';
+	sp->text[sp->len] = '\0';
+}
+
+static const char *
+spec_method(enum evhttp_cmd_type m)
+{
+	switch (m) {
+	case EVHTTP_REQ_GET:
+		return "get";
+	case EVHTTP_REQ_POST:
+		return "post";
+	case EVHTTP_REQ_PUT:
+		return "put";
+	case EVHTTP_REQ_PATCH:
+		return "patch";
+	case EVHTTP_REQ_DELETE:
+		return "delete";
+	default:
+		return "other";
+	}
+}
+
+/* The query parameters of an operation (its path's and its own) against
+ * those the route takes, both ways. */
+static void
+spec_query(json_t *doc, json_t *item, json_t *op, const struct route *rt, struct spec_problems *sp)
+{
+	json_t *lists[2] = {json_object_get(item, "parameters"), json_object_get(op, "parameters")};
+	char want[128], word[33];
+	const char *q, *in, *name;
+	json_t *p;
+	size_t i, j, k, x;
+	int found;
+
+	snprintf(want, sizeof(want), " %s ", rt->query ? rt->query : "");
+	for (i = 0; i < 2; i++)
+		json_array_foreach(lists[i], j, p)
+		{
+			p = spec_deref(doc, p);
+			in = json_string_value(json_object_get(p, "in"));
+			name = json_string_value(json_object_get(p, "name"));
+			if (in == NULL || name == NULL) {
+				spec_problem(sp, "%s %s: a parameter without in or name",
+				             method_name(rt->method), rt->pattern);
+				continue;
+			}
+			if (strcmp(in, "query") != 0)
+				continue;
+			snprintf(word, sizeof(word), " %s ", name);
+			if (strstr(want, word) == NULL)
+				spec_problem(sp,
+				             "%s %s: docs/openapi.yaml has query parameter \"%s\", "
+				             "which the route does not take",
+				             method_name(rt->method), rt->pattern, name);
+		}
+	/* each of the route's, in the spec */
+	for (q = rt->query ? rt->query : ""; *q != '\0'; q += k) {
+		q += strspn(q, " ");
+		k = strcspn(q, " ");
+		if (k == 0)
+			break;
+		snprintf(word, sizeof(word), "%.*s", (int)k, q);
+		for (i = 0, found = 0; i < 2 && !found; i++)
+			json_array_foreach(lists[i], x, p)
+			{
+				p = spec_deref(doc, p);
+				if (strcmp(json_string_value(json_object_get(p, "in")) ?: "",
+				           "query") == 0 &&
+				    strcmp(json_string_value(json_object_get(p, "name")) ?: "",
+				           word) == 0)
+					found = 1;
+			}
+		if (!found)
+			spec_problem(sp, "%s %s: docs/openapi.yaml lacks query parameter \"%s\"",
+			             method_name(rt->method), rt->pattern, word);
+	}
+}
+
+static const char *
+spec_json_type(json_type t)
+{
+	return t == JSON_STRING    ? "string"
+	       : t == JSON_INTEGER ? "integer"
+	       : t == JSON_OBJECT  ? "object"
+	                           : "other";
+}
+
+/* The request body schema against the route's fields: the same members,
+ * the same required ones, each of its JSON type; no body for no fields. */
+static void
+spec_body(json_t *doc, json_t *op, const struct route *rt, struct spec_problems *sp)
+{
+	json_t *rb = spec_deref(doc, json_object_get(op, "requestBody"));
+	json_t *schema, *props, *req, *ps, *x;
+	const char *M = method_name(rt->method), *key, *type;
+	size_t i, j;
+	int found;
+
+	if (rt->nfields == 0) {
+		if (rb != NULL)
+			spec_problem(
+			    sp, "%s %s: docs/openapi.yaml has a request body, the route takes none",
+			    M, rt->pattern);
+		return;
+	}
+	schema = spec_deref(doc, json_object_get(json_object_get(json_object_get(rb, "content"),
+	                                                         "application/json"),
+	                                         "schema"));
+	if (schema == NULL) {
+		spec_problem(sp, "%s %s: docs/openapi.yaml has no application/json request body", M,
+		             rt->pattern);
+		return;
+	}
+	props = json_object_get(schema, "properties");
+	req = json_object_get(schema, "required");
+	if (strcmp(json_string_value(json_object_get(schema, "additionalProperties")) ?: "",
+	           "false"))
+		spec_problem(sp,
+		             "%s %s: the request body schema allows members the route refuses "
+		             "(additionalProperties is not false)",
+		             M, rt->pattern);
+	for (i = 0; i < rt->nfields; i++) {
+		ps = spec_deref(doc, json_object_get(props, rt->fields[i].name));
+		type = json_string_value(json_object_get(ps, "type"));
+		if (ps == NULL)
+			spec_problem(sp, "%s %s: the request body lacks member \"%s\"", M,
+			             rt->pattern, rt->fields[i].name);
+		else if (type == NULL || strcmp(type, spec_json_type(rt->fields[i].type)) != 0)
+			spec_problem(sp, "%s %s: member \"%s\" is %s, the route takes %s", M,
+			             rt->pattern, rt->fields[i].name, type ? type : "untyped",
+			             spec_json_type(rt->fields[i].type));
+		found = 0;
+		json_array_foreach(req, j, x) found |=
+		    strcmp(json_string_value(x) ?: "", rt->fields[i].name) == 0;
+		if (found != (rt->fields[i].required != 0))
+			spec_problem(
+			    sp, "%s %s: member \"%s\" is %s in docs/openapi.yaml, %s in the route",
+			    M, rt->pattern, rt->fields[i].name, found ? "required" : "optional",
+			    rt->fields[i].required ? "required" : "optional");
+	}
+	json_object_foreach(props, key, x)
+	{
+		for (i = 0; i < rt->nfields && strcmp(rt->fields[i].name, key) != 0; i++)
+			;
+		if (i == rt->nfields)
+			spec_problem(
+			    sp, "%s %s: the request body has member \"%s\", the route does not", M,
+			    rt->pattern, key);
+	}
+}
+
+/* Security: none for a route without authentication; an empty (anonymous)
+ * alternative exactly for optional authentication; and with a state-changing
+ * method, the cookie only together with the CSRF header. */
+static void
+spec_security(json_t *doc, json_t *op, const struct route *rt, struct spec_problems *sp)
+{
+	json_t *sec = json_object_get(op, "security"), *req;
+	const char *M = method_name(rt->method);
+	int anon = 0, changing = rt->method != EVHTTP_REQ_GET;
+	size_t i;
+
+	if (sec == NULL)
+		sec = json_object_get(doc, "security");
+	if (!json_is_array(sec)) {
+		spec_problem(sp, "%s %s: no security in docs/openapi.yaml", M, rt->pattern);
+		return;
+	}
+	json_array_foreach(sec, i, req)
+	{
+		if (json_object_size(req) == 0)
+			anon = 1;
+		if (changing && rt->auth && json_object_get(req, "sessionCookie") != NULL &&
+		    json_object_get(req, "csrfToken") == NULL)
+			spec_problem(
+			    sp,
+			    "%s %s: the session cookie without csrfToken, on a state-changing "
+			    "route",
+			    M, rt->pattern);
+	}
+	if (rt->auth == 0 && json_array_size(sec) != 0)
+		spec_problem(sp,
+		             "%s %s: takes no authentication, docs/openapi.yaml says security "
+		             "is needed",
+		             M, rt->pattern);
+	if (rt->auth != 0 && json_array_size(sec) == 0)
+		spec_problem(sp, "%s %s: needs authentication, docs/openapi.yaml says none", M,
+		             rt->pattern);
+	if (rt->auth != 0 && anon != (rt->auth == ROUTE_AUTH_OPTIONAL))
+		spec_problem(sp, "%s %s: authentication is %s, docs/openapi.yaml says %s", M,
+		             rt->pattern, rt->auth == ROUTE_AUTH_OPTIONAL ? "optional" : "required",
+		             anon ? "optional" : "required");
+}
+
+/*
+ * docs/openapi.yaml describes every route of the table with its method and
+ * path template, and no path or method that is not a route; for each, the
+ * query parameters the route takes, its body's members (names, types,
+ * which are required) and whether it needs authentication.  Every problem
+ * is named (the route, and what differs), all of them at once.
+ */
+static void
+test_routes_in_openapi(void **state)
+{
+	static const char *const methods[] = {"get",     "put",  "post",  "delete",
+	                                      "options", "head", "patch", "trace"};
+	size_t n, i, j;
+	const struct route *rt = router_routes(&n);
+	json_t *doc = spec_load("docs/openapi.yaml"), *paths, *item, *op;
+	struct spec_problems sp = {"", 0, 0};
+	const char *path;
+	int found;
+
+	(void)state;
+	paths = json_object_get(doc, "paths");
+	assert_true(json_is_object(paths));
+	for (i = 0; i < n; i++) {
+		item = json_object_get(paths, rt[i].pattern);
+		op = json_object_get(item, spec_method(rt[i].method));
+		if (op == NULL) {
+			spec_problem(&sp,
+			             "docs/openapi.yaml does not describe %s %s (a route of "
+			             "httpd/router.c)",
+			             method_name(rt[i].method), rt[i].pattern);
+			continue;
+		}
+		spec_query(doc, item, op, &rt[i], &sp);
+		spec_body(doc, op, &rt[i], &sp);
+		spec_security(doc, op, &rt[i], &sp);
+	}
+	json_object_foreach(paths, path, item)
+	{
+		for (j = 0; j < sizeof(methods) / sizeof(methods[0]); j++) {
+			if (json_object_get(item, methods[j]) == NULL)
+				continue;
+			for (i = 0, found = 0; i < n && !found; i++)
+				found = strcmp(rt[i].pattern, path) == 0 &&
+				        strcmp(spec_method(rt[i].method), methods[j]) == 0;
+			if (!found) {
+				char up[8];
+				size_t k;
+
+				for (k = 0; methods[j][k] != '\0' && k < sizeof(up) - 1; k++)
+					up[k] = (char)(methods[j][k] - 'a' + 'A');
+				up[k] = '\0';
+				spec_problem(
+				    &sp,
+				    "docs/openapi.yaml describes %s %s, which is not a route "
+				    "of httpd/router.c",
+				    up, path);
+			}
+		}
+	}
+	json_decref(doc);
+	if (sp.n > 0)
+		fail_msg("%d problem%s:\n%s", sp.n, sp.n == 1 ? "" : "s", sp.text);
 }
 
 /* HEAD reaches every GET route (with the GET route's method). */
@@ -1100,6 +1519,7 @@ main(void)
 	    cmocka_unit_test(test_body_not_utf8),
 	    cmocka_unit_test(test_body_unknown_field),
 	    cmocka_unit_test(test_session_routes),
+	    cmocka_unit_test(test_routes_in_openapi),
 	    cmocka_unit_test(test_cookie),
 	    cmocka_unit_test(test_body_missing_field),
 	    cmocka_unit_test(test_body_invalid_field),
