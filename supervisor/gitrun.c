@@ -9,7 +9,9 @@
  * daemon's own user) with no supplementary groups, no_new_privs and
  * PR_SET_PDEATHSIG, with fd 3 its only descriptor and an environment that
  * names no home and no configuration.  It is killed after
- * GITRUN_TIMEOUT_SECS.
+ * GITRUN_TIMEOUT_SECS.  Up to GITRUN_SPARES helpers are started ahead of
+ * the next requests while the daemon is busy (spares, below): each is the
+ * same process as one started for its request, only earlier.
  */
 #include <sys/prctl.h>
 #include <sys/queue.h>
@@ -23,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -30,6 +33,13 @@
 
 #define GITRUN_TIMEOUT_SECS 600
 #define GITRUN_READ_MS 2000
+/* Spares: helpers started ahead, waiting for their request, so that a
+ * fetch or a checkout does not wait for the exec and the dynamic linking
+ * of agrippa-git (about 8 ms of each run's set-up).  A spare holds nothing
+ * until its request comes; one that waited longer than GITRUN_SPARE_MS is
+ * not used (the helper gives up on a request after 10 s). */
+#define GITRUN_SPARES 2
+#define GITRUN_SPARE_MS 7000
 
 struct gitrun {
 	LIST_ENTRY(gitrun) entry;
@@ -43,6 +53,13 @@ struct gitrun {
 	int exited;
 };
 static LIST_HEAD(, gitrun) gitruns = LIST_HEAD_INITIALIZER(gitruns);
+
+static struct spare {
+	pid_t pid; /* 0: none */
+	int fd;
+	uint64_t born; /* CLOCK_MONOTONIC ms */
+} spares[GITRUN_SPARES];
+static struct event *spare_ev; /* drops the spares that waited too long */
 
 static void
 gitrun_free_if_done(struct gitrun *g)
@@ -231,6 +248,137 @@ gitrun_request(const struct gitrun_req *req, struct ipc_wbuf *w)
 	}
 }
 
+static uint64_t
+gitrun_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* A new helper, waiting for its request on *fd: its pid, or -1. */
+static pid_t
+gitrun_fork(int *fd, char *err, size_t errsz)
+{
+	int sv[2];
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1) {
+		snprintf(err, errsz, "socketpair: %s", strerror(errno));
+		return -1;
+	}
+	if ((pid = fork()) == -1) {
+		close(sv[0]);
+		close(sv[1]);
+		snprintf(err, errsz, "fork: %s", strerror(errno));
+		return -1;
+	}
+	if (pid == 0)
+		gitrun_exec(sv[1]);
+	close(sv[1]);
+	*fd = sv[0];
+	return pid;
+}
+
+static void
+spare_drop(struct spare *sp)
+{
+	kill(sp->pid, SIGKILL); /* reaped as any child; gitrun_reaped knows it */
+	close(sp->fd);
+	sp->pid = 0;
+	sp->fd = -1;
+}
+
+/* A spare young enough to take a request: its pid (and *fd), or 0. */
+static pid_t
+spare_take(int *fd)
+{
+	uint64_t now = gitrun_now_ms();
+	pid_t pid;
+	size_t i;
+
+	for (i = 0; i < GITRUN_SPARES; i++) {
+		if (spares[i].pid == 0)
+			continue;
+		if (now - spares[i].born > GITRUN_SPARE_MS) {
+			spare_drop(&spares[i]);
+			continue;
+		}
+		pid = spares[i].pid;
+		*fd = spares[i].fd;
+		spares[i].pid = 0;
+		spares[i].fd = -1;
+		return pid;
+	}
+	return 0;
+}
+
+/* The spares that waited GITRUN_SPARE_MS go, before the helper gives up
+ * (and logs it); none come back until a helper is asked for again, so an
+ * idle daemon has none. */
+static void
+spare_expire(evutil_socket_t fd, short what, void *arg)
+{
+	struct timeval tv;
+	uint64_t now = gitrun_now_ms(), next = 0, left;
+	size_t i;
+
+	(void)fd, (void)what, (void)arg;
+	for (i = 0; i < GITRUN_SPARES; i++) {
+		if (spares[i].pid == 0)
+			continue;
+		if (now - spares[i].born + 20 >= GITRUN_SPARE_MS)
+			spare_drop(&spares[i]);
+		else if (next == 0 || spares[i].born < next)
+			next = spares[i].born;
+	}
+	if (next != 0) {
+		left = next + GITRUN_SPARE_MS - now;
+		tv.tv_sec = (time_t)(left / 1000);
+		tv.tv_usec = (suseconds_t)(left % 1000) * 1000;
+		evtimer_add(spare_ev, &tv);
+	}
+}
+
+/* Spares for the next requests, unless the daemon stops. */
+static void
+spare_fill(void)
+{
+	struct timeval tv = {GITRUN_SPARE_MS / 1000, (GITRUN_SPARE_MS % 1000) * 1000};
+	char err[128];
+	size_t i;
+
+	if (sup.stopping)
+		return;
+	for (i = 0; i < GITRUN_SPARES; i++) {
+		if (spares[i].pid != 0)
+			continue;
+		if ((spares[i].pid = gitrun_fork(&spares[i].fd, err, sizeof(err))) == -1) {
+			spares[i].pid = 0;
+			spares[i].fd = -1;
+			break;
+		}
+		spares[i].born = gitrun_now_ms();
+	}
+	if (spare_ev == NULL && (spare_ev = evtimer_new(sup.base, spare_expire, NULL)) == NULL)
+		fatalx("git helper: event set-up");
+	if (!evtimer_pending(spare_ev, NULL))
+		evtimer_add(spare_ev, &tv);
+}
+
+void
+gitrun_spares_stop(void)
+{
+	size_t i;
+
+	for (i = 0; i < GITRUN_SPARES; i++)
+		if (spares[i].pid != 0)
+			spare_drop(&spares[i]);
+	if (spare_ev != NULL)
+		evtimer_del(spare_ev);
+}
+
 static struct gitrun *
 gitrun_spawn(const struct gitrun_req *req, gitrun_cb cb, gitrun_pr_cb prcb, void *arg,
              char *err, size_t errsz)
@@ -238,43 +386,32 @@ gitrun_spawn(const struct gitrun_req *req, gitrun_cb cb, gitrun_pr_cb prcb, void
 	struct timeval tv = {GITRUN_TIMEOUT_SECS, 0};
 	struct ipc_wbuf w;
 	struct gitrun *g;
-	int sv[2];
+	int fd;
 	pid_t pid;
 
 	if (access(sup.git_exe, X_OK) == -1) {
 		snprintf(err, errsz, "the git helper %s: %s", sup.git_exe, strerror(errno));
 		return NULL;
 	}
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1) {
-		snprintf(err, errsz, "socketpair: %s", strerror(errno));
-		return NULL;
-	}
 	gitrun_request(req, &w);
 	if (ipc_wbuf_finish(&w, IPC_MAX_FRAME_DEFAULT) == -1) {
 		ipc_wbuf_free(&w);
-		close(sv[0]);
-		close(sv[1]);
 		snprintf(err, errsz, "the git helper's request does not fit a frame");
 		return NULL;
 	}
-	if ((pid = fork()) == -1) {
+	if ((pid = spare_take(&fd)) == 0 && (pid = gitrun_fork(&fd, err, errsz)) == -1) {
 		ipc_wbuf_free(&w);
-		close(sv[0]);
-		close(sv[1]);
-		snprintf(err, errsz, "fork: %s", strerror(errno));
 		return NULL;
 	}
-	if (pid == 0)
-		gitrun_exec(sv[1]);
-	close(sv[1]);
 	/* a small frame into an empty socket buffer: this does not block */
-	if (ipc_write_frame(sv[0], &w, req->kind == GITRUN_DIFF ? req->outfd : -1) == -1)
+	if (ipc_write_frame(fd, &w, req->kind == GITRUN_DIFF ? req->outfd : -1) == -1)
 		log_warn("git helper %ld: sending the request", (long)pid);
 	ipc_wbuf_free(&w); /* wiped: it held the token */
+	spare_fill();
 	if ((g = calloc(1, sizeof(*g))) == NULL)
 		fatal("calloc");
 	g->pid = pid;
-	g->fd = sv[0];
+	g->fd = fd;
 	g->cb = cb;
 	g->prcb = prcb;
 	g->arg = arg;
@@ -316,7 +453,16 @@ int
 gitrun_reaped(pid_t pid, int status)
 {
 	struct gitrun *g;
+	size_t i;
 
+	for (i = 0; i < GITRUN_SPARES; i++)
+		if (spares[i].pid == pid) { /* it gave up waiting, or was killed */
+			close(spares[i].fd);
+			spares[i].pid = 0;
+			spares[i].fd = -1;
+			(void)status;
+			return 1;
+		}
 	LIST_FOREACH(g, &gitruns, entry)
 	if (g->pid == pid) {
 		g->exited = 1;

@@ -40,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/forge.h"
@@ -64,6 +65,9 @@ struct srun {
 	char dir[PATH_MAX], ws[PATH_MAX];
 	char stats[PATH_MAX]; /* the chowner's list of the workspace as given */
 	int listing;          /* 1: the chowner writes it; 2: written, to be sealed */
+	/* the set-up's milestones, ms from its start (log_debug at the end) */
+	uint64_t t0;
+	unsigned t_setup, t_fetch, t_disk, t_checkout, t_chown, t_ready;
 	char img[PATH_MAX], mnt[PATH_MAX]; /* its own disk (disk.c): the image, the mount */
 	char repo_id[IPC_UUID_LEN + 1];    /* the connection, "" for no repository */
 	struct disk_job *djob;             /* its disk being made */
@@ -935,6 +939,22 @@ runner_on_err(struct ipc_chan *ch, const char *reason, void *arg)
 		kill(r->p.pid, SIGKILL);
 }
 
+static uint64_t
+srun_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* ms since the run's set-up began. */
+static unsigned
+srun_ms(const struct srun *r)
+{
+	return (unsigned)(srun_now_ms() - r->t0);
+}
+
 /* The workspace's list sealed (common/wsstat.h): from now on a sandbox
  * may change the workspace.  Without the seal the list still holds, with
  * more of its entries racy. */
@@ -968,6 +988,13 @@ runner_start(struct srun *r)
 	}
 	if (r->listing == 2)
 		seal_list(r);
+	if (r->t_checkout != 0) {
+		r->t_ready = srun_ms(r);
+		log_debug("run %s: ready for its sandbox in %u ms (set-up read %u, mirror fetched %u, "
+		          "disk made %u, checked out %u, given %u)",
+		          r->p.run, r->t_ready, r->t_setup, r->t_fetch, r->t_disk, r->t_checkout,
+		          r->t_chown);
+	}
 	memset(&req, 0, sizeof(req));
 	req.workspace = r->ws;
 	req.readonly = r->readonly;
@@ -1065,6 +1092,7 @@ given_done(void *arg, int status, char *out)
 	          strtok(out, "\n") != NULL ? out : "?");
 	if (r->listing == 1)
 		r->listing = 2;
+	r->t_chown = srun_ms(r);
 	sop_submit(r, "sup_run_checked_out", checked_out_done, 4, r->p.run, r->p.owner, r->base,
 	           r->ref_out);
 }
@@ -1132,6 +1160,7 @@ checkout_done(void *arg, int ok, const char *error, const char *base, uint64_t s
 		srun_fail(r, why);
 		return;
 	}
+	r->t_checkout = srun_ms(r);
 	log_info("run %s: checked out %s (%s)", r->p.run, base, ref);
 	snprintf(r->base, sizeof(r->base), "%s", base);
 	snprintf(r->ref_out, sizeof(r->ref_out), "%s", ref);
@@ -1185,6 +1214,7 @@ fetched_done(void *arg, int ok, const char *error)
 		return;
 	}
 	r->fetched = 1;
+	r->t_fetch = srun_ms(r);
 	if (!r->failing)
 		ws_checkout(r);
 }
@@ -1397,6 +1427,7 @@ disk_done(void *arg, int ok, const char *error)
 		srun_fail(r, error);
 		return;
 	}
+	r->t_disk = srun_ms(r);
 	ws_fill(r);
 }
 
@@ -1495,6 +1526,7 @@ setup_done(struct srun *r, int code, const char *err, PGresult *res)
 	size_t toklen = 0;
 	char why[512];
 
+	r->t_setup = srun_ms(r);
 	if (code != DB_OK) {
 		log_warnx("run %s: setup: %s", r->p.run, err);
 		srun_end(r, IPC_RUN_CRASHED);
@@ -1576,6 +1608,7 @@ runs_start(struct proc *engine, struct ipc_msg *m)
 	snprintf(r->p.instance, sizeof(r->p.instance), "runner-%.8s", run);
 	memcpy(r->previous, prev, sizeof(r->previous));
 	LIST_INSERT_HEAD(&sruns, r, entry);
+	r->t0 = srun_now_ms();
 	sop_submit(r, "sup_run_setup", setup_done, 1, r->p.run);
 	r->mcp_state = 1;
 	sop_submit(r, "sup_run_mcp_secrets", mcp_done, 1, r->p.run);

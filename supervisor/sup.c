@@ -205,6 +205,7 @@ sup_stop(void)
 	log_info("stopping");
 	proc_stop_all();
 	sbx_kill_all();
+	gitrun_spares_stop();
 	if (proc_all_exited() && sbx_count() == 0) {
 		sup_finish();
 		return;

@@ -256,6 +256,8 @@ struct gitrun *gitrun_start_pr(const struct gitrun_req *req, gitrun_pr_cb cb, vo
 void gitrun_abandon(struct gitrun *g);
 /* SIGCHLD: 1 when pid was a git helper. */
 int gitrun_reaped(pid_t pid, int status);
+/* The daemon stops: the spare helpers go. */
+void gitrun_spares_stop(void);
 
 /* disk.c: a run's workspace on a filesystem of its own (sandbox.disk) */
 struct disk_job;

@@ -45,7 +45,25 @@ check "... / is intact" [ -f /etc/passwd ]
 no_scratch() { [ -z "$(ls -A "$T/state/work" 2>/dev/null)" ]; }
 wait_for 10 no_scratch
 check "no scratch workspace is left behind" no_scratch
-check "no git helper is left running" [ -z "$(pgrep -f "$T" -a 2>/dev/null | grep agrippa-git)" ]
+# Spares: helpers started ahead while the daemon is busy, waiting for a
+# request; they hold nothing, and an idle daemon drops them before they
+# would give up waiting.
+spares() { pgrep -P "$SUP_PID" -x agrippa-git | wc -l; }
+run repo test p1 clean
+check "after the helper, spares wait for the next request ($(spares))" [ "$(spares)" -ge 1 ]
+SPARE=$(pgrep -P "$SUP_PID" -x agrippa-git | head -1)
+check "... as the service user, with no_new_privs, holding fd 3 and nothing else beyond stdio" \
+	[ "$(stat -c %U "/proc/$SPARE")" = _agrippa ] &&
+	grep -q '^NoNewPrivs:[[:space:]]*1' "/proc/$SPARE/status" &&
+	[ "$(ls "/proc/$SPARE/fd" | sort -n | tr '\n' ' ')" = "0 1 2 3 " ]
+check "... with nothing in its environment but PATH, HOME and the sanitizers' options" \
+	[ -z "$(tr '\0' '\n' <"/proc/$SPARE/environ" | grep -v -e '^PATH=' -e '^HOME=/nonexistent$' -e '^[A-Z]*SAN_OPTIONS=')" ]
+no_spares() { [ "$(spares)" = 0 ]; }
+wait_for 12 no_spares
+check "an idle daemon has dropped its spares" no_spares
+check "... before they gave up waiting (nothing in the log from them)" \
+	eval '! grep -q "no request from the supervisor" "$LOG"'
+check "no git helper is left running" [ -z "$(pgrep -P "$SUP_PID" -x agrippa-git)" ]
 
 run repo test p1 missing
 check "a repository that does not exist: exit 1 with libgit2's reason ($OUT)" \

@@ -343,7 +343,12 @@ M=$(wc -l <"$T/requests.log")
 submit quick remote
 R6=$RUN
 wait_for 30 held
-HELPER_PID=$(pgrep -P "$SUP_PID" -f -x agrippa-git | head -1)
+# the fetching helper: the one with a git child (the others are spares,
+# waiting for a request)
+HELPER_PID=""
+for p in $(pgrep -P "$SUP_PID" -x agrippa-git); do
+	pgrep -P "$p" >/dev/null 2>&1 && HELPER_PID=$p
+done
 check "a fetch is held with its git helper running" [ -n "$HELPER_PID" ]
 kill -9 $HELPER_PID
 wait_for 30 ended "$R6"
