@@ -48,7 +48,9 @@ struct gh_memref {
 struct gh_pushctx {
 	const struct gh_push_req *req;
 	git_oid commit;                  /* what is pushed */
+	git_oid base;                    /* its parent */
 	git_oid lease;                   /* where the remote's branch must be; zero: absent */
+	git_remote *remote;              /* the push's, for its advertisement */
 	int answers;                     /* credentials given */
 	int already;                     /* the remote's branch is at commit */
 	int reported;                    /* the server reported on the branch */
@@ -533,6 +535,37 @@ gh_push_said(const char *s, int len, void *payload)
 }
 
 /*
+ * What the pack is computed against, narrowed when the server has the
+ * base: libgit2 1.5 hides every commit the server advertises from the walk
+ * that decides what to send, and then reads the whole tree of each (a
+ * repository's every branch and tag) to mark what the server has.  The
+ * run's commit is the base's child, so when the base is one of the
+ * advertised tips the base (and the branch's current commit) is all that
+ * needs hiding: every other advertised id is made zero, which libgit2's
+ * loop skips.  The advertisement is libgit2's (git_remote_ls returns the
+ * entries the push reads), used for nothing after the pack.  When the base
+ * is not advertised, nothing changes.
+ */
+static void
+gh_push_narrow(struct gh_pushctx *c, const git_oid *branch_now)
+{
+	const git_remote_head **heads;
+	size_t n, i;
+	int has_base = 0;
+
+	if (c->remote == NULL || git_remote_ls(&heads, &n, c->remote) != 0)
+		return;
+	for (i = 0; i < n && !has_base; i++)
+		has_base = git_oid_equal(&heads[i]->oid, &c->base);
+	if (!has_base)
+		return;
+	for (i = 0; i < n; i++)
+		if (!git_oid_equal(&heads[i]->oid, &c->base) &&
+		    !git_oid_equal(&heads[i]->oid, branch_now))
+			memset(&((git_remote_head *)heads[i])->oid, 0, sizeof(git_oid));
+}
+
+/*
  * The lease, before anything is sent: the remote's branch (src) must be
  * where the lease says, or already at our commit (then nothing is sent
  * and the push ends with c->already).  Anything else ends the push with
@@ -553,8 +586,10 @@ gh_push_negotiate(const git_push_update **u, size_t n, void *payload)
 		c->already = 1;
 		return GIT_EUSER;
 	}
-	if (git_oid_equal(&u[0]->src, &c->lease))
+	if (git_oid_equal(&u[0]->src, &c->lease)) {
+		gh_push_narrow(c, &u[0]->src);
 		return 0;
+	}
 	git_oid_tostr(now, sizeof(now), &u[0]->src);
 	if (git_oid_is_zero(&u[0]->src))
 		snprintf(
@@ -669,6 +704,7 @@ gh_push_send(git_repository *repo, struct gh_pushctx *c, char *err, size_t errsz
 	snprintf(spec, sizeof(spec), "+%s:%s", GH_PUSH_SRC, c->req->branch);
 	if (gh_push_remote(&remote, repo, c->req, err, errsz) == -1)
 		return -1;
+	c->remote = remote;
 	git_push_options_init(&po, GIT_PUSH_OPTIONS_VERSION);
 	po.callbacks.credentials = gh_push_cred;
 	po.callbacks.certificate_check = gh_push_cert;
@@ -679,6 +715,7 @@ gh_push_send(git_repository *repo, struct gh_pushctx *c, char *err, size_t errsz
 	po.proxy_opts.type = GIT_PROXY_NONE;
 	po.follow_redirects = GIT_REMOTE_REDIRECT_NONE;
 	rc = git_remote_upload(remote, &refspecs, &po);
+	c->remote = NULL;
 	git_remote_disconnect(remote);
 	git_remote_free(remote);
 	if (rc == GIT_EUSER && c->already)
@@ -716,6 +753,10 @@ gh_push_build(const struct gh_push_req *q, const void *patch, size_t len, struct
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		return gh_fail(err, errsz, "%s: out of memory", q->branch);
 	c->req = q;
+	if (git_oid_fromstr(&c->base, q->base) != 0) {
+		gh_fail(err, errsz, "%s: the base: %s", q->branch, gh_git_error());
+		goto out;
+	}
 	if (q->lease[0] != '\0' && git_oid_fromstr(&c->lease, q->lease) != 0) {
 		gh_fail(err, errsz, "%s: the lease: %s", q->branch, gh_git_error());
 		goto out;

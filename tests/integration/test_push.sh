@@ -125,6 +125,27 @@ check "... and no pack was sent" [ "$(since "$M" | grep -c "POST	/repo.git/git-r
 push "$TOKEN" "$WS" "$BR" "$C1"
 check "... with the lease of our last push, the same ($OUT)" [ "$OUT" = "ok $C1 already" ]
 
+# --- the server's branch moved on past the base ---------------------------------
+# The pack is computed against the base alone when the server advertises
+# it; here it does not (main moved on upstream after the mirror's fetch),
+# and the push must still carry what the server lacks, and no more.
+git clone -q "$SRV" "$T/upstream" >/dev/null 2>&1
+(cd "$T/upstream" && printf 'upstream moved on\n' >UPSTREAM &&
+	git add UPSTREAM && git -c user.name=u -c user.email=u@example.com commit -q -m moved &&
+	git push -q origin HEAD:main) >/dev/null 2>&1
+MOVED=$(git --git-dir="$SRV" rev-parse main)
+check "upstream's main moved past the base ($MOVED)" [ -n "$MOVED" -a "$MOVED" != "$BASE" ]
+workspace moved
+printf 'a change on the old base\n' >"$WS/MOVED.md"
+push "$TOKEN" "$WS" refs/heads/agrippa/moved ""
+C3=$(printf '%s' "$OUT" | sed -n 's/^ok \([0-9a-f]*\)$/\1/p')
+check "a push whose base is no longer a tip of the server's: ok ($OUT)" [ "$RC" -eq 0 -a -n "$C3" ]
+check "... its parent is the base, its tree the base's with the change" \
+	[ "$(git --git-dir="$SRV" rev-parse "$C3^")" = "$BASE" ] &&
+	[ "$(git --git-dir="$SRV" cat-file -p "$C3:MOVED.md")" = "a change on the old base" ] &&
+	[ -z "$(git --git-dir="$SRV" diff-tree -r --name-only "$BASE" "$C3" | grep -v -x MOVED.md)" ]
+check "... and the server's repository is whole (git fsck)" git --git-dir="$SRV" fsck --no-progress --no-dangling
+
 # --- credentials and trust -------------------------------------------------------
 workspace b
 printf 'change b\n' >"$WS/README.md"
