@@ -140,19 +140,21 @@ export async function runView(main, runId) {
       e.target.disabled = true;
       try { await api.post(`/v1/runs/${runId}/cancel`); await refresh(); } catch (err) { alertText(err); }
     } }, 'Cancel run') : null]);
-    const [steps, approvals] = await Promise.all([api.get(`/v1/runs/${runId}/steps`),
-      api.get(`/v1/runs/${runId}/approvals`)]);
+    const [steps, approvals, artifacts] = await Promise.all([api.get(`/v1/runs/${runId}/steps`),
+      api.get(`/v1/runs/${runId}/approvals`), artifactsList(runId)]);
     clear(stepsBox).append(steps.steps.length ? stepsTable(steps.steps) : h('p', { class: 'muted' }, 'No step has started.'));
     const pending = approvals.approvals.find((a) => a.status === 'pending');
     clear(approvalBox);
-    if (pending && !done) approvalBox.append(approvalPanel(pending, message, canAct, refresh, run, role === 'admin'));
-    clear(artifactsBox).append(await artifactsList(runId));
+    clear(artifactsBox).append(artifacts);
   }
   function alertText(err) { summary.append(h('p', { class: 'error' }, err.message)); }
 
-  await refresh();
   let timer = null;
   const later = () => { clearTimeout(timer); timer = setTimeout(() => refresh().catch(() => {}), 250); };
+  // The rows of one chunk of the stream go into the page at once (one
+  // insertion, one layout), as soon as the chunk has been read.
+  let rows = null;
+  const flush = () => { events.append(rows); rows = null; };
   const onEvent = (type, seq, data) => {
     if (!(seq > lastSeq)) return null; // never twice, never out of order
     lastSeq = seq;
@@ -163,12 +165,14 @@ export async function runView(main, runId) {
       const m = document.getElementById('approval-message');
       if (m) m.textContent = message;
     }
-    events.append(h('li', { 'data-seq': seq, 'data-type': type, class: 'ev ev-' + type.split('.')[0] },
+    if (!rows) { rows = document.createDocumentFragment(); queueMicrotask(flush); }
+    rows.append(h('li', { 'data-seq': seq, 'data-type': type, class: 'ev ev-' + type.split('.')[0] },
       h('span', { class: 'seq' }, seq), h('span', { class: 'type' }, type), eventBody(type, p)));
     if (type !== 'step.output' && !type.startsWith('agent.')) later();
     if (TERMINAL.has(type)) { live.textContent = 'finished'; return 'terminal'; }
     return null;
   };
+  // the stream opens at once, beside the run's other requests
   const close = openStream(`/v1/runs/${runId}/events/stream`, {
     onEvent,
     onState: (t) => { if (live.textContent !== 'finished') live.textContent = t; },
@@ -176,4 +180,5 @@ export async function runView(main, runId) {
     onRefused: () => { live.textContent = 'disconnected'; api.get('/v1/me').catch(() => {}); },
   });
   onLeave(() => { close(); clearTimeout(timer); });
+  try { await refresh(); } catch (err) { close(); throw err; }
 }

@@ -32,7 +32,9 @@
 #
 # The table: each figure, the peer's, the ratio and PASS/FAIL against the
 # target; then every file, every sample, min and max.
-# Tunables (environment): BENCH_N, NTICKS, TICK_MS, KEEP (keep the directory).
+# Tunables (environment): BENCH_N, NTICKS, TICK_MS, TIMELINE=1 (print each load
+# sample's requests: start, first byte, end, ms from navigation), KEEP (keep
+# the directory).
 # Needs root, node, Debian's chromium and tests/browser's npm packages
 # (make deps), git, curl.  bench/run.sh runs it unless BENCH_UI=0; alone:
 #   make && sh bench/ui/run.sh build

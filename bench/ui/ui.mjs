@@ -13,6 +13,7 @@
 //                   page painting it
 //   delay.dom       the same to its insertion into the DOM (MutationObserver)
 //   delay.peer      the same to its arrival at Node's fetch of the stream
+// TIMELINE=1: print the request timings of each load sample.
 //
 // Environment: URL, TOKEN, RUN_BIG (a run holding >= 1,000 events), RUN_LIVE
 // (a run parked at a checkpoint), TICKS (a shell command appending the tick
@@ -157,6 +158,8 @@ try {
     const [t, td, n] = await page.evaluate(() => [window.__bench.t1000, window.__bench.t1000dom,
       document.querySelectorAll('#events li[data-seq]').length]);
     if (n < 1000) throw new Error(`the run page shows ${n} events`);
+    if (env.TIMELINE) console.log(await page.evaluate(() => performance.getEntriesByType('resource').map((e) =>
+      `${new URL(e.name).pathname} ${e.startTime.toFixed(0)}-${e.responseStart.toFixed(0)}-${e.responseEnd.toFixed(0)}`).join(' | ')));
     loadPage.push(t);
     loadDom.push(td);
     if (!(i % 2)) loadPeer.push(await peerLoad());
