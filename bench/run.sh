@@ -6,8 +6,9 @@
 # then runs bench/api, bench/engine, bench/agent, bench/checkout (the
 # checkout benchmark: a generated repository of a real project's size, see
 # its header; BENCH_CHECKOUT=0 skips it) and bench/pr (push + pull request
-# of a one-file change on that repository; BENCH_PR=0 skips it), each
-# starting its own daemon.
+# of a one-file change on that repository; BENCH_PR=0 skips it) and
+# bench/ui (the dashboard in chromium; BENCH_UI=0 skips it), each starting
+# its own daemon.
 set -eu
 BUILD=${1:-build}
 ROOT=$(pwd)
@@ -80,4 +81,11 @@ if [ "${BENCH_PR:-1}" = 0 ]; then
 	echo "pr: skipped (BENCH_PR=0)"
 else
 	sh bench/pr/run.sh "$BUILD"
+fi
+echo
+echo "dashboard:"
+if [ "${BENCH_UI:-1}" = 0 ]; then
+	echo "ui: skipped (BENCH_UI=0)"
+else
+	sh bench/ui/run.sh "$BUILD"
 fi

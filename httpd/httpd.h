@@ -60,6 +60,7 @@ struct hreq {
 	json_t *art;    /* the artifact being served (api_runs.c) */
 	int via_session; /* authenticated by the session cookie, not a bearer token */
 	unsigned char sesskey[32]; /* POST /v1/session: the new session's secret, while stored */
+	unsigned retry_after;      /* POST /v1/session refused by loginlimit.c: its Retry-After */
 };
 
 /* Roles in a project, in order of what they may do; ROLE_NONE: no check. */
@@ -252,6 +253,25 @@ int session_same_origin(struct evhttp_request *req, int strict);
 void api_session_create(struct hreq *h);
 void api_session_get(struct hreq *h);
 void api_session_end(struct hreq *h);
+
+/* loginlimit.c: failed logins per client address and overall (token buckets) */
+#define LOGIN_ADDR_BURST 10       /* failures an address may have at once */
+#define LOGIN_ADDR_REFILL_MS 6000 /* ... and one more every 6 s */
+#define LOGIN_ALL_BURST 100       /* failures of all addresses together */
+#define LOGIN_ALL_REFILL_MS 600   /* ... and one more every 0.6 s */
+#define LOGIN_AUDIT_MS 60000      /* a bucket's refusals audited at most once a minute */
+struct login_refusal {
+	const char *scope;     /* "address" or "all" */
+	unsigned retry_after;  /* seconds until one more attempt may be made */
+	int first;             /* the first refusal of that bucket in LOGIN_AUDIT_MS: audit it */
+};
+/* A login attempt from addr at now (ms, monotonic): 0 when it may go on (it
+ * took a token from both buckets), -1 and why when it is refused. */
+int login_limit_take(const char *addr, uint64_t now, struct login_refusal *why);
+/* The attempt from addr succeeded: its tokens go back. */
+void login_limit_refund(const char *addr, uint64_t now);
+/* Forget every bucket (tests). */
+void login_limit_reset(void);
 
 /* static.c: the dashboard's files, loaded before the chroot */
 /* Load every file of dir (flat; a missing dir: no dashboard, a warning). */

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "common/log.h"
 #include "httpd/httpd.h"
@@ -164,6 +165,59 @@ session_set_cookie(struct hreq *h, const char *value, long long max_age)
 
 /* ---- POST /v1/session ------------------------------------------------------ */
 
+static uint64_t
+session_now_ms(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_MONOTONIC, &ts) == -1)
+		fatal("clock_gettime");
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void
+session_too_many(struct hreq *h)
+{
+	char ra[16];
+
+	if (h->req != NULL) {
+		snprintf(ra, sizeof(ra), "%u", h->retry_after);
+		evhttp_add_header(evhttp_request_get_output_headers(h->req), "Retry-After", ra);
+	}
+	hreq_error(h, 429, "too_many_logins", "too many failed logins; retry later");
+}
+
+/* The refusal's audit row is written (or the database failed: the answer
+ * is the same). */
+static void
+session_limited_done(struct hreq *h, const struct ipc_db_result *r)
+{
+	session_too_many(h);
+}
+
+/* Refused by the login limit: 429; a bucket's refusals are audited
+ * (session.rate_limited) at most once a minute, the others only answered,
+ * so that a flood costs the database next to nothing. */
+static void
+session_limited(struct hreq *h, const struct login_refusal *why)
+{
+	struct ipc_wbuf w;
+	uint64_t id;
+
+	h->retry_after = why->retry_after;
+	log_info("login limit (%s) reached by %s: retry after %u s", why->scope,
+	         h->remote[0] != '\0' ? h->remote : "?", why->retry_after);
+	if (!why->first) {
+		session_too_many(h);
+		return;
+	}
+	id = hreq_db_begin(&w, "httpd_login_limited", 3);
+	ipc_put_str(&w, why->scope);
+	ipc_put_str(&w, h->remote);
+	ipc_put_u64(&w, why->retry_after);
+	hreq_db_send(h, &w, id, session_limited_done);
+}
+
 static void
 session_create_done(struct hreq *h, const struct ipc_db_result *r)
 {
@@ -173,6 +227,8 @@ session_create_done(struct hreq *h, const struct ipc_db_result *r)
 
 	sodium_memzero(h->authhash, sizeof(h->authhash));
 	if (!hreq_db_ok(h, r) || (rows = hreq_db_rows(h, r)) == NULL) {
+		/* not a failed login: the database did not answer */
+		login_limit_refund(h->remote, session_now_ms());
 		sodium_memzero(h->sesskey, sizeof(h->sesskey));
 		return;
 	}
@@ -183,6 +239,7 @@ session_create_done(struct hreq *h, const struct ipc_db_result *r)
 		hreq_error(h, 401, "unauthorized", "a valid token is required");
 		return;
 	}
+	login_limit_refund(h->remote, session_now_ms());
 	expires = json_integer_value(json_object_get(s, "expires_in"));
 	memcpy(cookie, SESSION_PREFIX, 4);
 	sodium_bin2base64(cookie + 4, sizeof(cookie) - 4, h->sesskey, SESSION_RAW,
@@ -202,11 +259,17 @@ api_session_create(struct hreq *h)
 {
 	const char *tok = json_string_value(json_object_get(h->body, "token"));
 	unsigned char shash[AUTHCACHE_HASH_LEN];
+	struct login_refusal why;
 	struct ipc_wbuf w;
 	uint64_t id;
 
 	if (!session_same_origin(h->req, 0)) {
 		hreq_error(h, 403, "cross_origin", "this request must come from the dashboard's origin");
+		return;
+	}
+	/* before the token is looked at: a limited client learns nothing of it */
+	if (login_limit_take(h->remote, session_now_ms(), &why) == -1) {
+		session_limited(h, &why);
 		return;
 	}
 	if (!auth_token_valid(tok)) {

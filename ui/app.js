@@ -84,6 +84,13 @@ function prLink(pr) {
   return h('a', { href: pr.url, rel: 'noopener noreferrer', target: '_blank' }, '#' + pr.number);
 }
 
+// A date input's value (YYYY-MM-DD) as the local midnight starting that
+// day, or plus days; null for none.
+function day(v, plus) {
+  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(v);
+  return m ? new Date(Number(m[1]), Number(m[2]) - 1, Number(m[3]) + plus) : null;
+}
+
 const STATUSES = ['', 'queued', 'running', 'waiting_approval', 'succeeded', 'failed', 'cancelled'];
 
 async function projectView(pid) {
@@ -94,30 +101,51 @@ async function projectView(pid) {
     h('option', { value: s, selected: s === (params.get('status') || '') }, s || 'any status')));
   const fTmpl = h('input', { id: 'f-template', placeholder: 'template', value: params.get('template') || '' });
   const fSince = h('input', { id: 'f-since', type: 'date', value: params.get('since') || '' });
+  const fUntil = h('input', { id: 'f-until', type: 'date', value: params.get('until') || '' });
   const body = h('tbody', { id: 'runs' });
   const more = h('button', { id: 'more', hidden: true }, 'More');
   const msg = h('div');
   let cursor = null;
-  let since = null;
+  // The API filters by status and template; the days (in the page's time
+  // zone, as it shows times) are filtered here, over its pages, which come
+  // newest first: a run created before the first day ends the list.
   async function load(reset) {
-    if (reset) { clear(body); cursor = null; }
-    since = fSince.value ? new Date(fSince.value) : null;
+    const since = day(fSince.value, 0);
+    const until = day(fUntil.value, 1);
+    clear(msg);
+    if (since && until && since >= until) { msg.append(failure('The first day is after the last.')); return; }
+    body.querySelector('tr.none')?.remove();
+    if (reset) {
+      clear(body);
+      cursor = null;
+      history.replaceState(null, '', `#/projects/${pid}` + api.qs({ status: fStatus.value,
+        template: fTmpl.value.trim(), since: fSince.value, until: fUntil.value }));
+    }
     try {
-      const r = await api.get(`/v1/projects/${pid}/runs` + api.qs({ status: fStatus.value,
-        template: fTmpl.value.trim(), cursor, limit: 25 }));
-      let stop = false;
-      for (const run of r.runs) {
-        if (since && new Date(run.created_at) < since) { stop = true; break; }
-        body.append(runRow(run));
-      }
-      cursor = stop ? null : r.next_cursor;
+      let added = 0;
+      let pages = 0;
+      do {
+        const r = await api.get(`/v1/projects/${pid}/runs` + api.qs({ status: fStatus.value,
+          template: fTmpl.value.trim(), cursor, limit: 25 }));
+        let stop = false;
+        for (const run of r.runs) {
+          const at = new Date(run.created_at);
+          if (since && at < since) { stop = true; break; }
+          if (until && at >= until) continue;
+          body.append(runRow(run));
+          added++;
+        }
+        cursor = stop ? null : r.next_cursor;
+        pages++;
+      } while (cursor && added < 25 && pages < 20);
       more.hidden = !cursor;
-      if (!body.firstChild) body.append(h('tr', {}, h('td', { colspan: 8, class: 'muted' }, 'No runs.')));
-    } catch (err) { clear(msg).append(failure(err)); }
+      if (!body.firstChild) body.append(h('tr', { class: 'none' }, h('td', { colspan: 8, class: 'muted' }, 'No runs.')));
+    } catch (err) { msg.append(failure(err)); }
   }
   more.addEventListener('click', () => load(false));
   const filter = h('form', { class: 'filters', onsubmit: (e) => { e.preventDefault(); load(true); } },
-    fStatus, fTmpl, h('label', {}, 'since ', fSince), h('button', { type: 'submit' }, 'Filter'));
+    fStatus, fTmpl, h('label', { title: 'created on or after this day' }, 'from ', fSince),
+    h('label', { title: 'created on or before this day' }, 'to ', fUntil), h('button', { type: 'submit' }, 'Filter'));
   clear(main).append(h('h1', {}, 'Runs of ', project.name, ' ',
     h('a', { href: `#/projects/${pid}/usage`, id: 'usage-link', class: 'small' }, 'usage')), filter, msg,
     h('table', { class: 'runs' }, h('thead', {}, h('tr', {},

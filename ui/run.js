@@ -51,20 +51,38 @@ function stepsTable(steps) {
     ['Phase', 'Step', 'Attempts', 'Exit'].map((c) => h('th', {}, c)))), h('tbody', {}, rows));
 }
 
-// An admin may raise the budget a run stopped on (which approves it).
-function budgetForm(run, refresh, msg) {
-  const usdIn = h('input', { id: 'budget-usd', type: 'number', min: 0, step: '0.01',
-    value: run.budget_usd_micros ? (run.budget_usd_micros * 2 / 1e6).toFixed(2) : '1.00' });
-  return h('form', { class: 'budget', onsubmit: async (e) => {
+// An admin may raise the budget a run stopped on (which approves the
+// approval and resumes the run): the run's, or the phase's when that was
+// the one spent (ex: the run's last budget.exceeded).  A full monthly quota
+// is not the run's budget: raising that would not help.
+function budgetForm(run, ex, refresh, msg) {
+  if (ex && ex.scope === 'quota') {
+    return h('p', { class: 'muted', id: 'budget-quota' }, 'The project\'s monthly quota (', usd(ex.quota_usd_micros),
+      ', ', usd(ex.month_spent_usd_micros), ' spent) cannot take this step: approve once it was raised.');
+  }
+  const phase = ex && ex.scope === 'phase' && typeof ex.phase === 'string' ? ex.phase : null;
+  const cur = phase ? ex.budget_usd_micros : run.budget_usd_micros;
+  const usdIn = h('input', { id: 'budget-usd', type: 'number', min: 0, max: 100000, step: '0.01', required: true,
+    value: cur ? (cur * 2 / 1e6).toFixed(2) : '1.00' });
+  return h('form', { class: 'budget', id: 'budget-form', onsubmit: async (e) => {
     e.preventDefault();
+    const micros = Math.round(Number(usdIn.value) * 1e6);
+    if (usdIn.value === '' || !Number.isSafeInteger(micros) || micros < 0 || micros > 1e11) {
+      msg.textContent = 'A budget is from 0 to 100000 USD.';
+      return;
+    }
     try {
-      await api.post(`/v1/runs/${run.id}/budget`, { usd_micros: Math.round(Number(usdIn.value) * 1e6) });
+      await api.post(`/v1/runs/${run.id}/budget`, phase ? { phase, usd_micros: micros } : { usd_micros: micros });
       await refresh();
     } catch (err) { msg.textContent = err.message; }
-  } }, 'New run budget (USD) ', usdIn, ' ', h('button', { type: 'submit', id: 'raise' }, 'Raise and resume'));
+  } },
+  h('p', { id: 'budget-spent' }, 'Spent ', usd(ex ? ex.spent_usd_micros : run.spent_usd_micros), ' of ',
+    usd(cur), phase ? [' (the budget of phase ', phase, ')'] : ' (the run\'s budget)'),
+  h('label', { for: 'budget-usd' }, phase ? ['New budget of phase ', phase, ' (USD) '] : 'New run budget (USD) '),
+  usdIn, ' ', h('button', { type: 'submit', id: 'raise' }, 'Raise and resume'));
 }
 
-function approvalPanel(ap, message, canDecide, refresh, run, isAdmin) {
+function approvalPanel(ap, message, canDecide, refresh, run, isAdmin, exceeded) {
   const comment = h('textarea', { id: 'approval-comment', maxlength: 4096, placeholder: 'comment (optional)' });
   const msg = h('p', { class: 'error', role: 'alert' });
   const decide = (decision) => async () => {
@@ -81,7 +99,8 @@ function approvalPanel(ap, message, canDecide, refresh, run, isAdmin) {
       h('button', { id: 'approve', onclick: decide('approved') }, 'Approve'),
       h('button', { id: 'reject', class: 'danger', onclick: decide('rejected') }, 'Reject'))]
       : h('p', { class: 'muted' }, 'Your role cannot decide it.'),
-    ap.kind === 'budget' && isAdmin ? budgetForm(run, refresh, msg) : null,
+    ap.kind === 'budget' ? (isAdmin ? budgetForm(run, exceeded, refresh, msg)
+      : h('p', { class: 'muted', id: 'budget-admin-only' }, 'An admin of the project may raise the budget.')) : null,
     msg);
 }
 
@@ -114,6 +133,7 @@ export async function runView(main, runId) {
   let run = null;
   let lastSeq = 0;
   let message = '';
+  let exceeded = null; // the last budget.exceeded
   clear(main).append(h('h1', {}, 'Run ', h('span', { class: 'mono' }, runId.slice(0, 8))), summary,
     approvalBox, h('h2', {}, 'Steps'), stepsBox, h('h2', {}, 'Artifacts'), artifactsBox,
     h('h2', {}, 'Events ', live), events);
@@ -140,19 +160,22 @@ export async function runView(main, runId) {
       e.target.disabled = true;
       try { await api.post(`/v1/runs/${runId}/cancel`); await refresh(); } catch (err) { alertText(err); }
     } }, 'Cancel run') : null]);
-    const [steps, approvals] = await Promise.all([api.get(`/v1/runs/${runId}/steps`),
-      api.get(`/v1/runs/${runId}/approvals`)]);
+    const [steps, approvals, artifacts] = await Promise.all([api.get(`/v1/runs/${runId}/steps`),
+      api.get(`/v1/runs/${runId}/approvals`), artifactsList(runId)]);
     clear(stepsBox).append(steps.steps.length ? stepsTable(steps.steps) : h('p', { class: 'muted' }, 'No step has started.'));
     const pending = approvals.approvals.find((a) => a.status === 'pending');
     clear(approvalBox);
-    if (pending && !done) approvalBox.append(approvalPanel(pending, message, canAct, refresh, run, role === 'admin'));
-    clear(artifactsBox).append(await artifactsList(runId));
+    if (pending && !done) approvalBox.append(approvalPanel(pending, message, canAct, refresh, run, role === 'admin', exceeded));
+    clear(artifactsBox).append(artifacts);
   }
   function alertText(err) { summary.append(h('p', { class: 'error' }, err.message)); }
 
-  await refresh();
   let timer = null;
   const later = () => { clearTimeout(timer); timer = setTimeout(() => refresh().catch(() => {}), 250); };
+  // The rows of one chunk of the stream go into the page at once (one
+  // insertion, one layout), as soon as the chunk has been read.
+  let rows = null;
+  const flush = () => { events.append(rows); rows = null; };
   const onEvent = (type, seq, data) => {
     if (!(seq > lastSeq)) return null; // never twice, never out of order
     lastSeq = seq;
@@ -163,12 +186,15 @@ export async function runView(main, runId) {
       const m = document.getElementById('approval-message');
       if (m) m.textContent = message;
     }
-    events.append(h('li', { 'data-seq': seq, 'data-type': type, class: 'ev ev-' + type.split('.')[0] },
+    if (type === 'budget.exceeded') exceeded = p;
+    if (!rows) { rows = document.createDocumentFragment(); queueMicrotask(flush); }
+    rows.append(h('li', { 'data-seq': seq, 'data-type': type, class: 'ev ev-' + type.split('.')[0] },
       h('span', { class: 'seq' }, seq), h('span', { class: 'type' }, type), eventBody(type, p)));
     if (type !== 'step.output' && !type.startsWith('agent.')) later();
     if (TERMINAL.has(type)) { live.textContent = 'finished'; return 'terminal'; }
     return null;
   };
+  // the stream opens at once, beside the run's other requests
   const close = openStream(`/v1/runs/${runId}/events/stream`, {
     onEvent,
     onState: (t) => { if (live.textContent !== 'finished') live.textContent = t; },
@@ -176,4 +202,5 @@ export async function runView(main, runId) {
     onRefused: () => { live.textContent = 'disconnected'; api.get('/v1/me').catch(() => {}); },
   });
   onLeave(() => { close(); clearTimeout(timer); });
+  try { await refresh(); } catch (err) { close(); throw err; }
 }

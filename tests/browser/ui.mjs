@@ -5,9 +5,11 @@
 //
 // Environment: URL, TOKEN (a member's), VIEWER (a viewer's), RUN_LIVE (a run
 // that is running: command output, then a checkpoint), RUN_REJECT and
-// RUN_VIEW (runs at their checkpoint), KILL_HTTPD and REVOKE (commands:
-// kill httpd, which the supervisor restarts; revoke TOKEN), SHOTS (the
-// directory for screenshots).
+// RUN_VIEW (runs at their checkpoint), RUN_BUDGET (a run stopped on its
+// budget), ADMIN (a project admin's token), OLD_DAY (the day RUN_REJECT was
+// made, ten days ago) and TODAY, KILL_HTTPD and REVOKE (commands: kill
+// httpd, which the supervisor restarts; revoke TOKEN), SHOTS (the directory
+// for screenshots).
 import { chromium } from 'playwright-core';
 import { execSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
@@ -94,6 +96,41 @@ try {
   await page.waitForFunction(() => [...document.querySelectorAll('#runs tr[data-run] .status')].every((s) => s.textContent === 'waiting_approval'));
   ok(true, 'the runs filter by status');
 
+  // filter by day (the API lists newest first; the page filters by the day each run was made)
+  const soon = (fn, arg) => page.waitForFunction(fn, arg, { timeout: 10000 }).then(() => true, () => false);
+  const listed = () => page.$$eval('#runs tr[data-run]', (r) => r.map((x) => x.dataset.run));
+  const byDay = async (since, until) => {
+    await page.selectOption('#f-status', '');
+    await page.fill('#f-since', since);
+    await page.fill('#f-until', until);
+    await page.click('.filters button[type=submit]');
+  };
+  await byDay(env.TODAY, '');
+  ok(await soon(([live, old]) => {
+    const ids = [...document.querySelectorAll('#runs tr[data-run]')].map((x) => x.dataset.run);
+    return ids.includes(live) && !ids.includes(old);
+  }, [env.RUN_LIVE, env.RUN_REJECT]), `from today: today's runs, not the one of ${env.OLD_DAY} (${await listed()})`);
+  await byDay('', env.OLD_DAY);
+  ok(await soon((old) => {
+    const ids = [...document.querySelectorAll('#runs tr[data-run]')].map((x) => x.dataset.run);
+    return ids.length === 1 && ids[0] === old;
+  }, env.RUN_REJECT), `to ${env.OLD_DAY}: only the run made that day (${await listed()})`);
+  await shot(page, '02b-runs-by-day');
+  ok(page.url().includes(`until=${env.OLD_DAY}`) && !page.url().includes('since='),
+    'the filter is in the page\'s address (' + page.url().split('#')[1] + ')');
+  await page.reload();
+  ok(await soon((old) => {
+    const ids = [...document.querySelectorAll('#runs tr[data-run]')].map((x) => x.dataset.run);
+    return ids.length === 1 && ids[0] === old && document.querySelector('#f-until').value !== '';
+  }, env.RUN_REJECT), 'and a reload shows the same filtered list');
+  await byDay(env.OLD_DAY, env.TODAY);
+  ok(await soon((n) => document.querySelectorAll('#runs tr[data-run]').length === n, 4),
+    `from ${env.OLD_DAY} to today: all four runs (${(await listed()).length})`);
+  await byDay(env.TODAY, env.OLD_DAY);
+  ok(await soon(() => /first day is after the last/.test(document.querySelector('main').textContent)),
+    'a first day after the last is refused with a message');
+  ok((await listed()).length === 4, '... and the list stays as it was');
+
   // ---- a run while it runs: earlier events, then new ones, each once, in order ---------
   await page.goto(`${URL}/#/runs/${env.RUN_LIVE}`);
   await page.waitForSelector('#events li');
@@ -155,6 +192,39 @@ try {
   await page.click('#reject');
   await page.waitForFunction(() => document.querySelector('#run-status')?.textContent === 'failed', null, { timeout: 60000 });
   ok(true, 'rejected from the page: the run failed');
+
+  // ---- a run stopped on its budget: a member may not raise it, an admin does ---------------
+  await page.goto(`${URL}/#/runs/${env.RUN_BUDGET}`);
+  await page.waitForSelector('#budget-admin-only');
+  ok(await page.$('#raise') === null && await page.$('#budget-usd') === null,
+    'a run stopped on its budget: a member has no form to raise it, and is told an admin may');
+  await shot(page, '04b-budget-member');
+  const actx = await browser.newContext({ viewport: { width: 1200, height: 900 } });
+  const apage = await actx.newPage();
+  const aw = watch(apage, 'admin');
+  await login(apage, env.ADMIN);
+  await apage.goto(`${URL}/#/runs/${env.RUN_BUDGET}`);
+  await apage.waitForSelector('#raise');
+  ok(/budget at think/.test(await apage.textContent('#approval')), 'an admin sees the budget approval of the agent step');
+  ok(/Spent \$0\.00 of \$0\.00 \(the run's budget\)/.test(await apage.textContent('#budget-spent')),
+    'with what the run spent of its budget (' + await apage.textContent('#budget-spent') + ')');
+  await apage.fill('#budget-usd', '-1');
+  await apage.click('#raise');
+  await apage.waitForTimeout(500);
+  ok(await runStatus(apage, env.RUN_BUDGET) === 'waiting_approval' && await apage.$('#raise') !== null,
+    'a negative budget is not sent: the run still waits');
+  await apage.fill('#budget-usd', '0.30');
+  await shot(apage, '04c-budget-raise');
+  await apage.click('#raise');
+  await apage.waitForFunction(() => document.querySelector('#run-status')?.textContent === 'succeeded', null, { timeout: 60000 });
+  ok(true, 'raised from the page: the run resumed and finished, succeeded');
+  ok((await apage.textContent('#spent')).includes('of $0.30'), 'the spend meter shows the new budget (' +
+    await apage.textContent('#spent') + ')');
+  ok(await apage.$('#approval') === null, 'no approval waits any more');
+  const bev = await apage.$$eval('#events li', (l) => l.map((x) => x.dataset.type));
+  ok(bev.includes('budget.changed') && bev.indexOf('budget.changed') < bev.indexOf('run.resumed'),
+    'the page shows budget.changed, then run.resumed');
+  await shot(apage, '04d-budget-raised');
 
   // ---- the approvals inbox ------------------------------------------------------------------------------
   await page.click('#nav-approvals');
@@ -245,7 +315,7 @@ try {
   ok(/sign in again/i.test(await page.textContent('#signin-again')), 'a revoked token: the page says sign in again');
   await shot(page, '07-signed-out');
 
-  for (const x of [w, vw]) {
+  for (const x of [w, vw, aw]) {
     ok(x.dialogs.length === 0, `${x.name}: no dialog opened (${x.dialogs.join(' | ')})`);
     ok(x.errors.length === 0, `${x.name}: no console error, no CSP violation (${x.errors.join(' | ')})`);
   }

@@ -6,7 +6,11 @@
 # changed, without its X-CSRF-Token, with a wrong one or one of another
 # session, or from another origin; sessions that expire, end with DELETE,
 # and die at once with their token or user; all of it audited, no secret in
-# the log.  Also the dashboard's static files: the strict CSP and the other
+# the log.  Failed logins are limited per client address and for all
+# together: a burst of wrong tokens (sent at once) gets 429 with
+# Retry-After, a right token from that address too, one from another address
+# works, bearer tokens are untouched, one audit row per episode, and the
+# Retry-After is honest.  Also the dashboard's static files: the strict CSP and the other
 # headers, strong ETags and 304s, nothing outside the loaded files.
 . tests/integration/lib.sh
 need_root api_session
@@ -206,6 +210,91 @@ for p in /ui/nothing.js /ui/../agrippad.yaml /ui/%2e%2e/agrippad.yaml /ui/ /ui/.
 done
 req POST / -H 'Content-Type: application/json' -d '{}'
 check "POST /: 405" [ "$CODE" = 405 ]
+
+# --- the login limit: failed logins per address and for all -----------------------------------
+# from (client address) and a token: the status, the Retry-After and the
+# error code, on one line
+from() {
+	a=$1 tok=$2
+	curl -s -o "$T/lim.$a" -D "$T/limh.$a" -w '%{http_code}' --max-time 10 --interface "$a" \
+		-H 'Content-Type: application/json' -d "{\"token\": \"$tok\"}" "$URL/v1/session"
+	ra=$(tr -d '\r' <"$T/limh.$a" | sed -n 's/^Retry-After: //Ip')
+	printf ' %s %s\n' "${ra:--}" \
+		"$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("error", {}).get("code", "-"))' "$T/lim.$a" 2>/dev/null)"
+}
+WRONG=agr_0000000000000000000000000000000000000000000
+TL=$(new_token alice)
+SESS0=$(psql_q "select count(*) from browser_sessions")
+# 30 wrong tokens from 127.0.0.3 at once (the burst is 10)
+: >"$T/burst"
+i=0
+pids=""
+while [ $i -lt 30 ]; do
+	curl -s -o /dev/null -w '%{http_code}\n' --max-time 10 --interface 127.0.0.3 -H 'Content-Type: application/json' \
+		-d "{\"token\": \"$WRONG\"}" "$URL/v1/session" >>"$T/burst" &
+	pids="$pids $!"
+	i=$((i + 1))
+done
+# shellcheck disable=SC2086 # pids: a list
+wait $pids
+check "a burst of 30 wrong tokens sent at once from one address: 10 are looked at (401), 20 refused (429) ($(sort "$T/burst" | uniq -c | tr '\n' ' '))" \
+	[ "$(grep -c '^401$' "$T/burst")" = 10 -a "$(grep -c '^429$' "$T/burst")" = 20 ]
+set -- $(from 127.0.0.3 "$WRONG")
+case "$2" in [1-6]) ra=whole ;; *) ra=bad ;; esac
+check "another: 429 too_many_logins with Retry-After in whole seconds, 1 to 6 ($*)" \
+	[ "$1 $3 $ra" = "429 too_many_logins whole" ]
+set -- $(from 127.0.0.3 "$TL")
+RA=$2
+check "the right token from that address is refused as well, nothing stored ($*)" \
+	[ "$1" = 429 -a "$(psql_q "select count(*) from browser_sessions")" = "$SESS0" ]
+set -- $(from 127.0.0.4 "$TL")
+check "the right token from another address logs in ($*)" [ "$1" = 200 ]
+CODE=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 --interface 127.0.0.3 -H "Authorization: Bearer $TL" "$URL/v1/me")
+check "bearer tokens from the limited address still work ($CODE)" [ "$CODE" = 200 ]
+check "one audit row (session.rate_limited, the address, scope address), not one per refusal" \
+	[ "$(psql_q "select count(*) from audit_log where action = 'session.rate_limited' and actor_kind = 'system'
+		and object_kind = 'client' and object_id = '127.0.0.3' and remote_addr = '127.0.0.3'
+		and detail->>'scope' = 'address' and (detail->>'retry_after')::int between 1 and 6")" = 1 ]
+sleep "$RA"
+set -- $(from 127.0.0.3 "$TL")
+check "after Retry-After ($RA s), the right token from that address logs in ($*)" [ "$1" = 200 ]
+
+# For all addresses together: 14 addresses with 10 wrong tokens each (each
+# under its own limit, 140 over the limit of all), then at once the right
+# token from 5 addresses never seen: the limit of all refuses them (a token
+# that came back meanwhile, one every 0.6 s, can let one through).
+pids=""
+j=1
+while [ $j -le 14 ]; do
+	(k=0; while [ $k -lt 10 ]; do
+		curl -s -o /dev/null -w '%{http_code}\n' --max-time 10 --interface "127.1.0.$j" \
+			-H 'Content-Type: application/json' -d "{\"token\": \"$WRONG\"}" "$URL/v1/session"
+		k=$((k + 1))
+	done >"$T/flood.$j") &
+	pids="$pids $!"
+	j=$((j + 1))
+done
+# shellcheck disable=SC2086 # pids: a list
+wait $pids
+pids=""
+for j in 1 2 3 4 5; do
+	from "127.2.0.$j" "$TL" >"$T/fresh.$j" &
+	pids="$pids $!"
+done
+# shellcheck disable=SC2086 # pids: a list
+wait $pids
+FLOOD=$(cat "$T"/flood.* | sort | uniq -c | tr '\n' ' ')
+FRESH=$(cat "$T"/fresh.* | tr '\n' ',')
+check "140 wrong tokens from 14 addresses ($FLOOD), then the right token from 5 new ones: 4 or 5 are 429 with Retry-After 1 ($FRESH)" \
+	[ "$(cat "$T"/flood.* | grep -c '^429$')" -ge 30 -a "$(grep -c '^429 1 too_many_logins$' "$T"/fresh.*  | awk -F: '{ s += $2 } END { print s }')" -ge 4 ]
+CODE=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 -H "Authorization: Bearer $TL" "$URL/v1/me")
+check "bearer tokens still work meanwhile ($CODE)" [ "$CODE" = 200 ]
+check "audited once: session.rate_limited, scope all" \
+	[ "$(psql_q "select count(*) from audit_log where action = 'session.rate_limited'
+		and detail->>'scope' = 'all' and (detail->>'retry_after')::int = 1")" = 1 ]
+sleep 1
+set -- $(from 127.2.1.1 "$TL")
+check "a second later a right token logs in again ($*)" [ "$1" = 200 ]
 
 # --- public_url https: Secure and __Host- -------------------------------------------------------
 stop_daemon

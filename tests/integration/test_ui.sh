@@ -7,7 +7,9 @@
 # from the page; hostile text (command output, a param, a checkpoint's
 # message, a patch) is text and runs nothing; the cookie alone, a wrong CSRF
 # token or another origin changes nothing; a viewer has no buttons and the
-# API refuses them; a revoked token shows "sign in again"; no dialog, console
+# API refuses them; an admin raises the budget a run stopped on, which a
+# member may not; the runs filter by day; a revoked token shows "sign in
+# again"; no dialog, console
 # error or CSP violation on any page.  Screenshots go to $BUILD/ui-shots/.
 . tests/integration/lib.sh
 need_root ui
@@ -52,13 +54,30 @@ phases:
       - { id: gate, kind: checkpoint, message: "Ship it? <img src=x onerror=alert(3)>", expires_in: 1h }
       - { id: after, kind: command, run: "echo approved" }
 EOF
-ctl template load "$T/tmpl/ui.yaml" && ctl project add p1 && ctl user add alice && ctl user add vic &&
-	ctl member add p1 alice member && ctl member add p1 vic viewer &&
+# A run whose budget (0) stops it before its agent step: an admin raises it
+# from the page (no model provider here: the step fails, allowed to).
+cat >"$T/tmpl/ui-budget.yaml" <<'EOF'
+name: ui-budget
+version: 1
+params:
+  repo: { type: repoRef, required: true }
+workspace: { repo: "${params.repo}", access: readWrite }
+budget: { usd: 0 }
+phases:
+  - name: work
+    steps:
+      - { id: think, kind: agent, prompt: "x", allow_failure: true }
+      - { id: after, kind: command, run: "echo after the budget" }
+EOF
+ctl template load "$T/tmpl/ui.yaml" && ctl template load "$T/tmpl/ui-budget.yaml" &&
+	ctl project add p1 && ctl user add alice && ctl user add vic && ctl user add ada &&
+	ctl member add p1 alice member && ctl member add p1 vic viewer && ctl member add p1 ada admin &&
 	ctl repo add p1 clean "$T/repos/clean" </dev/null
 TA=$(new_token alice)
 TV=$(new_token vic)
+TD=$(new_token ada)
 P1=$(psql_q "select id from projects where name = 'p1'")
-check "set-up: template, project, users, repository" [ -n "$BASE" -a -n "$TA" -a -n "$TV" -a -n "$P1" ]
+check "set-up: templates, project, users, repository" [ -n "$BASE" -a -n "$TA" -a -n "$TV" -a -n "$TD" -a -n "$P1" ]
 
 submit() { # submit LINES: prints the run's id
 	curl -s --max-time 10 -H "Authorization: Bearer $TA" -H 'Content-Type: application/json' \
@@ -84,6 +103,16 @@ psql_q "select append_run_event('$RUN_VIEW', 'agent.message', jsonb_build_object
 check "agent events (and one of a type no page knows) appended to a waiting run" \
 	[ "$(psql_q "select count(*) from run_events where run_id = '$RUN_VIEW' and type like 'agent.%'")" = 3 ]
 RUN_LIVE=$(submit 12)
+RUN_BUDGET=$(curl -s --max-time 10 -H "Authorization: Bearer $TA" -H 'Content-Type: application/json' \
+	--data-binary '{"template": "ui-budget", "params": {"repo": "clean"}}' \
+	"http://127.0.0.1:$PORT/v1/projects/$P1/runs" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+# what the date filter is tried on: the rejected run was made ten days ago
+# (its day and today's in the browser's time zone, which is this host's)
+psql_q "update runs set created_at = created_at - interval '10 days' where id = '$RUN_REJECT'" >/dev/null
+OLD_DAY=$(date -d "@$(psql_q "select extract(epoch from created_at)::bigint from runs where id = '$RUN_REJECT'")" +%Y-%m-%d)
+TODAY=$(date +%Y-%m-%d)
+budget_parked() { is_status "$RUN_BUDGET" waiting_approval; }
+check "a run of budget 0 parks before its agent step" wait_for 60 budget_parked
 
 # the commands the browser test runs: kill httpd (the supervisor starts it
 # again), revoke alice's token
@@ -100,7 +129,8 @@ EOF
 SHOTS="$ROOT/$BUILD/ui-shots"
 rm -rf "$SHOTS"
 out=$(URL="http://127.0.0.1:$PORT" TOKEN="$TA" VIEWER="$TV" RUN_LIVE="$RUN_LIVE" RUN_REJECT="$RUN_REJECT" \
-	RUN_VIEW="$RUN_VIEW" P1="$P1" KILL_HTTPD="sh $T/kill_httpd.sh" SHOTS="$SHOTS" \
+	RUN_VIEW="$RUN_VIEW" RUN_BUDGET="$RUN_BUDGET" ADMIN="$TD" OLD_DAY="$OLD_DAY" TODAY="$TODAY" \
+	P1="$P1" KILL_HTTPD="sh $T/kill_httpd.sh" SHOTS="$SHOTS" \
 	REVOKE="$AGRIPPACTL -s $CTL token revoke $(prefix "$TA")" \
 	EXPIRE="sh $T/expire.sh" \
 	timeout 300 node tests/browser/ui.mjs 2>&1)
@@ -112,11 +142,21 @@ printf '%s\n' "$out" | grep -q '^ok - ' || notok "the browser test printed resul
 check "the live run succeeded" is_status "$RUN_LIVE" succeeded
 check "the rejected run failed" is_status "$RUN_REJECT" failed
 check "the run the refused requests aimed at still waits" is_status "$RUN_VIEW" waiting_approval
+check "the budget raised from the page: 300000, by ada, audited, the approval approved by her, the run succeeded" \
+	[ "$(psql_q "select r.budget_usd_micros || ' ' || r.status || ' ' ||
+		(select count(*) from audit_log l join users u on u.id = l.actor_user_id where l.action = 'run.budget'
+		   and l.object_id = r.id::text and u.name = 'ada' and (l.detail->>'to')::bigint = 300000) || ' ' ||
+		(select string_agg(a.kind || ':' || a.status || ':' || u.name, ',') from approvals a
+		   join users u on u.id = a.decided_by where a.run_id = r.id)
+		from runs r where r.id = '$RUN_BUDGET'")" = "300000 succeeded 1 budget:approved:ada" ]
+check "... its budget.changed event from 0 to 300000, once" \
+	[ "$(psql_q "select string_agg((payload->>'from') || ' ' || (payload->>'to'), ',') from run_events
+		where run_id = '$RUN_BUDGET' and type = 'budget.changed'")" = "0 300000" ]
 check "the approval was decided by alice with the page's comment, stored as sent" \
 	[ "$(psql_q "select a.comment from approvals a join users u on u.id = a.decided_by
 	             where a.run_id = '$RUN_LIVE' and u.name = 'alice'")" = 'looks good <img src=x onerror=alert(6)>' ]
 n=$(ls "$SHOTS"/*.png 2>/dev/null | wc -l)
-check "screenshots saved ($n in $SHOTS)" [ "$n" -ge 8 ]
+check "screenshots saved ($n in $SHOTS)" [ "$n" -ge 13 ]
 check "no token or session secret in the log" sh -c "! grep -qF -e '$TA' -e '$TV' -e 'ags_' '$LOG'"
 stop_daemon
 check "the daemon stops cleanly" [ "$DAEMON_STATUS" -eq 0 ]
