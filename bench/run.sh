@@ -6,8 +6,10 @@
 # then runs bench/api, bench/engine, bench/agent, bench/checkout (the
 # checkout benchmark: a generated repository of a real project's size, see
 # its header; BENCH_CHECKOUT=0 skips it) and bench/pr (push + pull request
-# of a one-file change on that repository; BENCH_PR=0 skips it), each
-# starting its own daemon.
+# of a one-file change on that repository; BENCH_PR=0 skips it) and
+# bench/egress (the egress proxy beside direct connections: throughput,
+# a new tunnel's latency, memory with 1,000 idle tunnels; BENCH_EGRESS=0
+# skips it), each starting its own daemon.
 set -eu
 BUILD=${1:-build}
 ROOT=$(pwd)
@@ -80,4 +82,11 @@ if [ "${BENCH_PR:-1}" = 0 ]; then
 	echo "pr: skipped (BENCH_PR=0)"
 else
 	sh bench/pr/run.sh "$BUILD"
+fi
+echo
+echo "egress:"
+if [ "${BENCH_EGRESS:-1}" = 0 ]; then
+	echo "egress: skipped (BENCH_EGRESS=0)"
+else
+	sh bench/egress/run.sh "$BUILD"
 fi

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 
 #include <errno.h>
+#include <signal.h>
 #include <event2/dns.h>
 #include <event2/event.h>
 #include <event2/listener.h>
@@ -255,6 +256,9 @@ void
 egress_main(void)
 {
 	child_bootstrap(&eg.c, ROLE_EGRESS);
+	/* a write to a tunnel whose other end went (splice(2) has no
+	 * MSG_NOSIGNAL) fails with EPIPE, never kills the process */
+	signal(SIGPIPE, SIG_IGN);
 	if ((eg.c.base = event_base_new()) == NULL)
 		fatalx("event_base_new");
 	TAILQ_INIT(&eg.runs);
