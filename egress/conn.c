@@ -8,7 +8,9 @@
  *            only now it is resolved; every address must pass addr.c
  *   HELLO    CONNECT to 443: answered 200, the ClientHello is read (and
  *            held) until its server name is known and equal to the host
- *   CONNECT  connecting to exactly the address checked
+ *   CONNECT  connecting to exactly an address checked: the first, and when
+ *            that fails (refused, unreachable, no answer in connect_timeout)
+ *            the next, in the resolver's order, never resolving again
  *   RELAY    bytes both ways; plain HTTP gets the head egress_head_upstream
  *            writes, then the body up to its Content-Length, nothing after.
  *            A CONNECT tunnel is spliced once what the bufferevents held
@@ -50,6 +52,7 @@ enum { CS_HEAD, CS_RESOLVE, CS_HELLO, CS_CONNECT, CS_RELAY, CS_CLOSING };
 #define CONN_WHY_MAX 200
 #define CONN_ADDR_MAX (INET6_ADDRSTRLEN + 8) /* "[v6]:65535" */
 #define CONN_FEED_CHUNK 4096
+#define CONN_ADDRS_MAX 8 /* checked addresses tried in turn, at most */
 #define CONN_PIPE_SZ (1024 * 1024) /* a spliced direction's pipe, asked for; the
                                       kernel may give less (pipe-max-size, the
                                       user's pipe pages) */
@@ -78,8 +81,9 @@ struct econn {
 	size_t hello_fed;           /* client bytes held and fed to it */
 	struct evdns_getaddrinfo_request *dns;
 	struct event *timer;        /* head, hello, resolve + connect, then idle */
-	struct sockaddr_storage ss;
-	socklen_t sslen;
+	struct sockaddr_storage *ss; /* the checked addresses, port set, until connected */
+	socklen_t *sslen;
+	size_t nss, iss;            /* how many; the one tried now */
 	struct egress_host target;  /* the request's host, normalised */
 	char host[EGRESS_HOST_MAX + 1];
 	unsigned port;
@@ -103,6 +107,7 @@ static void conn_free(struct econn *c);
 static void conn_relay(struct econn *c, struct bufferevent *from);
 static void spl_stop(struct econn *c);
 static void conn_try_splice(struct econn *c);
+static void conn_connect_failed(struct econn *c, int status);
 
 static void
 conn_arm(struct econn *c, unsigned secs)
@@ -228,6 +233,8 @@ conn_free(struct econn *c)
 	event_free(c->timer);
 	free(c->head);
 	free(c->hello);
+	free(c->ss);
+	free(c->sslen);
 	TAILQ_REMOVE(&r->conns, c, entry);
 	r->tunnels--;
 	free(c);
@@ -554,6 +561,10 @@ conn_established(struct econn *c)
 		egress_event(c->r, IPC_EGRESS_EV_UP, c->host, c->port, c->addr, "", 0, 0, 0);
 	c->open = 1;
 	log_debug("run %s: %s:%u via %s", c->r->run, c->host, c->port, c->addr);
+	free(c->ss);
+	free(c->sslen);
+	c->ss = NULL;
+	c->sslen = NULL;
 	bufferevent_set_timeouts(c->up, NULL, NULL);
 	conn_arm(c, eg.idle_timeout);
 	if (c->form == EGRESS_FORM_HTTP) {
@@ -599,24 +610,26 @@ conn_up_event(struct bufferevent *bev, short what, void *arg)
 			return;
 		}
 		if (what & BEV_EVENT_TIMEOUT)
-			conn_denyf(c, c->hello != NULL ? 0 : 504, "%s did not answer in time",
-			    c->addr);
+			snprintf(c->why, sizeof(c->why), "%s did not answer in time", c->addr);
 		else
-			conn_denyf(c, c->hello != NULL ? 0 : 502, "connect to %s: %s", c->addr,
-			    strerror(e));
+			snprintf(c->why, sizeof(c->why), "connect to %s: %s", c->addr, strerror(e));
+		conn_connect_failed(c, (what & BEV_EVENT_TIMEOUT) ? 504 : 502);
 		return;
 	}
 	if (c->state == CS_RELAY)
 		conn_relay_event(c, bev, what);
 }
 
-/* Connect to exactly the address checked; never by name. */
+static void conn_format_addr(const struct sockaddr *sa, unsigned port, char *buf, size_t sz);
+
+/* Connect to exactly the address checked now (c->iss); never by name. */
 static void
 conn_connect(struct econn *c)
 {
 	struct timeval tv = { (time_t)eg.connect_timeout, 0 };
 
 	c->state = CS_CONNECT;
+	conn_format_addr((struct sockaddr *)&c->ss[c->iss], c->port, c->addr, sizeof(c->addr));
 	/* a body or what follows a ClientHello waits; a CONNECT's early bytes
 	 * are still read, and refused */
 	if (c->form == EGRESS_FORM_HTTP || c->hello != NULL)
@@ -630,8 +643,37 @@ conn_connect(struct econn *c)
 	bufferevent_set_max_single_read(c->up, CONN_BEV_IO);
 	bufferevent_set_max_single_write(c->up, CONN_BEV_IO);
 	bufferevent_set_timeouts(c->up, NULL, &tv); /* a connect's timeout is its write's */
-	if (bufferevent_socket_connect(c->up, (struct sockaddr *)&c->ss, (int)c->sslen) == -1)
-		conn_denyf(c, 502, "connect to %s: %s", c->addr, strerror(errno));
+	if (bufferevent_socket_connect(c->up, (struct sockaddr *)&c->ss[c->iss],
+		(int)c->sslen[c->iss]) == -1) {
+		snprintf(c->why, sizeof(c->why), "connect to %s: %s", c->addr, strerror(errno));
+		conn_connect_failed(c, 502);
+	}
+}
+
+/*
+ * The connect to c->ss[c->iss] failed (c->why says how): the next checked
+ * address, or, after the last, the refusal (status for a CONNECT not yet
+ * answered).  The failed bufferevent is freed; this may run inside its own
+ * callback, which libevent allows.
+ */
+static void
+conn_connect_failed(struct econn *c, int status)
+{
+	if (c->iss + 1 < c->nss) {
+		log_debug("run %s: %s:%u: %s; trying the next address", c->r->run, c->host, c->port,
+		    c->why);
+		bufferevent_free(c->up);
+		c->up = NULL;
+		c->iss++;
+		conn_connect(c);
+		return;
+	}
+	if (c->nss > 1) {
+		size_t n = strlen(c->why);
+
+		snprintf(c->why + n, sizeof(c->why) - n, " (the last of %zu addresses)", c->nss);
+	}
+	conn_deny(c, c->hello != NULL ? 0 : status, c->why);
 }
 
 static void
@@ -668,6 +710,41 @@ conn_start_hello(struct econn *c)
 	bufferevent_enable(c->cli, EV_READ);
 }
 
+/* The checked addresses of res (CONN_ADDRS_MAX at most, the resolver's
+ * order) into c->ss with the request's port: the only ones connected to.
+ * Returns 0, or -1 (none, or out of memory). */
+static int
+conn_keep_addrs(struct econn *c, const struct evutil_addrinfo *res)
+{
+	const struct evutil_addrinfo *ai;
+	size_t n = 0;
+
+	for (ai = res; ai != NULL; ai = ai->ai_next)
+		if (ai->ai_addrlen <= sizeof(struct sockaddr_storage) &&
+		    (ai->ai_addr->sa_family == AF_INET || ai->ai_addr->sa_family == AF_INET6))
+			n++;
+	if (n == 0)
+		return -1;
+	if (n > CONN_ADDRS_MAX)
+		n = CONN_ADDRS_MAX;
+	if ((c->ss = calloc(n, sizeof(*c->ss))) == NULL ||
+	    (c->sslen = calloc(n, sizeof(*c->sslen))) == NULL)
+		return -1;
+	for (ai = res; ai != NULL && c->nss < n; ai = ai->ai_next) {
+		if (ai->ai_addrlen > sizeof(struct sockaddr_storage) ||
+		    (ai->ai_addr->sa_family != AF_INET && ai->ai_addr->sa_family != AF_INET6))
+			continue;
+		memcpy(&c->ss[c->nss], ai->ai_addr, ai->ai_addrlen);
+		c->sslen[c->nss] = (socklen_t)ai->ai_addrlen;
+		if (ai->ai_addr->sa_family == AF_INET6)
+			((struct sockaddr_in6 *)&c->ss[c->nss])->sin6_port = htons((uint16_t)c->port);
+		else
+			((struct sockaddr_in *)&c->ss[c->nss])->sin_port = htons((uint16_t)c->port);
+		c->nss++;
+	}
+	return 0;
+}
+
 static void
 conn_dns_cb(int result, struct evutil_addrinfo *res, void *arg)
 {
@@ -693,20 +770,15 @@ conn_dns_cb(int result, struct evutil_addrinfo *res, void *arg)
 			return;
 		}
 	}
-	if (res == NULL || res->ai_addrlen > sizeof(c->ss)) {
-		conn_deny(c, 502, "the name has no address");
+	if (conn_keep_addrs(c, res) == -1) {
+		conn_deny(c, 502, res == NULL ? "the name has no address" : "out of memory");
 		if (res != NULL)
 			evutil_freeaddrinfo(res);
 		return;
 	}
-	memcpy(&c->ss, res->ai_addr, res->ai_addrlen);
-	c->sslen = (socklen_t)res->ai_addrlen;
 	evutil_freeaddrinfo(res);
-	if (c->ss.ss_family == AF_INET6)
-		((struct sockaddr_in6 *)&c->ss)->sin6_port = htons((uint16_t)c->port);
-	else
-		((struct sockaddr_in *)&c->ss)->sin_port = htons((uint16_t)c->port);
-	conn_format_addr((struct sockaddr *)&c->ss, c->port, c->addr, sizeof(c->addr));
+	c->iss = 0;
+	conn_format_addr((struct sockaddr *)&c->ss[0], c->port, c->addr, sizeof(c->addr));
 	if (c->form == EGRESS_FORM_CONNECT && c->port == EGRESS_PORT_TLS)
 		conn_start_hello(c);
 	else

@@ -34,6 +34,8 @@ cat >"$T/hosts" <<EOH
 ::1 v6.test
 127.0.0.1 loop.test
 169.254.169.254 meta.test
+10.77.0.2 multi.test
+10.77.0.1 multi.test
 EOH
 chmod 0644 "$T/hosts"
 mount --bind "$T/hosts" /etc/hosts
@@ -123,7 +125,7 @@ tmpl() {
 	ctl template load "$T/tmpl/$1.yaml"
 }
 tmpl net <<'EOF'
-network: { allow: [ "allowed.test:8080", "loop.test:8080", "meta.test:8080" ] }
+network: { allow: [ "allowed.test:8080", "loop.test:8080", "meta.test:8080", "multi.test:8080" ] }
 phases:
   - name: one
     steps:
@@ -134,6 +136,7 @@ phases:
       - { id: direct, kind: command, allow_failure: true, run: "curl -sS --noproxy '*' --max-time 5 http://10.77.0.1:8080/hello; echo rc=$?" }
       - { id: override, kind: command, network: { allow: [] }, allow_failure: true, run: "curl -sS --max-time 10 http://allowed.test:8080/hello; echo rc=$?" }
       - { id: py, kind: command, run: "python3 -c 'import urllib.request; print(urllib.request.urlopen(\"http://allowed.test:8080/hello\").read().decode())'" }
+      - { id: multi, kind: command, run: "curl -sS --max-time 10 http://multi.test:8080/hello" }
 EOF
 tmpl nonet <<'EOF'
 phases:
@@ -174,8 +177,14 @@ check "an allowed name resolving to 127.0.0.1: denied as loopback" grep -q '^net
 check "an allowed name resolving to 169.254.169.254: denied" grep -q '^network.denied meta.test:8080 resolves to 169.254.169.254:8080' "$T/net"
 check "a direct connection fails (no route)" sh -c "printf '%s' \"\$1\" | grep -q 'rc=7'" _ "$(out "$R" direct)"
 check "a step's empty network replaces the template's: denied" sh -c "printf '%s' \"\$1\" | grep -q 'egress: not on the list'" _ "$(out "$R" override)"
-# the test's own readiness probe, curl's and urllib's requests
-check "the test host saw the allowed requests" [ "$(grep -c 'GET /hello' "$T/www.log")" = 3 ]
+# multi.test: 10.77.0.2 first, where nothing listens on 8080, then 10.77.0.1
+check "a name's first address refusing: the next checked one is connected to" \
+	sh -c "printf '%s' \"\$1\" | grep -q 'hello from allowed.test'" _ "$(out "$R" multi)"
+check "network.allowed names the address that answered" grep -q '^network.allowed multi.test:8080 10.77.0.1:8080$' "$T/net"
+check "egress tried the first address before it" \
+	grep -q 'multi.test:8080: connect to 10.77.0.2:8080: .*; trying the next address' "$LOG"
+# the test's own readiness probe, curl's, urllib's and multi.test's requests
+check "the test host saw the allowed requests" [ "$(grep -c 'GET /hello' "$T/www.log")" = 4 ]
 check "the test host saw none of the denied ones" sh -c "! grep -q 'GET /x' '$T/www.log'"
 
 submit nonet
@@ -387,6 +396,33 @@ check "no step of it ran" [ "$(psql_q "select count(*) from run_events where run
 # before the network.allowed of its tunnel
 psql_q "select run_id, seq, type, payload::text from (select *, sum(case type when 'network.allowed' then 1 when 'network.closed' then -1 else 0 end) over (partition by run_id order by seq) as open from run_events where type like 'network.%') x where open < 0 limit 5" | sed 's/^/# out of order: /'
 check "no network.closed is stored before its network.allowed" [ "$(psql_q "select count(*) from (select sum(case type when 'network.allowed' then 1 when 'network.closed' then -1 else 0 end) over (partition by run_id order by seq) as open from run_events where type like 'network.%') x where open < 0")" = 0 ]
+
+# ---- a reload (SIGHUP) applies new egress settings to the runs after it ----
+tmpl reloaded <<'EOF' || true
+network: { presets: [ reloaded ] }
+phases:
+  - name: one
+    steps:
+      - { id: get, kind: command, run: "curl -sS --max-time 10 http://allowed.test:8080/hello" }
+      - { id: out, kind: command, allow_failure: true, run: "curl -sS --max-time 10 http://out.test:8080/x; echo rc=$?" }
+      - { id: flood, kind: command, run: "touch /workspace/release; python3 egress_probe.py flood 12 /workspace" }
+EOF
+submit reloaded attack
+wait_for 60 is_done "$RUN"
+check "before the reload: a run naming the preset fails ($(run_status "$RUN"))" [ "$(run_status "$RUN")" = failed ]
+sed -i 's|^egress: .*|egress: { allow_cidrs: [ 10.77.0.0/24, 10.78.0.0/24 ], tunnels_per_run: 2, presets: { reloaded: [ "allowed.test:8080", "out.test:8080" ] } }|' "$CONF"
+kill -HUP "$SUP_PID"
+check "SIGHUP reloads the configuration" wait_for 20 grep -q 'configuration reloaded' "$LOG"
+run_shown reloaded attack 120 get out flood
+R9=$RUN
+net "$R9" >"$T/net9"
+sed 's/^/# /' "$T/net9"
+check "after the reload: the run with the new preset succeeds ($(run_status "$R9"))" [ "$(run_status "$R9")" = succeeded ]
+check "the new preset's entry reaches the test host" has 'hello from allowed.test' "$(out "$R9" get)"
+check "the new allow_cidrs: 10.78.0.1 is no longer refused as private, it is connected to (no route)" \
+	grep -q '^network.denied out.test:8080 connect to 10.78.0.1:8080' "$T/net9"
+check "the new tunnels_per_run (2) holds" has '^ok=2 refused=10' "$(out "$R9" flood)"
+check "egress was not restarted by the reload" [ "$(child_pid egress)" = "$EG2" ]
 
 stop_daemon
 check "the daemon stops cleanly" [ "$DAEMON_STATUS" -eq 0 ]
