@@ -69,6 +69,7 @@ struct espl {
 	int eof, shut;     /* from's end was read; to was half-closed after it */
 	struct event *rd, *wr;
 	uint64_t *count;   /* the econn's nup or ndown */
+	uint64_t *st_count; /* its run's st_up or st_down */
 };
 
 struct econn {
@@ -302,10 +303,13 @@ conn_relay(struct econn *c, struct bufferevent *from)
 		return;
 	}
 	c->r->bytes += n;
-	if (from == c->cli)
+	if (from == c->cli) {
 		c->nup += n;
-	else
+		c->r->st_up += n;
+	} else {
 		c->ndown += n;
+		c->r->st_down += n;
+	}
 	c->last = time(NULL);
 	evbuffer_add_buffer(out, in);
 	if (evbuffer_get_length(out) >= EGRESS_BUF_MAX) {
@@ -478,6 +482,7 @@ spl_fill(struct espl *d)
 		d->eof = 1;
 	d->inpipe += (size_t)n;
 	*d->count += (uint64_t)n;
+	*d->st_count += (uint64_t)n;
 	c->r->bytes += (uint64_t)n;
 	c->last = time(NULL);
 	(void)spl_flush(d);
@@ -496,13 +501,14 @@ spl_write_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 static void
-spl_init(struct econn *c, struct espl *d, int from, int to, uint64_t *count)
+spl_init(struct econn *c, struct espl *d, int from, int to, uint64_t *count, uint64_t *st_count)
 {
 	d->c = c;
 	d->from = from;
 	d->to = to;
 	d->p[0] = d->p[1] = -1;
 	d->count = count;
+	d->st_count = st_count;
 	d->rd = event_new(eg.c.base, from, EV_READ | EV_PERSIST, spl_read_cb, d);
 	d->wr = event_new(eg.c.base, to, EV_WRITE | EV_PERSIST, spl_write_cb, d);
 	if (d->rd == NULL || d->wr == NULL)
@@ -535,8 +541,8 @@ conn_try_splice(struct econn *c)
 	bufferevent_free(c->cli);
 	bufferevent_free(c->up);
 	c->cli = c->up = NULL;
-	spl_init(c, &c->spl[0], c->cfd, c->ufd, &c->nup);
-	spl_init(c, &c->spl[1], c->ufd, c->cfd, &c->ndown);
+	spl_init(c, &c->spl[0], c->cfd, c->ufd, &c->nup, &c->r->st_up);
+	spl_init(c, &c->spl[1], c->ufd, c->cfd, &c->ndown, &c->r->st_down);
 }
 
 /* ---- setting up ------------------------------------------------------------ */
@@ -560,6 +566,7 @@ conn_established(struct econn *c)
 	if (!c->allowed)
 		egress_event(c->r, IPC_EGRESS_EV_UP, c->host, c->port, c->addr, "", 0, 0, 0);
 	c->open = 1;
+	c->r->st_allowed++;
 	log_debug("run %s: %s:%u via %s", c->r->run, c->host, c->port, c->addr);
 	free(c->ss);
 	free(c->sslen);
@@ -574,6 +581,7 @@ conn_established(struct econn *c)
 		}
 		bufferevent_write(c->up, buf, (size_t)n);
 		c->nup += (uint64_t)n;
+		c->r->st_up += (uint64_t)n;
 	} else {
 		if (c->hello == NULL)
 			evbuffer_add_printf(bufferevent_get_output(c->cli),

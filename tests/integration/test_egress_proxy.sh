@@ -187,6 +187,19 @@ check "egress tried the first address before it" \
 check "the test host saw the allowed requests" [ "$(grep -c 'GET /hello' "$T/www.log")" = 4 ]
 check "the test host saw none of the denied ones" sh -c "! grep -q 'GET /x' '$T/www.log'"
 
+# step.finished carries the step's network totals
+fin() { psql_q "select payload->'network' from run_events where run_id = '$1' and type = 'step.finished' and payload->>'step_id' = '$2' order by seq desc limit 1"; }
+fin "$R" get | sed 's/^/# get: /'
+fin "$R" notlisted | sed 's/^/# notlisted: /'
+netof() { fin "$1" "$2" | python3 -c 'import json, sys; n = json.load(sys.stdin); print(n["allowed"], n["denied"], n["bytes_up"], n["bytes_down"])'; }
+first_closed=$(psql_q "select (payload->>'bytes_up') || ' ' || (payload->>'bytes_down') from run_events where run_id = '$R' and type = 'network.closed' and payload->>'host' = 'allowed.test' order by seq limit 1")
+check "step.finished of a step with one tunnel: 1 allowed, 0 denied, its bytes as network.closed counted them ($first_closed)" \
+	[ "$(netof "$R" get)" = "1 0 $first_closed" ]
+check "the tunnel's bytes both ways are there" sh -c '[ "${1% *}" -gt 50 ] && [ "${1#* }" -gt 200 ]' _ "$first_closed"
+check "step.finished of a step refused twice: 0 allowed, 2 denied, no bytes" [ "$(netof "$R" notlisted)" = "0 2 0 0" ]
+check "step.finished of a step with an empty list of its own: 1 denied" [ "$(netof "$R" override)" = "0 1 0 0" ]
+check "step.finished of a step that used no network: all zero" [ "$(netof "$R" env)" = "0 0 0 0" ]
+
 submit nonet
 R2=$RUN
 wait_for 60 is_done "$R2"
@@ -194,6 +207,8 @@ check "the run without network succeeds" [ "$(run_status "$R2")" = succeeded ]
 check "without network: no listener in its sandbox, no proxy variable" \
 	sh -c "printf '%s' \"\$1\" | grep -vq ':0C38 ' && printf '%s' \"\$1\" | tail -1 | grep -qx 0" _ "$(out "$R2" look)"
 check "without network: no network event" [ "$(psql_q "select count(*) from run_events where run_id = '$R2' and type like 'network.%'")" = 0 ]
+check "without network: step.finished has no network totals" \
+	[ "$(psql_q "select count(*) from run_events where run_id = '$R2' and type = 'step.finished' and payload ? 'network'")" = 0 ]
 st=$("$AGRIPPACTL" -s "$CTL" status)
 check "agrippactl status lists egress running" sh -c "echo '$st' | grep -q '^egress .* running'"
 check "agrippactl status shows the egress line" sh -c "echo '$st' | grep -q '^egress: [0-9]* runs with a network, [0-9]* tunnels open'"
@@ -269,6 +284,9 @@ net "$R3" >"$T/net3"
 sed 's/^/# /' "$T/net3"
 sed 's/^/# tls.log: /' "$T/tls.log"
 check "curl over TLS through the proxy got the page" sh -c "printf '%s' \"\$1\" | grep -q 'hello from allowed.test'" _ "$(out "$R3" tls)"
+tls_closed=$(psql_q "select (payload->>'bytes_up') || ' ' || (payload->>'bytes_down') from run_events where run_id = '$R3' and type = 'network.closed' order by seq limit 1")
+check "step.finished of the TLS step counts the spliced tunnel's bytes ($tls_closed)" \
+	sh -c '[ "$1" = "1 0 $2" ] && [ "${2#* }" -gt 1000 ]' _ "$(netof "$R3" tls)" "$tls_closed"
 denied() { grep -qxF "network.denied $1" "$T/net3"; }
 has() { printf '%s' "$2" | grep -Eq "$1"; }
 check "evil-allowed.test: not on the list" denied "evil-allowed.test:443 not on the list"
