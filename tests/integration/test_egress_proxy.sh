@@ -80,6 +80,23 @@ EOP
 printf '<a href="/packages/tinypkg-0.1-py3-none-any.whl">tinypkg-0.1-py3-none-any.whl</a>\n' \
 	>"$T/www/simple/tinypkg/index.html"
 printf '<a href="/simple/tinypkg/">tinypkg</a>\n' >"$T/www/simple/index.html"
+# a tiny npm registry: tinynpm's tarball made by npm pack, its packument
+# (served at /tinynpm) naming the tarball with its digests
+mkdir -p "$T/npmsrc" "$T/www/tarballs"
+printf '{"name": "tinynpm", "version": "1.0.0", "main": "index.js"}\n' >"$T/npmsrc/package.json"
+printf 'exports.hello = "hello from tinynpm";\n' >"$T/npmsrc/index.js"
+(cd "$T/www/tarballs" && npm_config_cache="$T/npmcache" npm pack --silent "$T/npmsrc") >"$T/npmpack.out" 2>&1
+check "npm pack made the test package" test -s "$T/www/tarballs/tinynpm-1.0.0.tgz"
+python3 - "$T/www/tarballs/tinynpm-1.0.0.tgz" "$T/www/tinynpm.json" <<'EOP'
+import base64, hashlib, json, sys
+data = open(sys.argv[1], "rb").read()
+v = {"name": "tinynpm", "version": "1.0.0", "main": "index.js",
+     "dist": {"tarball": "https://allowed.test/tarballs/tinynpm-1.0.0.tgz",
+              "shasum": hashlib.sha1(data).hexdigest(),
+              "integrity": "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode()}}
+json.dump({"name": "tinynpm", "dist-tags": {"latest": "1.0.0"}, "versions": {"1.0.0": v}},
+          open(sys.argv[2], "w"))
+EOP
 # git.test: the fake git server (git http-backend over TLS) on 10.77.0.2:443
 mkdir -p "$T/srv" && printf '%s\n' gittoken >"$T/srv/token" && chmod 0600 "$T/srv/token"
 "$TOOLS/mkrepo" "$T/gitsrc" >/dev/null && git clone -q --bare "$T/gitsrc" "$T/srv/r.git"
@@ -325,12 +342,24 @@ check "a direct TLS connection bypassing the proxy fails" has '^rc=7' "$(out "$R
 steps_tmpl tools <<'EOF'
       - { id: git, kind: command, run: "git -c http.sslCAInfo=/workspace/ca.crt clone -q https://x-access-token:gittoken@git.test/r.git /workspace/cl && git -C /workspace/cl log --oneline" }
       - { id: pip, kind: command, run: "python3 -m pip download --no-cache-dir --disable-pip-version-check --no-deps --cert /workspace/ca.crt --index-url https://allowed.test/simple/ -d /workspace/dl tinypkg && ls /workspace/dl" }
+      - id: npm
+        kind: command
+        run: |
+          export npm_config_registry=https://allowed.test/ npm_config_cafile=/workspace/ca.crt npm_config_cache=/tmp/npmcache
+          export npm_config_audit=false npm_config_fund=false npm_config_update_notifier=false
+          echo "view: $(npm view tinynpm version)"
+          mkdir -p /workspace/np && cd /workspace/np && npm install --no-save --no-package-lock tinynpm
+          node -e 'console.log(require("tinynpm").hello)'
 EOF
-run_shown tools attack 120 git pip
+run_shown tools attack 120 git pip npm
 R4=$RUN
 check "git clone and pip download through the proxy ($(run_status "$R4"))" [ "$(run_status "$R4")" = succeeded ]
 check "git cloned the test host's repository" has first "$(out "$R4" git)"
 check "pip downloaded the wheel" has 'tinypkg-0.1-py3-none-any.whl' "$(out "$R4" pip)"
+check "npm view read the packument through the proxy" has '^view: 1.0.0$' "$(out "$R4" npm)"
+check "npm install fetched the tarball and the package loads" has '^hello from tinynpm$' "$(out "$R4" npm)"
+check "the test host served npm's requests (packument, tarball)" \
+	sh -c "grep -q '^GET	/tinynpm	allowed.test' '$T/tls.log' && grep -q '^GET	/tarballs/tinynpm-1.0.0.tgz	allowed.test' '$T/tls.log'"
 
 # ---- kill -9 of egress mid-transfer ----
 steps_tmpl slow <<'EOF'
