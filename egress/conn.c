@@ -57,6 +57,7 @@ enum { CS_HEAD, CS_RESOLVE, CS_HELLO, CS_CONNECT, CS_RELAY, CS_CLOSING };
                                       kernel may give less (pipe-max-size, the
                                       user's pipe pages) */
 #define CONN_BEV_IO (256 * 1024)   /* a bufferevent's largest read and write */
+#define SPL_FILLS_MAX 8            /* splices into a pipe per wakeup, at most */
 
 struct econn;
 
@@ -451,8 +452,9 @@ spl_fill(struct espl *d)
 {
 	struct econn *c = d->c;
 	size_t room;
-	uint64_t left;
+	uint64_t left, moved = 0;
 	ssize_t n;
+	int i;
 
 	if (d->p[0] == -1 && spl_pipe(d) == -1) {
 		log_warn("run %s: %s:%u: a pipe", c->r->run, c->host, c->port);
@@ -464,26 +466,36 @@ spl_fill(struct espl *d)
 		conn_deny(c, 0, "the run's byte limit (egress.bytes_per_run) is spent");
 		return;
 	}
-	room = d->cap - d->inpipe;
-	if ((uint64_t)room > left)
-		room = (size_t)left;
-	if (room == 0) {
-		event_del(d->rd);
+	/* what the socket holds, as far as the pipe has room, then one flush:
+	 * fewer wakeups of the other side */
+	for (i = 0; i < SPL_FILLS_MAX && !d->eof; i++) {
+		room = d->cap - d->inpipe;
+		if ((uint64_t)room > left - moved)
+			room = (size_t)(left - moved);
+		if (room == 0)
+			break;
+		n = splice(d->from, NULL, d->p[1], NULL, room, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			break;
+		if (n < 0) {
+			conn_free(c); /* a reset: both ends go */
+			return;
+		}
+		if (n == 0)
+			d->eof = 1;
+		d->inpipe += (size_t)n;
+		moved += (uint64_t)n;
+	}
+	if (moved == 0 && !d->eof) {
+		if (d->inpipe == d->cap)
+			event_del(d->rd);
 		return;
 	}
-	n = splice(d->from, NULL, d->p[1], NULL, room, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return;
-	if (n < 0) {
-		conn_free(c); /* a reset: both ends go */
-		return;
-	}
-	if (n == 0)
-		d->eof = 1;
-	d->inpipe += (size_t)n;
-	*d->count += (uint64_t)n;
-	*d->st_count += (uint64_t)n;
-	c->r->bytes += (uint64_t)n;
+	*d->count += moved;
+	*d->st_count += moved;
+	c->r->bytes += moved;
 	c->last = time(NULL);
 	(void)spl_flush(d);
 }

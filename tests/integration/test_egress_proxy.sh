@@ -453,14 +453,16 @@ phases:
       - { id: get, kind: command, run: "curl -sS --max-time 10 http://allowed.test:8080/hello" }
       - { id: out, kind: command, allow_failure: true, run: "curl -sS --max-time 10 http://out.test:8080/x; echo rc=$?" }
       - { id: flood, kind: command, run: "touch /workspace/release; python3 egress_probe.py flood 12 /workspace" }
+      - { id: big, kind: command, allow_failure: true, run: "curl -sS --max-time 20 --cacert ca.crt -o /dev/null https://allowed.test/big2m; echo rc=$?" }
 EOF
+head -c 2097152 /dev/zero >"$T/www/big2m"
 submit reloaded attack
 wait_for 60 is_done "$RUN"
 check "before the reload: a run naming the preset fails ($(run_status "$RUN"))" [ "$(run_status "$RUN")" = failed ]
-sed -i 's|^egress: .*|egress: { allow_cidrs: [ 10.77.0.0/24, 10.78.0.0/24 ], tunnels_per_run: 2, presets: { reloaded: [ "allowed.test:8080", "out.test:8080" ] } }|' "$CONF"
+sed -i 's|^egress: .*|egress: { allow_cidrs: [ 10.77.0.0/24, 10.78.0.0/24 ], tunnels_per_run: 2, bytes_per_run: 1M, presets: { reloaded: [ "allowed.test", "allowed.test:8080", "out.test:8080" ] } }|' "$CONF"
 kill -HUP "$SUP_PID"
 check "SIGHUP reloads the configuration" wait_for 20 grep -q 'configuration reloaded' "$LOG"
-run_shown reloaded attack 120 get out flood
+run_shown reloaded attack 120 get out flood big
 R9=$RUN
 net "$R9" >"$T/net9"
 sed 's/^/# /' "$T/net9"
@@ -469,6 +471,10 @@ check "the new preset's entry reaches the test host" has 'hello from allowed.tes
 check "the new allow_cidrs: 10.78.0.1 is no longer refused as private, it is connected to (no route)" \
 	grep -q '^network.denied out.test:8080 connect to 10.78.0.1:8080' "$T/net9"
 check "the new tunnels_per_run (2) holds" has '^ok=2 refused=10' "$(out "$R9" flood)"
+check "the new bytes_per_run (1M) cuts a spliced TLS download short" has '^rc=(18|56)' "$(out "$R9" big)"
+check "its refusal names the byte limit" grep -q '^network.denied allowed.test:443 the run.s byte limit (egress.bytes_per_run) is spent$' "$T/net9"
+check "no more than the limit was relayed ($(netof "$R9" big))" \
+	sh -c 'set -- $1; [ "$1" = 1 ] && [ "$2" = 1 ] && [ $(($3 + $4)) -gt 500000 ] && [ $(($3 + $4)) -le 1048576 ]' _ "$(netof "$R9" big)"
 check "egress was not restarted by the reload" [ "$(child_pid egress)" = "$EG2" ]
 
 stop_daemon
