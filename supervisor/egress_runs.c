@@ -571,7 +571,10 @@ egress_runs_step_end(struct proc *p, uint64_t msgid, const struct sql_op *op,
 	struct egstep *q;
 
 	if (e == NULL || e->fd < 0) {
-		egstep_set_network(params, NULL); /* no way out: no totals */
+		/* no way out: no totals (and the extra untouched unless it names one) */
+		if (params->n >= 8 && params->values[7] != NULL &&
+		    strstr(params->values[7], "\"network\"") != NULL)
+			egstep_set_network(params, NULL);
 		return 0;
 	}
 	if (eg == NULL || !eg->ready) {
