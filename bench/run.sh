@@ -7,8 +7,10 @@
 # checkout benchmark: a generated repository of a real project's size, see
 # its header; BENCH_CHECKOUT=0 skips it) and bench/pr (push + pull request
 # of a one-file change on that repository; BENCH_PR=0 skips it) and
-# bench/ui (the dashboard in chromium; BENCH_UI=0 skips it), each starting
-# its own daemon.
+# bench/ui (the dashboard in chromium; BENCH_UI=0 skips it) and
+# bench/egress (the egress proxy beside direct connections: throughput,
+# a new tunnel's latency, memory with 1,000 idle tunnels; BENCH_EGRESS=0
+# skips it), each starting its own daemon.
 set -eu
 BUILD=${1:-build}
 ROOT=$(pwd)
@@ -88,4 +90,11 @@ if [ "${BENCH_UI:-1}" = 0 ]; then
 	echo "ui: skipped (BENCH_UI=0)"
 else
 	sh bench/ui/run.sh "$BUILD"
+fi
+echo
+echo "egress:"
+if [ "${BENCH_EGRESS:-1}" = 0 ]; then
+	echo "egress: skipped (BENCH_EGRESS=0)"
+else
+	sh bench/egress/run.sh "$BUILD"
 fi

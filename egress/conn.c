@@ -8,9 +8,15 @@
  *            only now it is resolved; every address must pass addr.c
  *   HELLO    CONNECT to 443: answered 200, the ClientHello is read (and
  *            held) until its server name is known and equal to the host
- *   CONNECT  connecting to exactly the address checked
+ *   CONNECT  connecting to exactly an address checked: the first, and when
+ *            that fails (refused, unreachable, no answer in connect_timeout)
+ *            the next, in the resolver's order, never resolving again
  *   RELAY    bytes both ways; plain HTTP gets the head egress_head_upstream
- *            writes, then the body up to its Content-Length, nothing after
+ *            writes, then the body up to its Content-Length, nothing after.
+ *            A CONNECT tunnel is spliced once what the bufferevents held
+ *            (the 200, a ClientHello) is through: each direction moves
+ *            socket -> pipe -> socket with splice(2), never through this
+ *            process's memory, in as few calls as the pipe allows
  *   CLOSING  an answer is being flushed before the close
  *
  * Nothing is freed from inside a callback of evdns or of a connect that
@@ -19,6 +25,7 @@
  */
 #include <sys/socket.h>
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 
@@ -45,6 +52,26 @@ enum { CS_HEAD, CS_RESOLVE, CS_HELLO, CS_CONNECT, CS_RELAY, CS_CLOSING };
 #define CONN_WHY_MAX 200
 #define CONN_ADDR_MAX (INET6_ADDRSTRLEN + 8) /* "[v6]:65535" */
 #define CONN_FEED_CHUNK 4096
+#define CONN_ADDRS_MAX 8 /* checked addresses tried in turn, at most */
+#define CONN_PIPE_SZ (1024 * 1024) /* a spliced direction's pipe, asked for; the
+                                      kernel may give less (pipe-max-size, the
+                                      user's pipe pages) */
+#define CONN_BEV_IO (256 * 1024)   /* a bufferevent's largest read and write */
+#define SPL_FILLS_MAX 8            /* splices into a pipe per wakeup, at most */
+
+struct econn;
+
+/* One direction of a spliced tunnel: from -> pipe -> to. */
+struct espl {
+	struct econn *c;
+	int from, to;      /* the tunnel's sockets, owned by the econn */
+	int p[2];          /* the pipe: -1 until the direction's first byte */
+	size_t inpipe, cap;
+	int eof, shut;     /* from's end was read; to was half-closed after it */
+	struct event *rd, *wr;
+	uint64_t *count;   /* the econn's nup or ndown */
+	uint64_t *st_count; /* its run's st_up or st_down */
+};
 
 struct econn {
 	TAILQ_ENTRY(econn) entry;
@@ -56,8 +83,9 @@ struct econn {
 	size_t hello_fed;           /* client bytes held and fed to it */
 	struct evdns_getaddrinfo_request *dns;
 	struct event *timer;        /* head, hello, resolve + connect, then idle */
-	struct sockaddr_storage ss;
-	socklen_t sslen;
+	struct sockaddr_storage *ss; /* the checked addresses, port set, until connected */
+	socklen_t *sslen;
+	size_t nss, iss;            /* how many; the one tried now */
 	struct egress_host target;  /* the request's host, normalised */
 	char host[EGRESS_HOST_MAX + 1];
 	unsigned port;
@@ -70,12 +98,18 @@ struct econn {
 	int open;                   /* counted as an open tunnel by the supervisor */
 	int cli_eof, up_eof, cli_shut, up_shut;
 	uint64_t nup, ndown;        /* bytes to the target, bytes to the sandbox */
+	struct espl *spl;           /* a spliced CONNECT tunnel: [0] sandbox to target,
+	                               [1] back; cli and up are NULL then */
+	int cfd, ufd;               /* its sockets, closed with it */
 	struct timespec t0;
 	time_t last;                /* the last byte relayed */
 };
 
 static void conn_free(struct econn *c);
 static void conn_relay(struct econn *c, struct bufferevent *from);
+static void spl_stop(struct econn *c);
+static void conn_try_splice(struct econn *c);
+static void conn_connect_failed(struct econn *c, int status);
 
 static void
 conn_arm(struct econn *c, unsigned secs)
@@ -118,6 +152,12 @@ conn_deny(struct econn *c, int status, const char *why)
 	egress_event(c->r, IPC_EGRESS_EV_DENIED, c->host, c->port, "", why, 0, 0, 0);
 	log_debug("run %s: denied %s:%u: %s", c->r->run, c->host, c->port, why);
 	c->state = CS_CLOSING;
+	if (c->spl != NULL) {
+		/* a spliced tunnel: nothing to answer, its bytes stop now */
+		spl_stop(c);
+		conn_arm(c, 0);
+		return;
+	}
 	if (c->dns != NULL) {
 		evdns_getaddrinfo_cancel(c->dns);
 		c->dns = NULL;
@@ -174,12 +214,29 @@ conn_free(struct econn *c)
 		egress_event(r, IPC_EGRESS_EV_DOWN, c->host, c->port, c->addr, "", 0, 0, 0);
 	if (c->dns != NULL)
 		evdns_getaddrinfo_cancel(c->dns); /* its callback sees the cancel only */
+	if (c->spl != NULL) {
+		spl_stop(c);
+		for (int i = 0; i < 2; i++) {
+			event_free(c->spl[i].rd);
+			event_free(c->spl[i].wr);
+			if (c->spl[i].p[0] != -1) {
+				close(c->spl[i].p[0]);
+				close(c->spl[i].p[1]);
+			}
+		}
+		free(c->spl);
+		close(c->cfd);
+		close(c->ufd);
+	}
 	if (c->up != NULL)
 		bufferevent_free(c->up);
-	bufferevent_free(c->cli);
+	if (c->cli != NULL)
+		bufferevent_free(c->cli);
 	event_free(c->timer);
 	free(c->head);
 	free(c->hello);
+	free(c->ss);
+	free(c->sslen);
 	TAILQ_REMOVE(&r->conns, c, entry);
 	r->tunnels--;
 	free(c);
@@ -247,10 +304,13 @@ conn_relay(struct econn *c, struct bufferevent *from)
 		return;
 	}
 	c->r->bytes += n;
-	if (from == c->cli)
+	if (from == c->cli) {
 		c->nup += n;
-	else
+		c->r->st_up += n;
+	} else {
 		c->ndown += n;
+		c->r->st_down += n;
+	}
 	c->last = time(NULL);
 	evbuffer_add_buffer(out, in);
 	if (evbuffer_get_length(out) >= EGRESS_BUF_MAX) {
@@ -279,6 +339,7 @@ conn_write_cb(struct bufferevent *bev, void *arg)
 	if (!(other == c->cli ? c->cli_eof : c->up_eof))
 		bufferevent_enable(other, EV_READ);
 	bufferevent_setwatermark(bev, EV_WRITE, 0, 0);
+	conn_try_splice(c);
 }
 
 static void
@@ -297,6 +358,203 @@ conn_relay_event(struct econn *c, struct bufferevent *bev, short what)
 	}
 	/* an error on either side ends both: the sandbox sees a broken tunnel */
 	conn_free(c);
+}
+
+/* ---- splicing a CONNECT tunnel ----------------------------------------------- */
+
+/* Every event of a spliced tunnel off (it is being closed). */
+static void
+spl_stop(struct econn *c)
+{
+	for (int i = 0; i < 2; i++) {
+		event_del(c->spl[i].rd);
+		event_del(c->spl[i].wr);
+	}
+}
+
+/* Both directions were half-closed after their last byte: the tunnel is
+ * done.  Returns 1 when c was freed. */
+static int
+spl_done(struct econn *c)
+{
+	if (c->spl[0].shut && c->spl[1].shut) {
+		conn_free(c);
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * What the pipe holds, to d->to; then reading d->from again while the pipe
+ * has room, waiting for d->to while it holds bytes, and the half-close once
+ * from's end is through.  Returns -1 when the connection was freed.
+ */
+static int
+spl_flush(struct espl *d)
+{
+	ssize_t n;
+
+	while (d->inpipe > 0) {
+		n = splice(d->p[0], NULL, d->to, NULL, d->inpipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (n > 0) {
+			d->inpipe -= (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			break;
+		/* the other side is gone: the sandbox sees a broken tunnel */
+		conn_free(d->c);
+		return -1;
+	}
+	if (d->inpipe > 0)
+		event_add(d->wr, NULL);
+	else
+		event_del(d->wr);
+	if (!d->eof && d->inpipe < d->cap)
+		event_add(d->rd, NULL);
+	else
+		event_del(d->rd);
+	if (d->eof && d->inpipe == 0 && !d->shut) {
+		shutdown(d->to, SHUT_WR);
+		d->shut = 1;
+		if (spl_done(d->c))
+			return -1;
+	}
+	return 0;
+}
+
+/* The direction's pipe, made with its first byte (an idle tunnel holds
+ * none).  Returns 0, or -1 (out of descriptors). */
+static int
+spl_pipe(struct espl *d)
+{
+	int sz;
+
+	if (pipe2(d->p, O_CLOEXEC | O_NONBLOCK) == -1)
+		return -1;
+	(void)fcntl(d->p[1], F_SETPIPE_SZ, CONN_PIPE_SZ); /* less is fine */
+	if ((sz = fcntl(d->p[1], F_GETPIPE_SZ)) <= 0) {
+		close(d->p[0]);
+		close(d->p[1]);
+		d->p[0] = d->p[1] = -1;
+		return -1;
+	}
+	d->cap = (size_t)sz;
+	return 0;
+}
+
+/* d->from is readable: into the pipe, as much as it has room for and the
+ * run's byte limit leaves, then on to d->to. */
+static void
+spl_fill(struct espl *d)
+{
+	struct econn *c = d->c;
+	size_t room;
+	uint64_t left, moved = 0;
+	ssize_t n;
+	int i;
+
+	if (d->p[0] == -1 && spl_pipe(d) == -1) {
+		log_warn("run %s: %s:%u: a pipe", c->r->run, c->host, c->port);
+		conn_free(c);
+		return;
+	}
+	left = eg.bytes > c->r->bytes ? eg.bytes - c->r->bytes : 0;
+	if (left == 0) {
+		conn_deny(c, 0, "the run's byte limit (egress.bytes_per_run) is spent");
+		return;
+	}
+	/* what the socket holds, as far as the pipe has room, then one flush:
+	 * fewer wakeups of the other side */
+	for (i = 0; i < SPL_FILLS_MAX && !d->eof; i++) {
+		room = d->cap - d->inpipe;
+		if ((uint64_t)room > left - moved)
+			room = (size_t)(left - moved);
+		if (room == 0)
+			break;
+		n = splice(d->from, NULL, d->p[1], NULL, room, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			break;
+		if (n < 0) {
+			conn_free(c); /* a reset: both ends go */
+			return;
+		}
+		if (n == 0)
+			d->eof = 1;
+		d->inpipe += (size_t)n;
+		moved += (uint64_t)n;
+	}
+	if (moved == 0 && !d->eof) {
+		if (d->inpipe == d->cap)
+			event_del(d->rd);
+		return;
+	}
+	*d->count += moved;
+	*d->st_count += moved;
+	c->r->bytes += moved;
+	c->last = time(NULL);
+	(void)spl_flush(d);
+}
+
+static void
+spl_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+	spl_fill(arg);
+}
+
+static void
+spl_write_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)spl_flush(arg);
+}
+
+static void
+spl_init(struct econn *c, struct espl *d, int from, int to, uint64_t *count, uint64_t *st_count)
+{
+	d->c = c;
+	d->from = from;
+	d->to = to;
+	d->p[0] = d->p[1] = -1;
+	d->count = count;
+	d->st_count = st_count;
+	d->rd = event_new(eg.c.base, from, EV_READ | EV_PERSIST, spl_read_cb, d);
+	d->wr = event_new(eg.c.base, to, EV_WRITE | EV_PERSIST, spl_write_cb, d);
+	if (d->rd == NULL || d->wr == NULL)
+		fatalx("out of memory for a tunnel");
+	event_add(d->rd, NULL);
+}
+
+/*
+ * A CONNECT tunnel moves to splice(2) once its bufferevents hold nothing
+ * (the 200 and the ClientHello went through them) and neither side has
+ * ended: their sockets are taken from them and the bufferevents freed.
+ * Plain HTTP stays on bufferevents: its body is judged as it passes.
+ */
+static void
+conn_try_splice(struct econn *c)
+{
+	if (c->form != EGRESS_FORM_CONNECT || c->state != CS_RELAY || c->spl != NULL ||
+	    c->cli_eof || c->up_eof || evbuffer_get_length(bufferevent_get_output(c->cli)) > 0 ||
+	    evbuffer_get_length(bufferevent_get_output(c->up)) > 0 ||
+	    evbuffer_get_length(bufferevent_get_input(c->cli)) > 0 ||
+	    evbuffer_get_length(bufferevent_get_input(c->up)) > 0)
+		return;
+	if ((c->spl = calloc(2, sizeof(*c->spl))) == NULL)
+		return; /* stays on its bufferevents */
+	c->cfd = bufferevent_getfd(c->cli);
+	c->ufd = bufferevent_getfd(c->up);
+	/* the bufferevents let go of the sockets without closing them */
+	bufferevent_setfd(c->cli, -1);
+	bufferevent_setfd(c->up, -1);
+	bufferevent_free(c->cli);
+	bufferevent_free(c->up);
+	c->cli = c->up = NULL;
+	spl_init(c, &c->spl[0], c->cfd, c->ufd, &c->nup, &c->r->st_up);
+	spl_init(c, &c->spl[1], c->ufd, c->cfd, &c->ndown, &c->r->st_down);
 }
 
 /* ---- setting up ------------------------------------------------------------ */
@@ -320,7 +578,12 @@ conn_established(struct econn *c)
 	if (!c->allowed)
 		egress_event(c->r, IPC_EGRESS_EV_UP, c->host, c->port, c->addr, "", 0, 0, 0);
 	c->open = 1;
+	c->r->st_allowed++;
 	log_debug("run %s: %s:%u via %s", c->r->run, c->host, c->port, c->addr);
+	free(c->ss);
+	free(c->sslen);
+	c->ss = NULL;
+	c->sslen = NULL;
 	bufferevent_set_timeouts(c->up, NULL, NULL);
 	conn_arm(c, eg.idle_timeout);
 	if (c->form == EGRESS_FORM_HTTP) {
@@ -330,6 +593,7 @@ conn_established(struct econn *c)
 		}
 		bufferevent_write(c->up, buf, (size_t)n);
 		c->nup += (uint64_t)n;
+		c->r->st_up += (uint64_t)n;
 	} else {
 		if (c->hello == NULL)
 			evbuffer_add_printf(bufferevent_get_output(c->cli),
@@ -342,6 +606,7 @@ conn_established(struct econn *c)
 	bufferevent_enable(c->up, EV_READ | EV_WRITE);
 	bufferevent_enable(c->cli, EV_READ | EV_WRITE);
 	conn_relay(c, c->cli); /* what the client sent meanwhile (a ClientHello, a body) */
+	conn_try_splice(c);
 }
 
 static void
@@ -365,24 +630,26 @@ conn_up_event(struct bufferevent *bev, short what, void *arg)
 			return;
 		}
 		if (what & BEV_EVENT_TIMEOUT)
-			conn_denyf(c, c->hello != NULL ? 0 : 504, "%s did not answer in time",
-			    c->addr);
+			snprintf(c->why, sizeof(c->why), "%s did not answer in time", c->addr);
 		else
-			conn_denyf(c, c->hello != NULL ? 0 : 502, "connect to %s: %s", c->addr,
-			    strerror(e));
+			snprintf(c->why, sizeof(c->why), "connect to %s: %s", c->addr, strerror(e));
+		conn_connect_failed(c, (what & BEV_EVENT_TIMEOUT) ? 504 : 502);
 		return;
 	}
 	if (c->state == CS_RELAY)
 		conn_relay_event(c, bev, what);
 }
 
-/* Connect to exactly the address checked; never by name. */
+static void conn_format_addr(const struct sockaddr *sa, unsigned port, char *buf, size_t sz);
+
+/* Connect to exactly the address checked now (c->iss); never by name. */
 static void
 conn_connect(struct econn *c)
 {
 	struct timeval tv = { (time_t)eg.connect_timeout, 0 };
 
 	c->state = CS_CONNECT;
+	conn_format_addr((struct sockaddr *)&c->ss[c->iss], c->port, c->addr, sizeof(c->addr));
 	/* a body or what follows a ClientHello waits; a CONNECT's early bytes
 	 * are still read, and refused */
 	if (c->form == EGRESS_FORM_HTTP || c->hello != NULL)
@@ -393,9 +660,40 @@ conn_connect(struct econn *c)
 		return;
 	}
 	bufferevent_setcb(c->up, conn_up_read, conn_write_cb, conn_up_event, c);
+	bufferevent_set_max_single_read(c->up, CONN_BEV_IO);
+	bufferevent_set_max_single_write(c->up, CONN_BEV_IO);
 	bufferevent_set_timeouts(c->up, NULL, &tv); /* a connect's timeout is its write's */
-	if (bufferevent_socket_connect(c->up, (struct sockaddr *)&c->ss, (int)c->sslen) == -1)
-		conn_denyf(c, 502, "connect to %s: %s", c->addr, strerror(errno));
+	if (bufferevent_socket_connect(c->up, (struct sockaddr *)&c->ss[c->iss],
+		(int)c->sslen[c->iss]) == -1) {
+		snprintf(c->why, sizeof(c->why), "connect to %s: %s", c->addr, strerror(errno));
+		conn_connect_failed(c, 502);
+	}
+}
+
+/*
+ * The connect to c->ss[c->iss] failed (c->why says how): the next checked
+ * address, or, after the last, the refusal (status for a CONNECT not yet
+ * answered).  The failed bufferevent is freed; this may run inside its own
+ * callback, which libevent allows.
+ */
+static void
+conn_connect_failed(struct econn *c, int status)
+{
+	if (c->iss + 1 < c->nss) {
+		log_debug("run %s: %s:%u: %s; trying the next address", c->r->run, c->host, c->port,
+		    c->why);
+		bufferevent_free(c->up);
+		c->up = NULL;
+		c->iss++;
+		conn_connect(c);
+		return;
+	}
+	if (c->nss > 1) {
+		size_t n = strlen(c->why);
+
+		snprintf(c->why + n, sizeof(c->why) - n, " (the last of %zu addresses)", c->nss);
+	}
+	conn_deny(c, c->hello != NULL ? 0 : status, c->why);
 }
 
 static void
@@ -432,6 +730,41 @@ conn_start_hello(struct econn *c)
 	bufferevent_enable(c->cli, EV_READ);
 }
 
+/* The checked addresses of res (CONN_ADDRS_MAX at most, the resolver's
+ * order) into c->ss with the request's port: the only ones connected to.
+ * Returns 0, or -1 (none, or out of memory). */
+static int
+conn_keep_addrs(struct econn *c, const struct evutil_addrinfo *res)
+{
+	const struct evutil_addrinfo *ai;
+	size_t n = 0;
+
+	for (ai = res; ai != NULL; ai = ai->ai_next)
+		if (ai->ai_addrlen <= sizeof(struct sockaddr_storage) &&
+		    (ai->ai_addr->sa_family == AF_INET || ai->ai_addr->sa_family == AF_INET6))
+			n++;
+	if (n == 0)
+		return -1;
+	if (n > CONN_ADDRS_MAX)
+		n = CONN_ADDRS_MAX;
+	if ((c->ss = calloc(n, sizeof(*c->ss))) == NULL ||
+	    (c->sslen = calloc(n, sizeof(*c->sslen))) == NULL)
+		return -1;
+	for (ai = res; ai != NULL && c->nss < n; ai = ai->ai_next) {
+		if (ai->ai_addrlen > sizeof(struct sockaddr_storage) ||
+		    (ai->ai_addr->sa_family != AF_INET && ai->ai_addr->sa_family != AF_INET6))
+			continue;
+		memcpy(&c->ss[c->nss], ai->ai_addr, ai->ai_addrlen);
+		c->sslen[c->nss] = (socklen_t)ai->ai_addrlen;
+		if (ai->ai_addr->sa_family == AF_INET6)
+			((struct sockaddr_in6 *)&c->ss[c->nss])->sin6_port = htons((uint16_t)c->port);
+		else
+			((struct sockaddr_in *)&c->ss[c->nss])->sin_port = htons((uint16_t)c->port);
+		c->nss++;
+	}
+	return 0;
+}
+
 static void
 conn_dns_cb(int result, struct evutil_addrinfo *res, void *arg)
 {
@@ -457,20 +790,15 @@ conn_dns_cb(int result, struct evutil_addrinfo *res, void *arg)
 			return;
 		}
 	}
-	if (res == NULL || res->ai_addrlen > sizeof(c->ss)) {
-		conn_deny(c, 502, "the name has no address");
+	if (conn_keep_addrs(c, res) == -1) {
+		conn_deny(c, 502, res == NULL ? "the name has no address" : "out of memory");
 		if (res != NULL)
 			evutil_freeaddrinfo(res);
 		return;
 	}
-	memcpy(&c->ss, res->ai_addr, res->ai_addrlen);
-	c->sslen = (socklen_t)res->ai_addrlen;
 	evutil_freeaddrinfo(res);
-	if (c->ss.ss_family == AF_INET6)
-		((struct sockaddr_in6 *)&c->ss)->sin6_port = htons((uint16_t)c->port);
-	else
-		((struct sockaddr_in *)&c->ss)->sin_port = htons((uint16_t)c->port);
-	conn_format_addr((struct sockaddr *)&c->ss, c->port, c->addr, sizeof(c->addr));
+	c->iss = 0;
+	conn_format_addr((struct sockaddr *)&c->ss[0], c->port, c->addr, sizeof(c->addr));
 	if (c->form == EGRESS_FORM_CONNECT && c->port == EGRESS_PORT_TLS)
 		conn_start_hello(c);
 	else
@@ -676,6 +1004,8 @@ conn_accept(struct erun *r, int fd)
 	if (c->cli == NULL || c->timer == NULL)
 		fatalx("out of memory for a connection");
 	bufferevent_setcb(c->cli, conn_cli_read, conn_write_cb, conn_cli_event, c);
+	bufferevent_set_max_single_read(c->cli, CONN_BEV_IO);
+	bufferevent_set_max_single_write(c->cli, CONN_BEV_IO);
 	bufferevent_enable(c->cli, EV_READ | EV_WRITE);
 	TAILQ_INSERT_TAIL(&r->conns, c, entry);
 	r->tunnels++;

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 
 #include <errno.h>
+#include <signal.h>
 #include <event2/dns.h>
 #include <event2/event.h>
 #include <event2/listener.h>
@@ -144,7 +145,32 @@ egress_policy(struct ipc_msg *m)
 		return; /* ended meanwhile */
 	free(r->rules);
 	egress_rules(&d, &r->rules, &r->nrules);
+	/* a new step: its totals start now */
+	r->st_allowed = r->st_denied = r->st_up = r->st_down = 0;
 	log_debug("run %s: %zu rules now", r->run, r->nrules);
+}
+
+/* The run's step ended: its totals, answered with the request's id (zeros
+ * for a run that is not served, whose listener went meanwhile). */
+static void
+egress_step(struct ipc_msg *m)
+{
+	char run[IPC_UUID_LEN + 1];
+	struct ipc_wbuf w;
+	struct erun *r;
+
+	if (ipc_dec_egress_step(m->body, run) == -1)
+		fatalx("a bad step");
+	r = erun_find(run);
+	ipc_wbuf_begin(&w, IMSG_EGRESS_TOTALS, m->id, 5);
+	ipc_put_str(&w, run);
+	ipc_put_u64(&w, r != NULL ? r->st_allowed : 0);
+	ipc_put_u64(&w, r != NULL ? r->st_denied : 0);
+	ipc_put_u64(&w, r != NULL ? r->st_up : 0);
+	ipc_put_u64(&w, r != NULL ? r->st_down : 0);
+	if (ipc_wbuf_finish(&w, eg.c.max_frame) == -1 || ipc_chan_send(eg.c.sup, &w, -1) == -1)
+		fatalx("cannot answer the supervisor");
+	ipc_wbuf_free(&w);
 }
 
 static void
@@ -177,6 +203,9 @@ egress_dispatch_supervisor(struct child *c, struct ipc_msg *m)
 	case IMSG_EGRESS_END:
 		egress_end(m);
 		return;
+	case IMSG_EGRESS_STEP:
+		egress_step(m);
+		return;
 	default:
 		fatalx("unexpected %s from the supervisor", ipc_msg_name(m->type));
 	}
@@ -207,6 +236,8 @@ egress_event(struct erun *r, uint32_t kind, const char *host, unsigned port,
 {
 	struct ipc_wbuf w;
 
+	if (kind == IPC_EGRESS_EV_DENIED)
+		r->st_denied++; /* reported or not */
 	if ((kind == IPC_EGRESS_EV_ALLOWED || kind == IPC_EGRESS_EV_DENIED) && !egress_event_room(r))
 		return 0;
 	ipc_wbuf_begin(&w, IMSG_EGRESS_EVENT, 0, 10);
@@ -255,6 +286,9 @@ void
 egress_main(void)
 {
 	child_bootstrap(&eg.c, ROLE_EGRESS);
+	/* a write to a tunnel whose other end went (splice(2) has no
+	 * MSG_NOSIGNAL) fails with EPIPE, never kills the process */
+	signal(SIGPIPE, SIG_IGN);
 	if ((eg.c.base = event_base_new()) == NULL)
 		fatalx("event_base_new");
 	TAILQ_INIT(&eg.runs);

@@ -46,6 +46,8 @@ struct erun {
 	time_t ev_sec;             /* the second ev_count counts */
 	unsigned ev_count;
 	uint64_t suppressed;       /* decisions not reported since the last that was */
+	/* the running step's (since its EGRESS_POLICY), for its step.finished */
+	uint64_t st_allowed, st_denied, st_up, st_down;
 };
 
 struct egress {

@@ -1353,6 +1353,25 @@ ipc_dec_egress_event(const msgpack_object *body, struct ipc_egress_event *out)
 	return out->kind < IPC_EGRESS_EV__COUNT && out->port <= 65535 ? 0 : -1;
 }
 
+int
+ipc_dec_egress_step(const msgpack_object *body, char run[IPC_UUID_LEN + 1])
+{
+	return ipc_dec_proxy_channel(body, run); /* the same body: [run] */
+}
+
+int
+ipc_dec_egress_totals(const msgpack_object *body, struct ipc_egress_totals *out)
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_uuid(&c, out->run) == -1 || ipc_get_u64(&c, &out->allowed) == -1 ||
+	    ipc_get_u64(&c, &out->denied) == -1 || ipc_get_u64(&c, &out->up) == -1 ||
+	    ipc_get_u64(&c, &out->down) == -1 || ipc_end(&c) == -1)
+		return -1;
+	return 0;
+}
+
 /* ---- validators: one per IPC_MSG_LIST symbol -------------------------- */
 
 static int
@@ -1876,6 +1895,22 @@ val_IMSG_EGRESS_EVENT(const msgpack_object *body)
 	struct ipc_egress_event r;
 
 	return ipc_dec_egress_event(body, &r);
+}
+
+static int
+val_IMSG_EGRESS_STEP(const msgpack_object *body)
+{
+	char run[IPC_UUID_LEN + 1];
+
+	return ipc_dec_egress_step(body, run);
+}
+
+static int
+val_IMSG_EGRESS_TOTALS(const msgpack_object *body)
+{
+	struct ipc_egress_totals r;
+
+	return ipc_dec_egress_totals(body, &r);
 }
 
 /* ---- catalog ---------------------------------------------------------- */

@@ -318,7 +318,9 @@
 	X(IMSG_EGRESS_POLICY, 61, SUP, ROLE_BIT(ROLE_EGRESS), 0)                             \
 	X(IMSG_EGRESS_END, 62, SUP, ROLE_BIT(ROLE_EGRESS), 0)                                \
 	X(IMSG_EGRESS_EVENT, 63, ROLE_BIT(ROLE_EGRESS), SUP, 0)                              \
-	X(IMSG_HTTPD_CONF, 64, SUP, ROLE_BIT(ROLE_HTTPD), 0)
+	X(IMSG_HTTPD_CONF, 64, SUP, ROLE_BIT(ROLE_HTTPD), 0)                                 \
+	X(IMSG_EGRESS_STEP, 65, SUP, ROLE_BIT(ROLE_EGRESS), 0)                               \
+	X(IMSG_EGRESS_TOTALS, 66, ROLE_BIT(ROLE_EGRESS), SUP, 0)
 
 enum ipc_msg_type {
 #define IPC_X_ENUM(sym, num, snd, rcv, fl) sym = num,
@@ -781,6 +783,16 @@ int ipc_dec_sbx_result(const msgpack_object *body, struct ipc_sbx_result *out);
  *                suppressed u64]  egress -> supervisor: one decision or one closed
  *                tunnel of a run it serves, for the run's events; UP and DOWN (a
  *                tunnel whose decision the rate limit left out) only count it
+ *  EGRESS_STEP   [run str]  (a request: its id is echoed) the run's step ended:
+ *                what did it move?  Sent after every event of the step, so the
+ *                answer comes after them on the same channel
+ *  EGRESS_TOTALS [run str, allowed u64, denied u64, bytes_up u64, bytes_down u64]
+ *                egress -> supervisor, the answer to EGRESS_STEP (its id): the
+ *                connections allowed and refused and the bytes relayed to the
+ *                targets and to the sandbox since the step's EGRESS_POLICY (a
+ *                tunnel that outlives its step counts in the step that moved
+ *                the bytes; refusals the rate limit left out of the events count)
+ *                (proto 13)
  */
 #define IPC_EGRESS_CIDRS_MAX 64
 #define IPC_EGRESS_RULES_MAX 2048
@@ -816,5 +828,11 @@ struct ipc_egress_event {
 	uint64_t up, down, ms, suppressed;
 };
 int ipc_dec_egress_event(const msgpack_object *body, struct ipc_egress_event *out);
+int ipc_dec_egress_step(const msgpack_object *body, char run[IPC_UUID_LEN + 1]);
+struct ipc_egress_totals {
+	char run[IPC_UUID_LEN + 1];
+	uint64_t allowed, denied, up, down;
+};
+int ipc_dec_egress_totals(const msgpack_object *body, struct ipc_egress_totals *out);
 
 #endif

@@ -194,6 +194,8 @@ static const struct sc_rule sc_egress[] = {
 	    "evdns queries, after a name matched the run's list"),
 	ALLOW_IF2(socket, ARG_EQ(0, AF_INET6), ARG_MASKED(1, SC_SOCK_TYPE_MASK, SOCK_DGRAM),
 	    "evdns queries, after a name matched the run's list"),
+	ALLOW(splice, "a CONNECT tunnel's bytes, socket to pipe to socket (pipe2 and fcntl "
+	    "F_SETPIPE_SZ are in the base list)"),
 };
 
 #ifdef AGRIPPA_SANITIZE

@@ -98,7 +98,6 @@ sup_db_op(struct proc *p, struct ipc_msg *m)
 	struct ipc_db_op req;
 	const struct sql_op *op;
 	struct db_params params;
-	struct dbop_ctx *x;
 	char err[IPC_ERRMSG_MAX];
 	int code;
 
@@ -122,17 +121,32 @@ sup_db_op(struct proc *p, struct ipc_msg *m)
 	 * hears it may run it (egress_runs.c) */
 	if (p->role == ROLE_RUNNER && strcmp(req.op, "runner_step_begin") == 0 && params.n > 3)
 		egress_runs_step(p->run, params.values[3]);
+	/* a step ends: its network totals join its step.finished, which may
+	 * wait for egress's count (egress_runs.c takes the params then) */
+	if (p->role == ROLE_RUNNER && strcmp(req.op, "runner_step_end") == 0 &&
+	    egress_runs_step_end(p, m->id, op, &params))
+		return;
+	sup_db_submit(p, p->gen, m->id, op, &params);
+}
+
+void
+sup_db_submit(struct proc *p, uint64_t gen, uint64_t msgid, const struct sql_op *op,
+    struct db_params *params)
+{
+	struct dbop_ctx *x;
+
 	if ((x = malloc(sizeof(*x))) == NULL)
 		fatal("malloc");
 	x->p = p;
-	x->gen = p->gen;
-	x->msgid = m->id;
-	x->sweep = strcmp(req.op, "httpd_repo_remove") == 0;
+	x->gen = gen;
+	x->msgid = msgid;
+	x->sweep = strcmp(op->name, "httpd_repo_remove") == 0;
 	p->inflight++;
-	if (db_pool_submit(op, &params, dbop_done, x) == 0) {
+	if (db_pool_submit(op, params, dbop_done, x) == 0) {
 		p->inflight--;
-		db_params_free(&params);
+		db_params_free(params);
 		free(x);
-		dbop_reply_error(p, m->id, DB_ERR_UNAVAILABLE, "database unavailable");
+		if (p->gen == gen)
+			dbop_reply_error(p, msgid, DB_ERR_UNAVAILABLE, "database unavailable");
 	}
 }

@@ -18,9 +18,16 @@
  *
  * The supervisor keeps a copy of every listener, so that a new egress
  * process (after a crash) gets them all again with their lists.
+ *
+ * A step's end (runner_step_end) waits for egress's totals of the step
+ * (EGRESS_STEP, answered by EGRESS_TOTALS on the channel its events came
+ * on, so after all of them), which join step.finished as "network".  When
+ * egress is not there or does not answer within EGSTEP_WAIT_MS, the
+ * supervisor's own count of the step's events stands in.
  */
 #include <sys/queue.h>
 
+#include <event2/event.h>
 #include <jansson.h>
 #include <libpq-fe.h>
 #include <stdio.h>
@@ -50,6 +57,9 @@ struct egrun {
 	const struct egnet *cur; /* the list in force; NULL: none */
 	unsigned tunnels;      /* open now, as egress last reported */
 	uint64_t allowed, denied;
+	/* the running step's, from the events egress reported (the stand-in
+	 * for its own count) */
+	uint64_t st_allowed, st_denied, st_up, st_down;
 };
 static LIST_HEAD(, egrun) egruns = LIST_HEAD_INITIALIZER(egruns);
 
@@ -223,6 +233,7 @@ egress_runs_step(const char *run, const char *step)
 
 	if (e == NULL)
 		return;
+	e->st_allowed = e->st_denied = e->st_up = e->st_down = 0;
 	e->cur = NULL;
 	for (i = 0; i < e->nnets; i++)
 		if (strcmp(e->nets[i].step, step) == 0)
@@ -413,11 +424,17 @@ egress_event_in(struct proc *p, struct ipc_msg *m)
 	}
 	if (ev.kind == IPC_EGRESS_EV_ALLOWED || ev.kind == IPC_EGRESS_EV_UP) {
 		e->allowed++;
+		e->st_allowed++;
 		e->tunnels++;
-	} else if (ev.kind == IPC_EGRESS_EV_DENIED)
+	} else if (ev.kind == IPC_EGRESS_EV_DENIED) {
 		e->denied++;
-	else if (e->tunnels > 0)
+		e->st_denied += 1 + ev.suppressed; /* suppressed: decisions of either kind */
+	} else if (e->tunnels > 0)
 		e->tunnels--;
+	if (ev.kind == IPC_EGRESS_EV_CLOSED) {
+		e->st_up += ev.up;
+		e->st_down += ev.down;
+	}
 	if (ev.kind != IPC_EGRESS_EV_UP && ev.kind != IPC_EGRESS_EV_DOWN)
 		egress_store(names[ev.kind], &ev);
 }
@@ -436,4 +453,175 @@ egress_runs_status(unsigned *tunnels)
 		*tunnels += e->tunnels;
 	}
 	return n;
+}
+
+/* ---- a step's network totals in its step.finished ---------------------------------- */
+
+#define EGSTEP_WAIT_MS 2000
+
+/* A runner_step_end waiting for egress's EGRESS_TOTALS. */
+struct egstep {
+	LIST_ENTRY(egstep) entry;
+	uint64_t id; /* the EGRESS_STEP's */
+	char run[IPC_UUID_LEN + 1];
+	struct proc *p;
+	uint64_t gen, msgid;
+	const struct sql_op *op;
+	struct db_params params;
+	struct event *timer;
+};
+static LIST_HEAD(, egstep) egsteps = LIST_HEAD_INITIALIZER(egsteps);
+static uint64_t egstep_seq;
+
+/*
+ * extra ($8 of runner_step_end, JSON text or NULL) with "network" set to
+ * the totals (net non-NULL) or taken out.  A value that is not a JSON
+ * object is left as it is: the SQL refuses it.
+ */
+static void
+egstep_set_network(struct db_params *params, json_t *net)
+{
+	json_t *o;
+	char *s;
+
+	if (params->n < 8) {
+		json_decref(net);
+		return;
+	}
+	o = params->values[7] != NULL ? json_loads(params->values[7], 0, NULL) : json_object();
+	if (!json_is_object(o)) {
+		json_decref(o);
+		json_decref(net);
+		return;
+	}
+	if (net != NULL)
+		json_object_set_new(o, "network", net);
+	else
+		json_object_del(o, "network");
+	if ((s = json_dumps(o, JSON_COMPACT)) == NULL)
+		fatalx("json_dumps");
+	json_decref(o);
+	free(params->values[7]);
+	params->values[7] = s;
+	params->lengths[7] = (int)strlen(s);
+}
+
+static json_t *
+egstep_totals(uint64_t allowed, uint64_t denied, uint64_t up, uint64_t down)
+{
+	json_t *net = json_pack("{s:I, s:I, s:I, s:I}", "allowed", (json_int_t)allowed, "denied",
+	    (json_int_t)denied, "bytes_up", (json_int_t)up, "bytes_down", (json_int_t)down);
+
+	if (net == NULL)
+		fatalx("json_pack");
+	return net;
+}
+
+/* The supervisor's own count of the step, from the events it was given. */
+static json_t *
+egstep_own(const char *run)
+{
+	struct egrun *e = egrun_find(run);
+
+	if (e == NULL)
+		return egstep_totals(0, 0, 0, 0);
+	return egstep_totals(e->st_allowed, e->st_denied, e->st_up, e->st_down);
+}
+
+/* The op goes on, to the runner's incarnation that asked (a runner gone
+ * meanwhile gets nothing: as dbop_done does). */
+static void
+egstep_resume(struct egstep *q)
+{
+	struct proc *p = q->p;
+
+	LIST_REMOVE(q, entry);
+	event_free(q->timer);
+	p->inflight--;
+	if (p->gen == q->gen && p->chan != NULL)
+		sup_db_submit(p, q->gen, q->msgid, q->op, &q->params);
+	else {
+		db_params_free(&q->params);
+		if (p->inflight == 0 && p->on_idle != NULL)
+			p->on_idle(p);
+	}
+	free(q);
+}
+
+static void
+egstep_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct egstep *q = arg;
+
+	log_warnx("run %s: egress did not give the step's network totals in time; counted from "
+		  "its events",
+	    q->run);
+	egstep_set_network(&q->params, egstep_own(q->run));
+	egstep_resume(q);
+}
+
+int
+egress_runs_step_end(struct proc *p, uint64_t msgid, const struct sql_op *op,
+    struct db_params *params)
+{
+	struct egrun *e = egrun_find(p->run);
+	struct proc *eg = proc_by_role(ROLE_EGRESS);
+	struct timeval tv = { EGSTEP_WAIT_MS / 1000, (EGSTEP_WAIT_MS % 1000) * 1000 };
+	struct ipc_wbuf w;
+	struct egstep *q;
+
+	if (e == NULL || e->fd < 0) {
+		/* no way out: no totals (and the extra untouched unless it names one) */
+		if (params->n >= 8 && params->values[7] != NULL &&
+		    strstr(params->values[7], "\"network\"") != NULL)
+			egstep_set_network(params, NULL);
+		return 0;
+	}
+	if (eg == NULL || !eg->ready) {
+		egstep_set_network(params, egstep_own(p->run));
+		return 0;
+	}
+	if ((q = calloc(1, sizeof(*q))) == NULL)
+		fatal("calloc");
+	q->id = ++egstep_seq;
+	memcpy(q->run, p->run, sizeof(q->run));
+	q->p = p;
+	q->gen = p->gen;
+	q->msgid = msgid;
+	q->op = op;
+	q->params = *params; /* taken */
+	if ((q->timer = evtimer_new(sup.base, egstep_timeout, q)) == NULL)
+		fatalx("evtimer_new");
+	ipc_wbuf_begin(&w, IMSG_EGRESS_STEP, q->id, 1);
+	ipc_put_str(&w, p->run);
+	if (proc_send(eg, &w, -1) == -1) {
+		event_free(q->timer);
+		free(q);
+		egstep_set_network(params, egstep_own(p->run));
+		return 0;
+	}
+	LIST_INSERT_HEAD(&egsteps, q, entry);
+	p->inflight++;
+	evtimer_add(q->timer, &tv);
+	return 1;
+}
+
+void
+egress_totals_in(struct proc *p, struct ipc_msg *m)
+{
+	struct ipc_egress_totals t;
+	struct egstep *q;
+
+	if (ipc_dec_egress_totals(m->body, &t) == -1)
+		return; /* the catalog checked it */
+	LIST_FOREACH(q, &egsteps, entry)
+		if (q->id == m->id)
+			break;
+	/* late (the wait is over) or not asked for: nothing waits for it */
+	if (q == NULL || strcmp(q->run, t.run) != 0) {
+		log_debug("egress: totals of run %s nobody waits for", t.run);
+		return;
+	}
+	egstep_set_network(&q->params, egstep_totals(t.allowed, t.denied, t.up, t.down));
+	egstep_resume(q);
 }

@@ -138,6 +138,9 @@ proc_on_msg(struct ipc_chan *ch, struct ipc_msg *m, void *arg)
 	case IMSG_EGRESS_EVENT:
 		egress_event_in(p, m);
 		return;
+	case IMSG_EGRESS_TOTALS:
+		egress_totals_in(p, m);
+		return;
 	default:
 		/* The catalog let it through, but this peer has no use for it here. */
 		proc_abort(p, "sent a message the supervisor does not accept from it");

@@ -296,6 +296,11 @@ sup_reload(char *errbuf, size_t errsz)
 	sup.conf.nproviders = nc->nproviders;
 	sup.conf.agent = nc->agent;
 	provider_send_conf();
+	/* runs set up from now on resolve their presets against the new list;
+	 * egress judges every connection it accepts from now on by the new
+	 * allow_cidrs and limits (egress_runs.c) */
+	sup.conf.egress = nc->egress;
+	egress_reconfigure();
 	log_info("configuration reloaded");
 	rv = 0;
 out:

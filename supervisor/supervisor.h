@@ -152,12 +152,27 @@ void egress_runs_step(const char *run, const char *step);
 void egress_runs_end(const char *run);
 void egress_ready(struct proc *p);
 void egress_reconfigure(void);
+struct sql_op;
+struct db_params;
+/* runner_step_end of p's run: its extra (params $8) gets the step's
+ * network totals when the run has a way out, and loses any "network" the
+ * runner put there.  Returns 1 when it took params and submits the op
+ * itself once egress answered (or did not, in time), 0 when the caller
+ * submits it now. */
+int egress_runs_step_end(struct proc *p, uint64_t msgid, const struct sql_op *op,
+    struct db_params *params);
+/* EGRESS_TOTALS: egress's answer to EGRESS_STEP. */
+void egress_totals_in(struct proc *p, struct ipc_msg *m);
 void egress_event_in(struct proc *p, struct ipc_msg *m);
 /* Runs served and their open tunnels (for status). */
 size_t egress_runs_status(unsigned *tunnels);
 
 /* dbop.c: answering DB_OP from children */
 void sup_db_op(struct proc *p, struct ipc_msg *m);
+/* Submits op, checked already, for p's incarnation gen (the reply goes only
+ * to it); takes params. */
+void sup_db_submit(struct proc *p, uint64_t gen, uint64_t msgid, const struct sql_op *op,
+    struct db_params *params);
 /* httpd_req.c: httpd's requests other than database operations */
 void sup_artifact_open(struct proc *p, struct ipc_msg *m);
 void sup_repo_seal(struct proc *p, struct ipc_msg *m);

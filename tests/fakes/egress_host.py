@@ -4,7 +4,9 @@
 Listens on --bind:443 (inside the test's own network namespace) with the
 certificate the test makes and serves the files under --root; /slow
 trickles 1 KiB every 100 ms for a minute, so that a test can keep a
-transfer in flight.  Every TCP connection it accepts is logged before the
+transfer in flight.  A path without a dot whose NAME.json is a file under
+--root is answered with that file as application/json, as an npm registry
+answers /NAME with the package's packument.  Every TCP connection it accepts is logged before the
 handshake, so a test can tell that nothing reached it:
     ACCEPT<TAB>PEER
     HANDSHAKE-FAILED<TAB>PEER
@@ -38,6 +40,14 @@ class Handler(SimpleHTTPRequestHandler):
     def do_GET(self):
         sni = getattr(self.request, "sni", "-") or "-"
         log_line(self.server.log_path, "GET", self.path, sni)
+        packument = self.packument()
+        if packument is not None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(packument)))
+            self.end_headers()
+            self.wfile.write(packument)
+            return None
         if self.path != "/slow":
             return super().do_GET()
         self.send_response(200)
@@ -51,6 +61,17 @@ class Handler(SimpleHTTPRequestHandler):
         except OSError:
             log_line(self.server.log_path, "SLOW-BROKEN", self.path, sni)
         return None
+
+
+    def packument(self):
+        name = self.path.split("?", 1)[0].lstrip("/")
+        if not name or "." in name or "/" in name:
+            return None
+        try:
+            with open(name + ".json", "rb") as f:
+                return f.read()
+        except OSError:
+            return None
 
 
 class Server(ThreadingHTTPServer):

@@ -34,6 +34,8 @@ cat >"$T/hosts" <<EOH
 ::1 v6.test
 127.0.0.1 loop.test
 169.254.169.254 meta.test
+10.77.0.2 multi.test
+10.77.0.1 multi.test
 EOH
 chmod 0644 "$T/hosts"
 mount --bind "$T/hosts" /etc/hosts
@@ -78,6 +80,23 @@ EOP
 printf '<a href="/packages/tinypkg-0.1-py3-none-any.whl">tinypkg-0.1-py3-none-any.whl</a>\n' \
 	>"$T/www/simple/tinypkg/index.html"
 printf '<a href="/simple/tinypkg/">tinypkg</a>\n' >"$T/www/simple/index.html"
+# a tiny npm registry: tinynpm's tarball made by npm pack, its packument
+# (served at /tinynpm) naming the tarball with its digests
+mkdir -p "$T/npmsrc" "$T/www/tarballs"
+printf '{"name": "tinynpm", "version": "1.0.0", "main": "index.js"}\n' >"$T/npmsrc/package.json"
+printf 'exports.hello = "hello from tinynpm";\n' >"$T/npmsrc/index.js"
+(cd "$T/www/tarballs" && npm_config_cache="$T/npmcache" npm pack --silent "$T/npmsrc") >"$T/npmpack.out" 2>&1
+check "npm pack made the test package" test -s "$T/www/tarballs/tinynpm-1.0.0.tgz"
+python3 - "$T/www/tarballs/tinynpm-1.0.0.tgz" "$T/www/tinynpm.json" <<'EOP'
+import base64, hashlib, json, sys
+data = open(sys.argv[1], "rb").read()
+v = {"name": "tinynpm", "version": "1.0.0", "main": "index.js",
+     "dist": {"tarball": "https://allowed.test/tarballs/tinynpm-1.0.0.tgz",
+              "shasum": hashlib.sha1(data).hexdigest(),
+              "integrity": "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode()}}
+json.dump({"name": "tinynpm", "dist-tags": {"latest": "1.0.0"}, "versions": {"1.0.0": v}},
+          open(sys.argv[2], "w"))
+EOP
 # git.test: the fake git server (git http-backend over TLS) on 10.77.0.2:443
 mkdir -p "$T/srv" && printf '%s\n' gittoken >"$T/srv/token" && chmod 0600 "$T/srv/token"
 "$TOOLS/mkrepo" "$T/gitsrc" >/dev/null && git clone -q --bare "$T/gitsrc" "$T/srv/r.git"
@@ -123,7 +142,7 @@ tmpl() {
 	ctl template load "$T/tmpl/$1.yaml"
 }
 tmpl net <<'EOF'
-network: { allow: [ "allowed.test:8080", "loop.test:8080", "meta.test:8080" ] }
+network: { allow: [ "allowed.test:8080", "loop.test:8080", "meta.test:8080", "multi.test:8080" ] }
 phases:
   - name: one
     steps:
@@ -134,6 +153,7 @@ phases:
       - { id: direct, kind: command, allow_failure: true, run: "curl -sS --noproxy '*' --max-time 5 http://10.77.0.1:8080/hello; echo rc=$?" }
       - { id: override, kind: command, network: { allow: [] }, allow_failure: true, run: "curl -sS --max-time 10 http://allowed.test:8080/hello; echo rc=$?" }
       - { id: py, kind: command, run: "python3 -c 'import urllib.request; print(urllib.request.urlopen(\"http://allowed.test:8080/hello\").read().decode())'" }
+      - { id: multi, kind: command, run: "curl -sS --max-time 10 http://multi.test:8080/hello" }
 EOF
 tmpl nonet <<'EOF'
 phases:
@@ -174,9 +194,28 @@ check "an allowed name resolving to 127.0.0.1: denied as loopback" grep -q '^net
 check "an allowed name resolving to 169.254.169.254: denied" grep -q '^network.denied meta.test:8080 resolves to 169.254.169.254:8080' "$T/net"
 check "a direct connection fails (no route)" sh -c "printf '%s' \"\$1\" | grep -q 'rc=7'" _ "$(out "$R" direct)"
 check "a step's empty network replaces the template's: denied" sh -c "printf '%s' \"\$1\" | grep -q 'egress: not on the list'" _ "$(out "$R" override)"
-# the test's own readiness probe, curl's and urllib's requests
-check "the test host saw the allowed requests" [ "$(grep -c 'GET /hello' "$T/www.log")" = 3 ]
+# multi.test: 10.77.0.2 first, where nothing listens on 8080, then 10.77.0.1
+check "a name's first address refusing: the next checked one is connected to" \
+	sh -c "printf '%s' \"\$1\" | grep -q 'hello from allowed.test'" _ "$(out "$R" multi)"
+check "network.allowed names the address that answered" grep -q '^network.allowed multi.test:8080 10.77.0.1:8080$' "$T/net"
+check "egress tried the first address before it" \
+	grep -q 'multi.test:8080: connect to 10.77.0.2:8080: .*; trying the next address' "$LOG"
+# the test's own readiness probe, curl's, urllib's and multi.test's requests
+check "the test host saw the allowed requests" [ "$(grep -c 'GET /hello' "$T/www.log")" = 4 ]
 check "the test host saw none of the denied ones" sh -c "! grep -q 'GET /x' '$T/www.log'"
+
+# step.finished carries the step's network totals
+fin() { psql_q "select payload->'network' from run_events where run_id = '$1' and type = 'step.finished' and payload->>'step_id' = '$2' order by seq desc limit 1"; }
+fin "$R" get | sed 's/^/# get: /'
+fin "$R" notlisted | sed 's/^/# notlisted: /'
+netof() { fin "$1" "$2" | python3 -c 'import json, sys; n = json.load(sys.stdin); print(n["allowed"], n["denied"], n["bytes_up"], n["bytes_down"])'; }
+first_closed=$(psql_q "select (payload->>'bytes_up') || ' ' || (payload->>'bytes_down') from run_events where run_id = '$R' and type = 'network.closed' and payload->>'host' = 'allowed.test' order by seq limit 1")
+check "step.finished of a step with one tunnel: 1 allowed, 0 denied, its bytes as network.closed counted them ($first_closed)" \
+	[ "$(netof "$R" get)" = "1 0 $first_closed" ]
+check "the tunnel's bytes both ways are there" sh -c '[ "${1% *}" -gt 50 ] && [ "${1#* }" -gt 200 ]' _ "$first_closed"
+check "step.finished of a step refused twice: 0 allowed, 2 denied, no bytes" [ "$(netof "$R" notlisted)" = "0 2 0 0" ]
+check "step.finished of a step with an empty list of its own: 1 denied" [ "$(netof "$R" override)" = "0 1 0 0" ]
+check "step.finished of a step that used no network: all zero" [ "$(netof "$R" env)" = "0 0 0 0" ]
 
 submit nonet
 R2=$RUN
@@ -185,6 +224,8 @@ check "the run without network succeeds" [ "$(run_status "$R2")" = succeeded ]
 check "without network: no listener in its sandbox, no proxy variable" \
 	sh -c "printf '%s' \"\$1\" | grep -vq ':0C38 ' && printf '%s' \"\$1\" | tail -1 | grep -qx 0" _ "$(out "$R2" look)"
 check "without network: no network event" [ "$(psql_q "select count(*) from run_events where run_id = '$R2' and type like 'network.%'")" = 0 ]
+check "without network: step.finished has no network totals" \
+	[ "$(psql_q "select count(*) from run_events where run_id = '$R2' and type = 'step.finished' and payload ? 'network'")" = 0 ]
 st=$("$AGRIPPACTL" -s "$CTL" status)
 check "agrippactl status lists egress running" sh -c "echo '$st' | grep -q '^egress .* running'"
 check "agrippactl status shows the egress line" sh -c "echo '$st' | grep -q '^egress: [0-9]* runs with a network, [0-9]* tunnels open'"
@@ -260,6 +301,9 @@ net "$R3" >"$T/net3"
 sed 's/^/# /' "$T/net3"
 sed 's/^/# tls.log: /' "$T/tls.log"
 check "curl over TLS through the proxy got the page" sh -c "printf '%s' \"\$1\" | grep -q 'hello from allowed.test'" _ "$(out "$R3" tls)"
+tls_closed=$(psql_q "select (payload->>'bytes_up') || ' ' || (payload->>'bytes_down') from run_events where run_id = '$R3' and type = 'network.closed' order by seq limit 1")
+check "step.finished of the TLS step counts the spliced tunnel's bytes ($tls_closed)" \
+	sh -c '[ "$1" = "1 0 $2" ] && [ "${2#* }" -gt 1000 ]' _ "$(netof "$R3" tls)" "$tls_closed"
 denied() { grep -qxF "network.denied $1" "$T/net3"; }
 has() { printf '%s' "$2" | grep -Eq "$1"; }
 check "evil-allowed.test: not on the list" denied "evil-allowed.test:443 not on the list"
@@ -298,12 +342,24 @@ check "a direct TLS connection bypassing the proxy fails" has '^rc=7' "$(out "$R
 steps_tmpl tools <<'EOF'
       - { id: git, kind: command, run: "git -c http.sslCAInfo=/workspace/ca.crt clone -q https://x-access-token:gittoken@git.test/r.git /workspace/cl && git -C /workspace/cl log --oneline" }
       - { id: pip, kind: command, run: "python3 -m pip download --no-cache-dir --disable-pip-version-check --no-deps --cert /workspace/ca.crt --index-url https://allowed.test/simple/ -d /workspace/dl tinypkg && ls /workspace/dl" }
+      - id: npm
+        kind: command
+        run: |
+          export npm_config_registry=https://allowed.test/ npm_config_cafile=/workspace/ca.crt npm_config_cache=/tmp/npmcache
+          export npm_config_audit=false npm_config_fund=false npm_config_update_notifier=false
+          echo "view: $(npm view tinynpm version)"
+          mkdir -p /workspace/np && cd /workspace/np && npm install --no-save --no-package-lock tinynpm
+          node -e 'console.log(require("tinynpm").hello)'
 EOF
-run_shown tools attack 120 git pip
+run_shown tools attack 120 git pip npm
 R4=$RUN
 check "git clone and pip download through the proxy ($(run_status "$R4"))" [ "$(run_status "$R4")" = succeeded ]
 check "git cloned the test host's repository" has first "$(out "$R4" git)"
 check "pip downloaded the wheel" has 'tinypkg-0.1-py3-none-any.whl' "$(out "$R4" pip)"
+check "npm view read the packument through the proxy" has '^view: 1.0.0$' "$(out "$R4" npm)"
+check "npm install fetched the tarball and the package loads" has '^hello from tinynpm$' "$(out "$R4" npm)"
+check "the test host served npm's requests (packument, tarball)" \
+	sh -c "grep -q '^GET	/tinynpm	allowed.test' '$T/tls.log' && grep -q '^GET	/tarballs/tinynpm-1.0.0.tgz	allowed.test' '$T/tls.log'"
 
 # ---- kill -9 of egress mid-transfer ----
 steps_tmpl slow <<'EOF'
@@ -387,6 +443,39 @@ check "no step of it ran" [ "$(psql_q "select count(*) from run_events where run
 # before the network.allowed of its tunnel
 psql_q "select run_id, seq, type, payload::text from (select *, sum(case type when 'network.allowed' then 1 when 'network.closed' then -1 else 0 end) over (partition by run_id order by seq) as open from run_events where type like 'network.%') x where open < 0 limit 5" | sed 's/^/# out of order: /'
 check "no network.closed is stored before its network.allowed" [ "$(psql_q "select count(*) from (select sum(case type when 'network.allowed' then 1 when 'network.closed' then -1 else 0 end) over (partition by run_id order by seq) as open from run_events where type like 'network.%') x where open < 0")" = 0 ]
+
+# ---- a reload (SIGHUP) applies new egress settings to the runs after it ----
+tmpl reloaded <<'EOF' || true
+network: { presets: [ reloaded ] }
+phases:
+  - name: one
+    steps:
+      - { id: get, kind: command, run: "curl -sS --max-time 10 http://allowed.test:8080/hello" }
+      - { id: out, kind: command, allow_failure: true, run: "curl -sS --max-time 10 http://out.test:8080/x; echo rc=$?" }
+      - { id: flood, kind: command, run: "touch /workspace/release; python3 egress_probe.py flood 12 /workspace" }
+      - { id: big, kind: command, allow_failure: true, run: "curl -sS --max-time 20 --cacert ca.crt -o /dev/null https://allowed.test/big2m; echo rc=$?" }
+EOF
+head -c 2097152 /dev/zero >"$T/www/big2m"
+submit reloaded attack
+wait_for 60 is_done "$RUN"
+check "before the reload: a run naming the preset fails ($(run_status "$RUN"))" [ "$(run_status "$RUN")" = failed ]
+sed -i 's|^egress: .*|egress: { allow_cidrs: [ 10.77.0.0/24, 10.78.0.0/24 ], tunnels_per_run: 2, bytes_per_run: 1M, presets: { reloaded: [ "allowed.test", "allowed.test:8080", "out.test:8080" ] } }|' "$CONF"
+kill -HUP "$SUP_PID"
+check "SIGHUP reloads the configuration" wait_for 20 grep -q 'configuration reloaded' "$LOG"
+run_shown reloaded attack 120 get out flood big
+R9=$RUN
+net "$R9" >"$T/net9"
+sed 's/^/# /' "$T/net9"
+check "after the reload: the run with the new preset succeeds ($(run_status "$R9"))" [ "$(run_status "$R9")" = succeeded ]
+check "the new preset's entry reaches the test host" has 'hello from allowed.test' "$(out "$R9" get)"
+check "the new allow_cidrs: 10.78.0.1 is no longer refused as private, it is connected to (no route)" \
+	grep -q '^network.denied out.test:8080 connect to 10.78.0.1:8080' "$T/net9"
+check "the new tunnels_per_run (2) holds" has '^ok=2 refused=10' "$(out "$R9" flood)"
+check "the new bytes_per_run (1M) cuts a spliced TLS download short" has '^rc=(18|56)' "$(out "$R9" big)"
+check "its refusal names the byte limit" grep -q '^network.denied allowed.test:443 the run.s byte limit (egress.bytes_per_run) is spent$' "$T/net9"
+check "no more than the limit was relayed ($(netof "$R9" big))" \
+	sh -c 'set -- $1; [ "$1" = 1 ] && [ "$2" = 1 ] && [ $(($3 + $4)) -gt 500000 ] && [ $(($3 + $4)) -le 1048576 ]' _ "$(netof "$R9" big)"
+check "egress was not restarted by the reload" [ "$(child_pid egress)" = "$EG2" ]
 
 stop_daemon
 check "the daemon stops cleanly" [ "$DAEMON_STATUS" -eq 0 ]
