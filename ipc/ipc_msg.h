@@ -792,7 +792,7 @@ int ipc_dec_sbx_result(const msgpack_object *body, struct ipc_sbx_result *out);
  *                targets and to the sandbox since the step's EGRESS_POLICY (a
  *                tunnel that outlives its step counts in the step that moved
  *                the bytes; refusals the rate limit left out of the events count)
- *                (proto 13)
+ *                (proto 14)
  */
 #define IPC_EGRESS_CIDRS_MAX 64
 #define IPC_EGRESS_RULES_MAX 2048
