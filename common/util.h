@@ -64,12 +64,19 @@ const char *fmt_size(uint64_t bytes, char *buf, size_t bufsz);
  * *micros set (micro-dollars), or -1.
  */
 #define USD_MAX 100000
+int usd_parse(const char *s, size_t n, long long *micros);
 /* Decimal digits s (n bytes) into *v, at most max; no sign, no leading
  * zero (YAML 1.1 reads 010 as octal).  Returns 0, or -1. */
+int dec_parse(const char *s, size_t n, uint64_t max, uint64_t *v);
 /* len bytes of p (not NUL-terminated, e.g. a string in a frame) as a new
  * NUL-terminated string; fatal when out of memory. */
 char *memdup0(const void *p, size_t len);
-int dec_parse(const char *s, size_t n, uint64_t max, uint64_t *v);
-int usd_parse(const char *s, size_t n, long long *micros);
+
+/* CLOCK_MONOTONIC in milliseconds. */
+uint64_t mono_ms(void);
+
+/* A one-line reason formatted into err (size errsz); returns -1, for
+ * "return err_set(err, errsz, ...)". */
+int err_set(char *err, size_t errsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #endif

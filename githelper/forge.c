@@ -51,15 +51,6 @@ struct fg {
 	size_t errsz;
 };
 
-static uint64_t
-fg_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* ---- reading answers ----------------------------------------------------- */
 
 long
@@ -434,7 +425,7 @@ static CURLcode
 fg_perform(struct fg *f, const char *method, const char *url, const char *data)
 {
 	CURL *e = f->easy;
-	uint64_t now = fg_now_ms(), left = f->deadline_ms > now ? f->deadline_ms - now : 1;
+	uint64_t now = mono_ms(), left = f->deadline_ms > now ? f->deadline_ms - now : 1;
 	CURLcode rc;
 
 	free(f->ans);
@@ -558,7 +549,7 @@ fg_wait(struct fg *f, int attempt, const char *what)
 		ms = base / 2 + randombytes_uniform((uint32_t)(base / 2 + 1));
 	}
 	if (f->waited_ms + ms > (uint64_t)GH_FORGE_WAIT_TOTAL_S * 1000 ||
-	    fg_now_ms() + ms >= f->deadline_ms)
+	    mono_ms() + ms >= f->deadline_ms)
 		return forge_fail(
 		    f->err, f->errsz,
 		    "%s; waiting %llu ms more would pass the %d s agrippa waits for %s", what,
@@ -595,7 +586,7 @@ fg_call(struct fg *f, const char *method, const char *tail, json_t *body)
 		return forge_fail(f->err, f->errsz, "%s %s: the URL is too long", method, tail);
 	}
 	for (attempt = 1;; attempt++) {
-		if (fg_now_ms() >= f->deadline_ms) {
+		if (mono_ms() >= f->deadline_ms) {
 			forge_fail(f->err, f->errsz, "%s %s: %s took more than %d s", method, tail,
 			           f->fname, GH_FORGE_DEADLINE_S);
 			break;
@@ -985,7 +976,7 @@ gh_forge_pr(const struct gh_pr_req *req, struct gh_pr_res *res, char *err, size_
 	f.req = req;
 	f.err = err;
 	f.errsz = errsz;
-	f.deadline_ms = fg_now_ms() + (uint64_t)GH_FORGE_DEADLINE_S * 1000;
+	f.deadline_ms = mono_ms() + (uint64_t)GH_FORGE_DEADLINE_S * 1000;
 	rv = fg_prepare(&f);
 	if (rv == 0)
 		rv = fg_open(&f);

@@ -11,7 +11,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,18 +19,6 @@
 #include "common/util.h"
 #include "common/wsstat.h"
 #include "githelper/stat.h"
-
-/* A one-line reason in err; -1. */
-__attribute__((format(printf, 3, 4))) static int
-st_fail(char *err, size_t errsz, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errsz, fmt, ap);
-	va_end(ap);
-	return -1;
-}
 
 /* The next space-ended field of the record [*p, end): its bytes. */
 static int
@@ -144,10 +131,10 @@ gh_stat_parse(const char *data, size_t len, const char *base, char *err, size_t 
 	int ended = 0;
 
 	if (len == 0 || len > WSSTAT_MAX || data[len - 1] != '\0')
-		return st_fail(err, errsz, "the list is empty or not whole"), NULL;
+		return err_set(err, errsz, "the list is empty or not whole"), NULL;
 	if ((s = calloc(1, sizeof(*s))) == NULL || (s->buf = malloc(len)) == NULL) {
 		free(s);
-		return st_fail(err, errsz, "out of memory"), NULL;
+		return err_set(err, errsz, "out of memory"), NULL;
 	}
 	memcpy(s->buf, data, len);
 	end = s->buf + len;
@@ -156,7 +143,7 @@ gh_stat_parse(const char *data, size_t len, const char *base, char *err, size_t 
 	nul = memchr(rec, '\0', (size_t)(end - rec));
 	if ((size_t)(nul - rec) != hl + 1 + strlen(base) || memcmp(rec, WSSTAT_MAGIC, hl) != 0 ||
 	    rec[hl] != ' ' || strcmp(rec + hl + 1, base) != 0) {
-		st_fail(err, errsz, "the list is not one for commit %.12s", base);
+		err_set(err, errsz, "the list is not one for commit %.12s", base);
 		goto bad;
 	}
 	for (p = nul + 1; p < end; p = nul + 1) {
@@ -166,7 +153,7 @@ gh_stat_parse(const char *data, size_t len, const char *base, char *err, size_t 
 			q = p + 5;
 			if (st_i64(&q, nul, &s->cs) == -1 ||
 			    dec_parse(q, (size_t)(nul - q), 999999999, &ns) == -1) {
-				st_fail(err, errsz, "a bad seal record");
+				err_set(err, errsz, "a bad seal record");
 				goto bad;
 			}
 			s->cns = (int64_t)ns;
@@ -174,19 +161,19 @@ gh_stat_parse(const char *data, size_t len, const char *base, char *err, size_t 
 			continue;
 		}
 		if (ended) {
-			st_fail(err, errsz, "a record after the list's end");
+			err_set(err, errsz, "a record after the list's end");
 			goto bad;
 		}
 		if (strncmp(p, "end ", 4) == 0) {
 			q = p + 4;
 			if (st_u64(&q, nul, UINT64_MAX, &count) == -1 || st_i64(&q, nul, &s->cs) == -1 ||
 			    dec_parse(q, (size_t)(nul - q), 999999999, &ns) == -1) {
-				st_fail(err, errsz, "a bad end record");
+				err_set(err, errsz, "a bad end record");
 				goto bad;
 			}
 			s->cns = (int64_t)ns;
 			if (count != nrec) {
-				st_fail(err, errsz, "the list's end counts %llu records, not %zu",
+				err_set(err, errsz, "the list's end counts %llu records, not %zu",
 				        (unsigned long long)count, nrec);
 				goto bad;
 			}
@@ -198,7 +185,7 @@ gh_stat_parse(const char *data, size_t len, const char *base, char *err, size_t 
 			struct gh_stat_ent *ne = reallocarray(s->ent, ncap, sizeof(*ne));
 
 			if (ne == NULL) {
-				st_fail(err, errsz, "out of memory");
+				err_set(err, errsz, "out of memory");
 				goto bad;
 			}
 			s->ent = ne;
@@ -206,13 +193,13 @@ gh_stat_parse(const char *data, size_t len, const char *base, char *err, size_t 
 		}
 		memset(&s->ent[nrec], 0, sizeof(s->ent[nrec]));
 		if (st_entry(p, nul, &s->ent[nrec]) == -1 || !st_type_ok(p[0], s->ent[nrec].mode)) {
-			st_fail(err, errsz, "a bad record (#%zu)", nrec + 1);
+			err_set(err, errsz, "a bad record (#%zu)", nrec + 1);
 			goto bad;
 		}
 		nrec++;
 	}
 	if (!ended) {
-		st_fail(err, errsz, "the list has no end (its chowner did not finish)");
+		err_set(err, errsz, "the list has no end (its chowner did not finish)");
 		goto bad;
 	}
 	s->n = nrec;
@@ -220,7 +207,7 @@ gh_stat_parse(const char *data, size_t len, const char *base, char *err, size_t 
 		qsort(s->ent, nrec, sizeof(*s->ent), st_cmp);
 	for (i = 1; i < nrec; i++)
 		if (strcmp(s->ent[i - 1].path, s->ent[i].path) == 0) {
-			st_fail(err, errsz, "a path listed twice");
+			err_set(err, errsz, "a path listed twice");
 			goto bad;
 		}
 	return s;
@@ -240,18 +227,18 @@ gh_stat_load(const char *path, const char *base, char *err, size_t errsz)
 	int fd;
 
 	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)) == -1)
-		return st_fail(err, errsz, "the list: %s", strerror(errno)), NULL;
+		return err_set(err, errsz, "the list: %s", strerror(errno)), NULL;
 	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
 	    (st.st_mode & 077) != 0 || st.st_size <= 0 || st.st_size > (off_t)WSSTAT_MAX) {
 		close(fd);
-		return st_fail(err, errsz,
+		return err_set(err, errsz,
 		               "the list is not a private file of ours of at most %u bytes",
 		               WSSTAT_MAX),
 		       NULL;
 	}
 	if ((buf = malloc((size_t)st.st_size)) == NULL) {
 		close(fd);
-		return st_fail(err, errsz, "out of memory"), NULL;
+		return err_set(err, errsz, "out of memory"), NULL;
 	}
 	while (got < (size_t)st.st_size) {
 		n = read(fd, buf + got, (size_t)st.st_size - got);
@@ -265,7 +252,7 @@ gh_stat_load(const char *path, const char *base, char *err, size_t errsz)
 	if (got == (size_t)st.st_size)
 		s = gh_stat_parse(buf, got, base, err, errsz);
 	else
-		st_fail(err, errsz, "the list: short read");
+		err_set(err, errsz, "the list: short read");
 	free(buf);
 	return s;
 }

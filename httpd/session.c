@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "httpd/httpd.h"
 
 #define SESSION_PREFIX "ags_"
@@ -165,16 +166,6 @@ session_set_cookie(struct hreq *h, const char *value, long long max_age)
 
 /* ---- POST /v1/session ------------------------------------------------------ */
 
-static uint64_t
-session_now_ms(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_MONOTONIC, &ts) == -1)
-		fatal("clock_gettime");
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static void
 session_too_many(struct hreq *h)
 {
@@ -228,7 +219,7 @@ session_create_done(struct hreq *h, const struct ipc_db_result *r)
 	sodium_memzero(h->authhash, sizeof(h->authhash));
 	if (!hreq_db_ok(h, r) || (rows = hreq_db_rows(h, r)) == NULL) {
 		/* not a failed login: the database did not answer */
-		login_limit_refund(h->remote, session_now_ms());
+		login_limit_refund(h->remote, mono_ms());
 		sodium_memzero(h->sesskey, sizeof(h->sesskey));
 		return;
 	}
@@ -239,7 +230,7 @@ session_create_done(struct hreq *h, const struct ipc_db_result *r)
 		hreq_error(h, 401, "unauthorized", "a valid token is required");
 		return;
 	}
-	login_limit_refund(h->remote, session_now_ms());
+	login_limit_refund(h->remote, mono_ms());
 	expires = json_integer_value(json_object_get(s, "expires_in"));
 	memcpy(cookie, SESSION_PREFIX, 4);
 	sodium_bin2base64(cookie + 4, sizeof(cookie) - 4, h->sesskey, SESSION_RAW,
@@ -268,7 +259,7 @@ api_session_create(struct hreq *h)
 		return;
 	}
 	/* before the token is looked at: a limited client learns nothing of it */
-	if (login_limit_take(h->remote, session_now_ms(), &why) == -1) {
+	if (login_limit_take(h->remote, mono_ms(), &why) == -1) {
 		session_limited(h, &why);
 		return;
 	}

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "supervisor/supervisor.h"
 
 #define GITRUN_TIMEOUT_SECS 600
@@ -248,15 +249,6 @@ gitrun_request(const struct gitrun_req *req, struct ipc_wbuf *w)
 	}
 }
 
-static uint64_t
-gitrun_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* A new helper, waiting for its request on *fd: its pid, or -1. */
 static pid_t
 gitrun_fork(int *fd, char *err, size_t errsz)
@@ -294,7 +286,7 @@ spare_drop(struct spare *sp)
 static pid_t
 spare_take(int *fd)
 {
-	uint64_t now = gitrun_now_ms();
+	uint64_t now = mono_ms();
 	pid_t pid;
 	size_t i;
 
@@ -321,7 +313,7 @@ static void
 spare_expire(evutil_socket_t fd, short what, void *arg)
 {
 	struct timeval tv;
-	uint64_t now = gitrun_now_ms(), next = 0, left;
+	uint64_t now = mono_ms(), next = 0, left;
 	size_t i;
 
 	(void)fd, (void)what, (void)arg;
@@ -359,7 +351,7 @@ spare_fill(void)
 			spares[i].fd = -1;
 			break;
 		}
-		spares[i].born = gitrun_now_ms();
+		spares[i].born = mono_ms();
 	}
 	if (spare_ev == NULL && (spare_ev = evtimer_new(sup.base, spare_expire, NULL)) == NULL)
 		fatalx("git helper: event set-up");

@@ -939,20 +939,11 @@ runner_on_err(struct ipc_chan *ch, const char *reason, void *arg)
 		kill(r->p.pid, SIGKILL);
 }
 
-static uint64_t
-srun_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* ms since the run's set-up began. */
 static unsigned
 srun_ms(const struct srun *r)
 {
-	return (unsigned)(srun_now_ms() - r->t0);
+	return (unsigned)(mono_ms() - r->t0);
 }
 
 /* The workspace's list sealed (common/wsstat.h): from now on a sandbox
@@ -1608,7 +1599,7 @@ runs_start(struct proc *engine, struct ipc_msg *m)
 	snprintf(r->p.instance, sizeof(r->p.instance), "runner-%.8s", run);
 	memcpy(r->previous, prev, sizeof(r->previous));
 	LIST_INSERT_HEAD(&sruns, r, entry);
-	r->t0 = srun_now_ms();
+	r->t0 = mono_ms();
 	sop_submit(r, "sup_run_setup", setup_done, 1, r->p.run);
 	r->mcp_state = 1;
 	sop_submit(r, "sup_run_mcp_secrets", mcp_done, 1, r->p.run);
