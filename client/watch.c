@@ -43,6 +43,7 @@ struct watch {
 	char status[24];
 	uint64_t last_seq, live_after; /* events after live_after happen now */
 	int done, outcome;
+	char *error; /* run.failed's */
 	struct wstep *steps;
 	size_t nsteps;
 	/* the stream being read */
@@ -260,18 +261,30 @@ w_step_text(struct watch *w, struct wstep *s)
 	return out;
 }
 
-/* A step changed: a line when not on a terminal (the block shows it). */
+/* A step changed: a line when not on a terminal (the block shows it),
+ * "step work/verify: failed in 0.8s: exited with status 2". */
 static void
 w_step_changed(struct watch *w, struct wstep *s)
 {
-	char *t;
+	char d[32];
 
 	w->dirty = 1;
 	if (w->c->redraw || s == NULL)
 		return;
-	t = w_step_text(w, s);
-	printf("step %s\n", t);
-	free(t);
+	fputs("step ", stdout);
+	cli_cleans(stdout, s->phase[0] ? s->phase : "-");
+	putchar('/');
+	cli_cleans(stdout, s->id);
+	printf(": %s", s->state);
+	if (s->attempt > 1 || (s->attempt == 1 && strcmp(s->state, "running") == 0))
+		printf(" (attempt %lld)", s->attempt);
+	if (s->dur_ms >= 0)
+		printf(" in %s", w_dur(s->dur_ms, d, sizeof(d)));
+	if (s->note != NULL) {
+		fputs(": ", stdout);
+		cli_cleans(stdout, s->note);
+	}
+	putchar('\n');
 }
 
 /* ---- the block, on a terminal ------------------------------------------ */
@@ -465,6 +478,8 @@ w_event(struct watch *w, const char *type, json_t *p, int live)
 	           strcmp(type, "run.cancelled") == 0) {
 		w_flush_part(w);
 		snprintf(w->status, sizeof(w->status), "%s", type + 4);
+		if (cli_str(p, "error") != NULL)
+			w->error = xstrndup(cli_str(p, "error"), 4096);
 		w->done = 1;
 		w->outcome = strcmp(type, "run.succeeded") == 0 ? CLI_OK : CLI_RUN_FAILED;
 		w->dirty = 1;
@@ -764,6 +779,7 @@ w_free(struct watch *w)
 		free(w->steps[i].note);
 	}
 	free(w->steps);
+	free(w->error);
 	free(w->line);
 	free(w->data);
 	free(w->err);
@@ -834,6 +850,10 @@ cli_watch(struct cli *c, int argc, char **argv)
 	if (w.done && !c->json) {
 		fputs("run ", stdout);
 		cli_cleans(stdout, w.status);
+		if (w.error != NULL) {
+			fputs(": ", stdout);
+			cli_cleans(stdout, w.error);
+		}
 		putchar('\n');
 	}
 	fflush(stdout);
