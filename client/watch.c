@@ -39,7 +39,7 @@ struct watch {
 	struct cli *c;
 	const char *run;
 	char tmpl[W_NAME_MAX + 1];
-	long long version, started_at;
+	long long version, started_at, finished_at;
 	char status[24];
 	uint64_t last_seq, live_after; /* events after live_after happen now */
 	int done, outcome;
@@ -242,7 +242,8 @@ w_step_text(struct watch *w, struct wstep *s)
 
 	if (f == NULL)
 		abort();
-	fprintf(f, "%-10s ", s->state);
+	cli_cleans(f, s->state);
+	fprintf(f, "%*s", (int)(strlen(s->state) < 10 ? 11 - strlen(s->state) : 1), "");
 	cli_cleans(f, s->phase[0] ? s->phase : "-");
 	putc('/', f);
 	cli_cleans(f, s->id);
@@ -275,7 +276,8 @@ w_step_changed(struct watch *w, struct wstep *s)
 	cli_cleans(stdout, s->phase[0] ? s->phase : "-");
 	putchar('/');
 	cli_cleans(stdout, s->id);
-	printf(": %s", s->state);
+	fputs(": ", stdout);
+	cli_cleans(stdout, s->state);
 	if (s->attempt > 1 || (s->attempt == 1 && strcmp(s->state, "running") == 0))
 		printf(" (attempt %lld)", s->attempt);
 	if (s->dur_ms >= 0)
@@ -330,7 +332,10 @@ w_draw(struct watch *w, int final)
 	fprintf(hf, " v%lld  ", w->version);
 	cli_cleans(hf, w->status);
 	if (w->started_at > 0)
-		fprintf(hf, "  %s", cli_duration((long long)time(NULL) - w->started_at, d, sizeof(d)));
+		fprintf(hf, "  %s",
+		        cli_duration((w->finished_at > 0 ? w->finished_at : (long long)time(NULL)) -
+		                         w->started_at,
+		                     d, sizeof(d)));
 	if (fclose(hf) != 0)
 		abort();
 	w_block_line(head, cols - 1);
@@ -447,6 +452,8 @@ w_event(struct watch *w, const char *type, json_t *p, int live)
 		w_flush_part(w);
 	} else if (strcmp(type, "run.started") == 0 || strcmp(type, "run.resumed") == 0) {
 		snprintf(w->status, sizeof(w->status), "running");
+		if (w->started_at <= 0)
+			w->started_at = (long long)time(NULL);
 		w->dirty = 1;
 	} else if (strcmp(type, "run.waiting_approval") == 0) {
 		snprintf(w->status, sizeof(w->status), "waiting_approval");
@@ -478,8 +485,10 @@ w_event(struct watch *w, const char *type, json_t *p, int live)
 	           strcmp(type, "run.cancelled") == 0) {
 		w_flush_part(w);
 		snprintf(w->status, sizeof(w->status), "%s", type + 4);
-		if (cli_str(p, "error") != NULL)
+		if (cli_str(p, "error") != NULL && w->error == NULL)
 			w->error = xstrndup(cli_str(p, "error"), 4096);
+		if (w->finished_at <= 0)
+			w->finished_at = (long long)time(NULL);
 		w->done = 1;
 		w->outcome = strcmp(type, "run.succeeded") == 0 ? CLI_OK : CLI_RUN_FAILED;
 		w->dirty = 1;
@@ -656,7 +665,7 @@ static int
 w_stream(struct watch *w, int *up)
 {
 	struct curl_slist *hdrs;
-	char path[128], hdr[64];
+	char path[128], hdr[64], msg[256];
 	json_t *doc;
 	CURLcode res;
 	CURLU *u;
@@ -703,14 +712,14 @@ w_stream(struct watch *w, int *up)
 		w_draw(w, 1);
 		rv = cli_refused(w->c, w->http, doc);
 		json_decref(doc);
-	} else if (!w->c->json) {
-		snprintf(path, sizeof(path), "the stream dropped (%s); resuming after event %llu\n",
+	} else {
+		snprintf(msg, sizeof(msg), "the stream dropped (%s); resuming after event %llu\n",
 		         res != CURLE_OK ? curl_easy_strerror(res) : "closed",
 		         (unsigned long long)w->last_seq);
-		if (w->c->redraw)
-			fputs(path, w_out(w));
+		if (w->c->redraw && !w->c->json)
+			fputs(msg, w_out(w));
 		else
-			fprintf(stderr, "agrippa: %s", path);
+			fprintf(stderr, "agrippa: %s", msg);
 	}
 	cli_headers_free(hdrs);
 	curl_easy_cleanup(w->h);
@@ -745,6 +754,7 @@ w_prepare(struct watch *w)
 	snprintf(w->status, sizeof(w->status), "%.20s",
 	         cli_str(run, "status") ? cli_str(run, "status") : "?");
 	w->started_at = cli_time(cli_str(run, "started_at"));
+	w->finished_at = cli_time(cli_str(run, "finished_at"));
 	w->live_after = (uint64_t)cli_int(run, "last_event_seq", 0);
 	json_decref(run);
 	if (!cli_is_name(w->tmpl) || w->c->json)
