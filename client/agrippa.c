@@ -21,14 +21,14 @@ struct cli_cmd {
 };
 
 static const struct cli_cmd cmds[] = {
-	{"runs", 0, 4, "runs [status=STATUS] [template=NAME] [limit=N] [cursor=ID]", cli_runs},
-	{"run submit", 1, 65, "run submit TEMPLATE [name=value ...]", cli_submit},
-	{"run watch", 1, 1, "run watch RUN", cli_watch},
-	{"run cancel", 1, 1, "run cancel RUN", cli_cancel},
-	{"approve", 1, 2, "approve RUN|APPROVAL [comment]", cli_decide},
-	{"reject", 1, 2, "reject RUN|APPROVAL [comment]", cli_decide},
-	{"artifact get", 1, 4, "artifact get ARTIFACT [-f] [-o file]", cli_artifact_get},
-	{"usage", 0, 1, "usage [YYYY-MM]", cli_usage},
+    {"runs", 0, 4, "runs [status=STATUS] [template=NAME] [limit=N] [cursor=ID]", cli_runs},
+    {"run submit", 1, 65, "run submit TEMPLATE [name=value ...]", cli_submit},
+    {"run watch", 1, 1, "run watch RUN", cli_watch},
+    {"run cancel", 1, 1, "run cancel RUN", cli_cancel},
+    {"approve", 1, 2, "approve RUN|APPROVAL [comment]", cli_decide},
+    {"reject", 1, 2, "reject RUN|APPROVAL [comment]", cli_decide},
+    {"artifact get", 1, 4, "artifact get ARTIFACT [-f] [-o file]", cli_artifact_get},
+    {"usage", 0, 1, "usage [YYYY-MM]", cli_usage},
 };
 
 void

@@ -23,18 +23,18 @@
 #define CLI_CONN 4       /* no daemon reached, or no API answer from it */
 
 #define CLI_DEFAULT_URL "http://127.0.0.1:8480"
-#define CLI_TOKEN_MAX 132     /* "agr_" + at most 128 base64url characters */
+#define CLI_TOKEN_MAX 132          /* "agr_" + at most 128 base64url characters */
 #define CLI_ANSWER_MAX (32u << 20) /* bytes of one JSON answer */
 
 struct cli {
-	char base[2048];           /* the daemon's URL, checked, without a trailing / */
+	char base[2048]; /* the daemon's URL, checked, without a trailing / */
 	char token[CLI_TOKEN_MAX + 1];
-	const char *project;       /* -p or AGRIPPA_PROJECT: a name or an id, or NULL */
-	char project_id[37];       /* resolved by cli_project */
-	int json;                  /* -j */
-	int tty;                   /* standard output is a terminal */
-	int redraw;                /* ... that can move its cursor (TERM not dumb) */
-	int quiet_404;             /* cli_call says nothing of a 404 */
+	const char *project; /* -p or AGRIPPA_PROJECT: a name or an id, or NULL */
+	char project_id[37]; /* resolved by cli_project */
+	int json;            /* -j */
+	int tty;             /* standard output is a terminal */
+	int redraw;          /* ... that can move its cursor (TERM not dumb) */
+	int quiet_404;       /* cli_call says nothing of a 404 */
 };
 
 /* agrippa.c */

@@ -67,12 +67,14 @@ runs_print(json_t *runs)
 	size_t i;
 
 	cli_table_init(&t, 6, heads);
-	json_array_foreach(runs, i, r) {
+	json_array_foreach(runs, i, r)
+	{
 		const char *row[6];
 
 		tj = json_object_get(r, "template");
 		snprintf(tmpl, sizeof(tmpl), "%.128s %lld",
-		         cli_str(tj, "name") ? cli_str(tj, "name") : "-", cli_int(tj, "version", 0));
+		         cli_str(tj, "name") ? cli_str(tj, "name") : "-",
+		         cli_int(tj, "version", 0));
 		start = cli_time(cli_str(r, "started_at"));
 		end = cli_time(cli_str(r, "finished_at"));
 		if (end < 0)
@@ -210,7 +212,8 @@ submit_params(json_t *decl, int argc, char **argv)
 		if ((type = cli_str(d, "type")) == NULL) {
 			fprintf(stderr, "agrippa: the template has no parameter %s (", key);
 			k = 0;
-			json_object_foreach(decl, name, d) {
+			json_object_foreach(decl, name, d)
+			{
 				fputs(k++ == 0 ? "its parameters: " : ", ", stderr);
 				cli_cleans(stderr, name);
 			}
@@ -319,9 +322,9 @@ decide_target(struct cli *c, const char *arg, char *id)
 		return CLI_OK;
 	if (rv != CLI_OK)
 		return rv;
-	json_array_foreach(json_object_get(doc, "approvals"), i, a)
-		if (cli_str(a, "status") != NULL && strcmp(cli_str(a, "status"), "pending") == 0)
-			pending = a;
+	json_array_foreach(json_object_get(doc, "approvals"), i,
+	                   a) if (cli_str(a, "status") != NULL &&
+	                          strcmp(cli_str(a, "status"), "pending") == 0) pending = a;
 	if (pending == NULL || !cli_is_uuid(cli_str(pending, "id") ? cli_str(pending, "id") : "")) {
 		fprintf(stderr, "agrippa: run %s has no pending approval\n", arg);
 		rv = CLI_REFUSED;
@@ -408,7 +411,8 @@ cli_usage(struct cli *c, int argc, char **argv)
 	printf("tokens  %lld in, %lld out, in %lld model calls\nruns    ",
 	       cli_int(doc, "tokens_in", 0), cli_int(doc, "tokens_out", 0),
 	       cli_int(doc, "model_calls", 0));
-	json_object_foreach(json_object_get(doc, "runs"), key, v) {
+	json_object_foreach(json_object_get(doc, "runs"), key, v)
+	{
 		fputs(k++ ? ", " : "", stdout);
 		cli_cleans(stdout, key);
 		printf(" %lld", json_is_integer(v) ? (long long)json_integer_value(v) : 0LL);
@@ -417,7 +421,8 @@ cli_usage(struct cli *c, int argc, char **argv)
 	if (json_array_size(json_object_get(doc, "days")) > 0) {
 		putchar('\n');
 		cli_table_init(&t, 2, dh);
-		json_array_foreach(json_object_get(doc, "days"), i, v) {
+		json_array_foreach(json_object_get(doc, "days"), i, v)
+		{
 			const char *row[2] = {cli_str(v, "day"),
 			                      cli_usd(cli_int(v, "usd_micros", 0), b1, sizeof(b1))};
 			cli_table_row(&t, row);
@@ -428,10 +433,11 @@ cli_usage(struct cli *c, int argc, char **argv)
 	if (json_array_size(json_object_get(doc, "costliest")) > 0) {
 		puts("\ncostliest runs:");
 		cli_table_init(&t, 4, ch);
-		json_array_foreach(json_object_get(doc, "costliest"), i, v) {
-			const char *row[4] = {cli_str(v, "id"), cli_str(v, "template"),
-			                      cli_str(v, "status"),
-			                      cli_usd(cli_int(v, "spent_usd_micros", 0), b1, sizeof(b1))};
+		json_array_foreach(json_object_get(doc, "costliest"), i, v)
+		{
+			const char *row[4] = {
+			    cli_str(v, "id"), cli_str(v, "template"), cli_str(v, "status"),
+			    cli_usd(cli_int(v, "spent_usd_micros", 0), b1, sizeof(b1))};
 			cli_table_row(&t, row);
 		}
 		cli_table_print(&t, stdout);

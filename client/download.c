@@ -120,10 +120,9 @@ dl_open(struct dl *d)
 		}
 	}
 	slash = strrchr(d->target, '/');
-	n = slash == NULL
-	        ? snprintf(dl_tmp, sizeof(dl_tmp), ".%s.XXXXXX", d->target)
-	        : snprintf(dl_tmp, sizeof(dl_tmp), "%.*s/.%s.XXXXXX", (int)(slash - d->target),
-	                   d->target, slash + 1);
+	n = slash == NULL ? snprintf(dl_tmp, sizeof(dl_tmp), ".%s.XXXXXX", d->target)
+	                  : snprintf(dl_tmp, sizeof(dl_tmp), "%.*s/.%s.XXXXXX",
+	                             (int)(slash - d->target), d->target, slash + 1);
 	if (n < 0 || (size_t)n >= sizeof(dl_tmp) || (d->fd = mkostemp(dl_tmp, O_CLOEXEC)) == -1) {
 		cli_err("%s: cannot create a file beside it: %s", d->target,
 		        n < 0 || (size_t)n >= sizeof(dl_tmp) ? "name too long" : strerror(errno));
@@ -272,9 +271,8 @@ dl_report(struct dl *d, const char *id)
 	if (d->to_stdout)
 		return;
 	if (d->c->json) {
-		j = json_pack("{s:s,s:s,s:I,s:s%}", "id", id, "file", d->target,
-		              "size", (json_int_t)d->size, "sha256", d->etag + 1,
-		              (size_t)64);
+		j = json_pack("{s:s,s:s,s:I,s:s%}", "id", id, "file", d->target, "size",
+		              (json_int_t)d->size, "sha256", d->etag + 1, (size_t)64);
 		if (j != NULL)
 			cli_print_json(d->c, j, 0);
 		json_decref(j);

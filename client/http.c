@@ -84,8 +84,7 @@ cli_url_query(CURLU *u, const char *name, const char *value)
 
 	if (asprintf(&q, "%s=%s", name, value) == -1)
 		abort();
-	rv = curl_url_set(u, CURLUPART_QUERY, q, CURLU_APPENDQUERY | CURLU_URLENCODE) ==
-	             CURLUE_OK
+	rv = curl_url_set(u, CURLUPART_QUERY, q, CURLU_APPENDQUERY | CURLU_URLENCODE) == CURLUE_OK
 	         ? 0
 	         : -1;
 	free(q);
@@ -214,14 +213,12 @@ cli_refused(struct cli *c, long status, json_t *doc)
 		fputs(" (the token is unknown, revoked or expired, or its user is disabled)",
 		      stderr);
 	fputc('\n', stderr);
-	json_array_foreach(json_object_get(e, "details"), i, d)
-		print_detail(d);
+	json_array_foreach(json_object_get(e, "details"), i, d) print_detail(d);
 	return CLI_REFUSED;
 }
 
 int
-cli_call(struct cli *c, const char *method, CURLU *u, json_t *body, long *status,
-         json_t **answer)
+cli_call(struct cli *c, const char *method, CURLU *u, json_t *body, long *status, json_t **answer)
 {
 	struct membuf b = {NULL, 0, CLI_ANSWER_MAX, 0};
 	struct curl_slist *hdrs;
@@ -301,7 +298,8 @@ print_project_names(json_t *list)
 	json_t *p;
 	size_t i;
 
-	json_array_foreach(list, i, p) {
+	json_array_foreach(list, i, p)
+	{
 		fputs(i == 0 ? "" : ", ", stderr);
 		cli_cleans(stderr, cli_str(p, "name"));
 	}
@@ -328,11 +326,11 @@ cli_project(struct cli *c)
 	if (rv != CLI_OK)
 		return rv;
 	list = json_object_get(doc, "projects");
-	json_array_foreach(list, i, p)
-		if (c->project == NULL ? json_array_size(list) == 1
-		                       : cli_str(p, "name") != NULL &&
-		                             strcmp(cli_str(p, "name"), c->project) == 0)
-			found = p;
+	json_array_foreach(list, i, p) if (c->project == NULL
+	                                       ? json_array_size(list) == 1
+	                                       : cli_str(p, "name") != NULL &&
+	                                             strcmp(cli_str(p, "name"), c->project) == 0)
+	    found = p;
 	if (found == NULL || !cli_is_uuid(cli_str(found, "id") ? cli_str(found, "id") : "")) {
 		if (c->project != NULL) {
 			fputs("agrippa: you are a member of no project named ", stderr);
@@ -342,8 +340,7 @@ cli_project(struct cli *c)
 			fputs("agrippa: choose a project with -p", stderr);
 			rv = CLI_USAGE;
 		}
-		fputs(json_array_size(list) == 0 ? " (you are a member of none)\n"
-		                                 : "; yours: ",
+		fputs(json_array_size(list) == 0 ? " (you are a member of none)\n" : "; yours: ",
 		      stderr);
 		if (json_array_size(list) > 0)
 			print_project_names(list);

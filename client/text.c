@@ -178,8 +178,8 @@ const char *
 cli_usd(long long micros, char *buf, size_t bufsz)
 {
 	const char *sign = micros < 0 ? "-" : "";
-	unsigned long long m = micros < 0 ? 0ULL - (unsigned long long)micros
-	                                  : (unsigned long long)micros;
+	unsigned long long m =
+	    micros < 0 ? 0ULL - (unsigned long long)micros : (unsigned long long)micros;
 
 	snprintf(buf, bufsz, "%s$%llu.%04llu", sign, m / 1000000, m % 1000000 / 100);
 	return buf;

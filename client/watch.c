@@ -27,12 +27,12 @@
 #define W_RESUME_S 60          /* give up after so long without a stream */
 
 struct wstep {
-	char *phase, *id;    /* as the server sent them (cut to W_NAME_MAX) */
-	char state[24];      /* pending, running, succeeded, failed, waiting, ... */
+	char *phase, *id; /* as the server sent them (cut to W_NAME_MAX) */
+	char state[24];   /* pending, running, succeeded, failed, waiting, ... */
 	long long attempt;
-	long long dur_ms;    /* -1: unknown */
-	double started;      /* when seen starting live, or 0 */
-	char *note;          /* why it failed, what it waits for, or NULL */
+	long long dur_ms; /* -1: unknown */
+	double started;   /* when seen starting live, or 0 */
+	char *note;       /* why it failed, what it waits for, or NULL */
 };
 
 struct watch {
@@ -381,10 +381,14 @@ w_approval(struct watch *w, const char *type, json_t *p)
 		w_note(w, "  decide with: agrippa approve|reject ", w->run);
 		return;
 	}
-	snprintf(pre, sizeof(pre), "approval %.36s %s", cli_str(p, "approval_id") &&
-	         cli_is_uuid(cli_str(p, "approval_id")) ? cli_str(p, "approval_id") : "?",
+	snprintf(pre, sizeof(pre), "approval %.36s %s",
+	         cli_str(p, "approval_id") && cli_is_uuid(cli_str(p, "approval_id"))
+	             ? cli_str(p, "approval_id")
+	             : "?",
 	         strcmp(verb, "approved") == 0 || strcmp(verb, "rejected") == 0 ||
-	         strcmp(verb, "expired") == 0 ? verb : "decided");
+	                 strcmp(verb, "expired") == 0
+	             ? verb
+	             : "decided");
 	if (cli_str(p, "comment") != NULL) {
 		strcat(pre, ": ");
 		w_note(w, pre, cli_str(p, "comment"));
@@ -418,7 +422,8 @@ w_step_event(struct watch *w, const char *type, json_t *p, int live)
 		s->dur_ms = cli_int(p, "duration_ms", -1);
 		if (s->dur_ms < 0 && s->started > 0)
 			s->dur_ms = (long long)((now_s() - s->started) * 1000);
-		w_set_note(s, st != NULL && strcmp(st, "succeeded") == 0 ? NULL : cli_str(p, "error"));
+		w_set_note(s,
+		           st != NULL && strcmp(st, "succeeded") == 0 ? NULL : cli_str(p, "error"));
 	} else if (strcmp(type, "step.crashed") == 0) {
 		w_set_state(s, "crashed");
 	} else if (strcmp(type, "step.skipped") == 0) {
@@ -568,6 +573,11 @@ w_sse_line(struct watch *w, char *s, size_t n)
 	v = vn > 0 ? v + 1 : v;
 	v[vn] = '\0';
 	if (strcmp(s, "data") == 0) {
+		if (vn + 1 > W_LINE_MAX - w->datalen) {
+			cli_err("the event stream is not the API's: an event over %u MiB",
+			        W_LINE_MAX >> 20);
+			return -1;
+		}
 		if ((w->data = realloc(w->data, w->datalen + vn + 2)) == NULL)
 			abort();
 		if (w->datalen > 0)
@@ -771,9 +781,9 @@ w_prepare(struct watch *w)
 	if (rv != CLI_OK)
 		return rv;
 	if (cli_int(tmpl, "version", -1) == w->version)
-		json_array_foreach(json_object_get(json_object_get(tmpl, "template"), "phases"), i, ph)
-			json_array_foreach(json_object_get(ph, "steps"), j, st)
-				(void)w_step(w, cli_str(st, "id"), cli_str(ph, "name"));
+		json_array_foreach(json_object_get(json_object_get(tmpl, "template"), "phases"), i,
+		                   ph) json_array_foreach(json_object_get(ph, "steps"), j, st)(void)
+		    w_step(w, cli_str(st, "id"), cli_str(ph, "name"));
 	json_decref(tmpl);
 	return CLI_OK;
 }
