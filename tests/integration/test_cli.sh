@@ -54,7 +54,7 @@ phases:
         run: >-
           i=0; while [ $i -lt ${params.lines} ]; do i=$((i+1)); echo "line $i"; sleep 1; done;
           printf 'evil \033]0;pwned\007 \033[2J\033[1;1H\033[3A over\rX \302\233 31m \342\200\256 txt\n';
-          echo "${params.note}" >> README.md
+          echo "${params.note}" >> README.md; printf 'esc \033]0;x\007\n' >> README.md
       - id: check
         kind: command
         run: "test ${params.fail} = false"
@@ -234,6 +234,8 @@ TOK=$TV cli -j run submit cli-demo repo=clean
 check "-j: the error answer as JSON on standard output" [ "$RC" = 3 -a "$(jget "$T/out" "d['error']['code']")" = forbidden ]
 
 # --- run watch: a run that succeeds, on a terminal and not -------------------------------
+cli run submit cli-demo repo=clean lines=4 "note=$(printf 'a\033]0;x\007')"
+expect 3 "^agrippa: 422 invalid_params: " "a parameter with a control character: the server's 422"
 cli run submit cli-demo repo=clean lines=4 'note=<b>ok</b>'
 R1=$OUT
 check "run submit prints the new run's id (exit 0)" sh -c "[ $RC -eq 0 ] && printf '%s' '$R1' | grep -Eqx '[0-9a-f-]{36}'"
@@ -427,6 +429,16 @@ check "... shown as text" progress "$T/plain.appr" \
 	'^\[ev\^\[\[2Jil\] model says \^\[\]0;owned\^G \\u009b31m \\u202e reversed$' '^\[ev\^\[\[2Jil\] second$' \
 	'^artifact refused: bad \^\[\[5n answerback$' '^step -/zz\^\[c: failed\^\[\[H: why \^\[\[1A\\u2066up$'
 
+TERM=xterm AGRIPPA_URL="$URL" AGRIPPA_TOKEN="$TA" script -qec "$CLI -j run watch $RA" /dev/null \
+	>"$T/tty.apprj" 2>&1 </dev/null
+check "-j on a terminal: the hostile events as JSON (exit $?), escaped" harmless "$T/tty.apprj"
+check "... every line JSON, with the agent's text intact once decoded" python3 - "$T/tty.apprj" <<'PY'
+import json, sys
+evs = [json.loads(l) for l in open(sys.argv[1], encoding="ascii").read().replace("\r", "").splitlines()]
+texts = [e["payload"].get("text") for e in evs if e["type"] == "agent.message"]
+assert texts == ["model says \x1b]0;owned\x07 \x9b31m \u202e reversed\r\nsecond"], texts
+PY
+
 # --- cancel ----------------------------------------------------------------------------
 cli run submit cli-demo repo=clean lines=60
 RC1=$OUT
@@ -487,7 +499,8 @@ check "no temporary file is left behind" [ "$(ls -A | sort | tr '\n' ' ')" = "j.
 # printed to a terminal, an artifact's hostile bytes are made harmless
 TERM=xterm AGRIPPA_URL="$URL" AGRIPPA_TOKEN="$TA" script -qec "$CLI artifact get $AID -o -" /dev/null >"$T/tty.art" 2>&1 </dev/null
 check "-o - on a terminal: the patch is shown harmless (exit $?)" harmless "$T/tty.art"
-check "... and shown" grep -q '^+++ b/README.md' "$T/tty.art"
+check "... and shown, the escape in it visible" grep -qF '+esc ^[]0;x^G' "$T/tty.art"
+check "... while -o FILE holds the bytes as they are" grep -q "$(printf '\033]0;x\007')" "$T/dl/new.patch"
 cd "$ROOT" || exit 1
 
 # --- runs, usage -----------------------------------------------------------------------

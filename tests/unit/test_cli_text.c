@@ -54,17 +54,22 @@ test_escapes(void **state)
 	    {"over\rwrite", "over^Mwrite"},
 	    {"del\x7f", "del^?"},
 	    {"a\nb\tc", "a^Jb^Ic"},
-	    {"csi \xc2\x9b" "31m", "csi \\u009b31m"},  /* C1 CSI in UTF-8 */
+	    {"csi \xc2\x9b"
+	     "31m",
+	     "csi \\u009b31m"}, /* C1 CSI in UTF-8 */
 	    {"nel \xc2\x85", "nel \\u0085"},
-	    {"rlo \xe2\x80\xae" "txt.exe", "rlo \\u202etxt.exe"},
+	    {"rlo \xe2\x80\xae"
+	     "txt.exe",
+	     "rlo \\u202etxt.exe"},
 	    {"iso \xe2\x81\xa6x\xe2\x81\xa9", "iso \\u2066x\\u2069"},
 	    {"ls \xe2\x80\xa8", "ls \\u2028"},
-	    {"raw \x9b", "raw \\x9b"},             /* 8-bit CSI, not UTF-8 */
+	    {"raw \x9b", "raw \\x9b"}, /* 8-bit CSI, not UTF-8 */
 	    {"bad \xff\xfe", "bad \\xff\\xfe"},
 	    {"overlong \xc0\xaf", "overlong \\xc0\\xaf"},
 	    {"surrogate \xed\xa0\x80", "surrogate \\xed\\xa0\\x80"},
 	    {"cut \xe2\x82", "cut \\xe2\\x82"},
-	    {"caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x99\x82", "caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x99\x82"},
+	    {"caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x99\x82",
+	     "caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x99\x82"},
 	    {"\xef\xbf\xbd", "\xef\xbf\xbd"}, /* U+FFFD, as the server writes bad bytes */
 	};
 	size_t i;
@@ -92,7 +97,9 @@ test_nul_and_keep_nl(void **state)
 	assert_string_equal(out, "line 1\n\tline 2^M\n^[[1A");
 	assert_harmless(out, 1);
 	free(out);
-	out = cli_cleaned("x\x1b" "y", 3);
+	out = cli_cleaned("x\x1b"
+	                  "y",
+	                  3);
 	assert_string_equal(out, "x^[y");
 	free(out);
 }
@@ -174,9 +181,9 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_escapes),        cmocka_unit_test(test_nul_and_keep_nl),
+	    cmocka_unit_test(test_escapes),           cmocka_unit_test(test_nul_and_keep_nl),
 	    cmocka_unit_test(test_all_short_strings), cmocka_unit_test(test_width_cut),
-	    cmocka_unit_test(test_formats),        cmocka_unit_test(test_ids),
+	    cmocka_unit_test(test_formats),           cmocka_unit_test(test_ids),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
