@@ -1,5 +1,5 @@
 # Agrippa — GNU make build.
-#   make            build agrippad and agrippactl (hardened, -O2)
+#   make            build agrippad, agrippactl and agrippa (hardened, -O2)
 #   make check      build an ASan+UBSan tree and run every test
 #   make deps       install the Debian packages the build and tests need
 #   make fuzz       run each libFuzzer target for FUZZ_TIME seconds
@@ -8,6 +8,7 @@
 
 PREFIX    ?= /usr/local
 SBINDIR   ?= $(PREFIX)/sbin
+BINDIR    ?= $(PREFIX)/bin
 MANDIR    ?= $(PREFIX)/share/man
 SYSCONFDIR ?= /etc
 DESTDIR   ?=
@@ -60,7 +61,7 @@ BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 .PHONY: all check tests deps fuzz demo install clean bench users
 all: $(BUILD)/agrippad $(BUILD)/agrippactl $(BUILD)/agrippa-sandbox $(BUILD)/agrippa-git \
-     $(BUILD)/agrippa-tree
+     $(BUILD)/agrippa-tree $(BUILD)/agrippa
 
 $(BUILD)/sqlgen.c: scripts/sqlgen.sh $(SQL_FILES)
 	@mkdir -p $(@D)
@@ -81,6 +82,16 @@ $(BUILD)/agrippad: $(BUILD)/supervisor/agrippad.o $(BUILD)/libagrippa.a
 
 $(BUILD)/agrippactl: $(BUILD)/ctl/agrippactl.o $(BUILD)/libagrippa.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+# The users' client (client/) is a program of its own over the HTTP API: it
+# links libcurl, jansson and libsodium, none of the daemon.
+CLI_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(wildcard client/*.c))
+CLI_LIBS := $(shell pkg-config --libs libcurl jansson libsodium 2>/dev/null)
+$(BUILD)/agrippa: $(CLI_OBJ)
+	$(CC) $(ALL_LDFLAGS) -Wl,--as-needed -o $@ $^ $(CLI_LIBS)
+$(BUILD)/tests/test_cli_text: tests/unit/test_cli_text.c $(BUILD)/client/text.o
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(CLI_LIBS) $$(pkg-config --libs cmocka)
 
 # The tool server links only what it uses (see sandbox/main.c).
 SBX_LIBS := $(shell pkg-config --libs libevent libsodium msgpack libseccomp libcap 2>/dev/null)
@@ -171,7 +182,10 @@ demo:
 	sh scripts/demo.sh
 
 install: all
-	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man5
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man8 \
+	    $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man1
+	install -m 0755 $(BUILD)/agrippa $(DESTDIR)$(BINDIR)/
+	install -m 0644 docs/agrippa.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0755 $(BUILD)/agrippad $(BUILD)/agrippactl $(BUILD)/agrippa-sandbox $(BUILD)/agrippa-git \
 	    $(BUILD)/agrippa-tree \
 	    $(DESTDIR)$(SBINDIR)/

@@ -9,7 +9,7 @@ set -eu
 PKGS="build-essential pkg-config clang
 libpq-dev libevent-dev libsodium-dev libyaml-dev libmsgpack-dev libseccomp-dev
 libcap-dev libjansson-dev libgit2-dev libcurl4-openssl-dev libcmocka-dev
-git openssl e2fsprogs util-linux
+git openssl e2fsprogs util-linux bsdutils
 postgresql-15 postgresql-client-15 curl mandoc procps passwd python3 python3-pip wrk bubblewrap
 chromium"
 # The machine's own Node.js and npm when it has them (playwright-core wants

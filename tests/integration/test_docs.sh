@@ -6,7 +6,8 @@
 #
 # Checks that the manual pages lint clean and document what the code has
 # (every configuration key in supervisor/config.h, every agrippad flag in its
-# usage string, every agrippactl command in its command table), that the
+# usage string, every agrippactl and agrippa command in its command table,
+# every agrippa option and environment variable), that the
 # init scripts parse, and that each of them checks the configuration with
 # "agrippad -n" before starting the daemon; that docs/openapi.yaml passes the
 # standard OpenAPI validator and names every error code the daemon answers.  The scripts are run against
@@ -52,7 +53,7 @@ has_item() {
 # agrippad(8), agrippactl(8) and agrippad.conf(5), which are not installed
 # where the test runs.
 
-PAGES="docs/agrippad.8 docs/agrippactl.8 docs/agrippad.conf.5 docs/agrippa-template.5"
+PAGES="docs/agrippad.8 docs/agrippactl.8 docs/agrippad.conf.5 docs/agrippa-template.5 docs/agrippa.1"
 if command -v mandoc >/dev/null 2>&1; then
 	for p in $PAGES; do
 		if [ ! -f "$p" ]; then
@@ -151,6 +152,54 @@ while IFS= read -r c; do
 		notok "docs/agrippactl.8 documents command '$c'" "no '.It Cm $c' entry"
 	fi
 done < "$tmp/cmds"
+
+# ---- every agrippa command, option and environment variable is documented --
+#
+# Commands from the table in client/agrippa.c, as for agrippactl; options
+# from its usage string ("usage: agrippa [-j] [-p project] ..."); the
+# environment variables it reads (getenv("AGRIPPA_...") in client/).
+
+CLI_C=client/agrippa.c
+CLI_1=docs/agrippa.1
+if [ -f "$CLI_C" ]; then
+	awk '
+		/static const struct cli_cmd cmds\[\]/ { intable = 1; next }
+		intable && /^[ \t]*};/ { exit }
+		intable && match($0, /\{[ \t]*"[^"]+"/) {
+			s = substr($0, RSTART, RLENGTH)
+			sub(/^\{[ \t]*"/, "", s); sub(/"$/, "", s)
+			print s
+		}' "$CLI_C" > "$tmp/cli_cmds"
+	[ -s "$tmp/cli_cmds" ] || notok "command table found in $CLI_C" \
+	    "no entries in 'static const struct cli_cmd cmds[]'"
+	while IFS= read -r c; do
+		if has_item "$CLI_1" Cm "$c"; then
+			ok "$CLI_1 documents command '$c'"
+		else
+			notok "$CLI_1 documents command '$c'" "no '.It Cm $c' entry"
+		fi
+	done < "$tmp/cli_cmds"
+	flags=$(grep -F '"usage: agrippa [-' "$CLI_C" | head -n 1 | grep -o '\[-[A-Za-z]' | sed 's/^\[-//')
+	[ -n "$flags" ] || notok "usage string found in $CLI_C" "no line containing 'usage: agrippa [-'"
+	for f in $flags; do
+		if has_item "$CLI_1" Fl "$f"; then
+			ok "$CLI_1 documents -$f"
+		else
+			notok "$CLI_1 documents -$f" "no '.It Fl $f' entry"
+		fi
+	done
+	envs=$(cat client/*.c | grep -o 'getenv("[A-Z_]*")' | sed 's/getenv("\(.*\)")/\1/' | sort -u)
+	[ -n "$envs" ] || notok "environment variables found in client/" "no getenv(\"...\")"
+	for e in $envs; do
+		if has_item "$CLI_1" Ev "$e"; then
+			ok "$CLI_1 documents environment variable $e"
+		else
+			notok "$CLI_1 documents environment variable $e" "no '.It Ev $e' entry"
+		fi
+	done
+else
+	notok "$CLI_C exists"
+fi
 
 # ---- init scripts parse --------------------------------------------------
 
