@@ -141,6 +141,17 @@ stopped(const struct mcp_client *c)
 	return c->doomed || c->state == CS_FAILED;
 }
 
+/* ms for a person: "200 ms", "60 s". */
+static const char *
+dur(uint32_t ms, char buf[32])
+{
+	if (ms % 1000 == 0)
+		snprintf(buf, 32, "%u s", ms / 1000);
+	else
+		snprintf(buf, 32, "%u ms", ms);
+	return buf;
+}
+
 /* At most 60 bytes of line as a printable quote in buf (for errors). */
 static const char *
 quote(const char *line, size_t len, char buf[96])
@@ -262,11 +273,15 @@ list_end(struct mcp_req *r, const char *err)
 	mcp_list_cb cb = r->list_cb;
 	struct mcp_tools *t = err == NULL ? r->tools : NULL;
 	void *arg = r->arg;
+	char buf[MCP_ERR_MAX];
 
-	if (err == NULL)
+	/* err may be r's own */
+	if (err != NULL)
+		snprintf(buf, sizeof(buf), "%s", err);
+	else
 		r->tools = NULL;
 	req_free(r);
-	cb(arg, t, err);
+	cb(arg, t, err != NULL ? buf : NULL);
 }
 
 /* r ends with err, whatever its kind. */
@@ -369,6 +384,10 @@ flush(struct mcp_client *c)
 		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
 			if (event_add(c->wev, NULL) == -1)
 				fatalx("event_add");
+			return;
+		}
+		if (n == -1 && errno == EPIPE) {
+			client_fail(c, "the server closed its input (it exited?)");
 			return;
 		}
 		if (n == -1) {
@@ -739,6 +758,7 @@ req_timer(evutil_socket_t fd, short what, void *arg)
 	struct mcp_req *r = arg;
 	struct mcp_client *c = r->c;
 	int64_t t = now_ms();
+	char d[32];
 
 	enter(c);
 	if (r->state == RS_ENDING)
@@ -748,11 +768,12 @@ req_timer(evutil_socket_t fd, short what, void *arg)
 		log_debug("mcp %s: no answer to server/discover: a legacy server", c->server);
 		req_free(r);
 		if (c->start_at - t <= 0)
-			client_fail(c, "no answer to server/discover within %u ms", c->conf.start_ms);
+			client_fail(c, "no answer to server/discover within %s",
+			    dur(c->conf.start_ms, d));
 		else
 			init_start(c);
 	} else if (r->kind == RQ_INIT)
-		client_fail(c, "no answer to initialize within %u ms", c->conf.start_ms);
+		client_fail(c, "no answer to initialize within %s", dur(c->conf.start_ms, d));
 	else if (r->kind == RQ_LIST) {
 		send_cancel(r, "timed out");
 		list_end(r, "tools/list: no answer in time");
@@ -760,10 +781,10 @@ req_timer(evutil_socket_t fd, short what, void *arg)
 		send_cancel(r, "timed out");
 		if (t >= r->max_at)
 			call_fail(r, "the tool call was stopped: it ran for the most a call may "
-			    "(%u s)", c->conf.call_max_ms / 1000);
+			    "(%s)", dur(c->conf.call_max_ms, d));
 		else
-			call_fail(r, "the tool call timed out: no answer or progress in %u s",
-			    c->conf.call_ms / 1000);
+			call_fail(r, "the tool call timed out: no answer or progress in %s",
+			    dur(c->conf.call_ms, d));
 	}
 	leave(c);
 }
@@ -781,14 +802,12 @@ answer(struct mcp_client *c, const struct mcp_msg *m)
 		return client_fail(c, "the server could not read a request: %.200s (%lld)",
 		    m->message, (long long)m->code);
 	id = json_integer_value(m->id);
-	if (!json_is_integer(m->id) || id <= 0 || id > c->next_id) {
-		char *s = json_dumps(m->id, JSON_ENCODE_ANY);
-
-		client_fail(c, "an answer to id %s, which this client never sent",
-		    s != NULL ? quote(s, strlen(s), q) : "?");
-		free(s);
-		return;
-	}
+	if (json_is_string(m->id))
+		return client_fail(c, "an answer to id %s, which this client never sent",
+		    quote(json_string_value(m->id), json_string_length(m->id), q));
+	if (id <= 0 || id > c->next_id)
+		return client_fail(c, "an answer to id %lld, which this client never sent",
+		    (long long)id);
 	if ((r = req_by_id(c, id)) == NULL) {
 		log_debug("mcp %s: a late answer to request %lld, ignored", c->server,
 		    (long long)id);
