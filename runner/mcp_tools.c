@@ -26,46 +26,50 @@ name_char(unsigned char ch)
 	    ch == '_' || ch == '-';
 }
 
-/* s appended to out (used *n of cap), characters outside the set as '_';
- * returns whether one was replaced.  Bytes past cap are counted, not kept. */
-static int
-name_put(char *out, size_t cap, size_t *n, const char *s)
+/* s with characters outside the set as '_', at most cap bytes of it kept
+ * in out (NUL-terminated); returns its whole length, *changed set when a
+ * character was replaced. */
+static size_t
+name_clean(const char *s, char *out, size_t cap, int *changed)
 {
-	int changed = 0;
+	size_t n;
 
-	for (; *s != '\0'; s++, (*n)++) {
-		unsigned char ch = (unsigned char)*s;
+	for (n = 0; s[n] != '\0'; n++) {
+		unsigned char ch = (unsigned char)s[n];
 
 		if (!name_char(ch))
-			changed = 1;
-		if (*n < cap)
-			out[*n] = name_char(ch) ? (char)ch : '_';
+			*changed = 1;
+		if (n < cap)
+			out[n] = name_char(ch) ? (char)ch : '_';
 	}
-	return changed;
+	out[n < cap ? n : cap] = '\0';
+	return n;
 }
 
+/*
+ * Over the limit, the name keeps its shape, mcp__S__T_HASH: of the 44
+ * bytes left for S and T, T keeps as much as it can and S no less than 8
+ * (or all it has), so that a model still reads which tool it is.
+ */
 void
 mcp_tool_name(const char *server, const char *tool, char out[MCP_NAME_MAX + 1])
 {
-	char full[MCP_NAME_MAX + 1];
+	enum { ROOM = MCP_NAME_MAX - 7 - 1 - HASH_HEX, SERVER_MIN = 8 };
+	char s[MCP_NAME_MAX + 1], t[MCP_NAME_MAX + 1];
 	unsigned char h[crypto_generichash_BYTES_MIN];
 	char hex[2 * sizeof(h) + 1];
 	crypto_generichash_state st;
-	size_t n = 0, keep;
-	int changed;
+	size_t sl, tl, sk, tk;
+	int changed = 0;
 
-	memcpy(full, "mcp__", 5);
-	n = 5;
-	changed = name_put(full, MCP_NAME_MAX, &n, server);
-	if (n < MCP_NAME_MAX)
-		full[n] = '_';
-	if (n + 1 < MCP_NAME_MAX)
-		full[n + 1] = '_';
-	n += 2;
-	changed |= name_put(full, MCP_NAME_MAX, &n, tool);
-	if (!changed && n <= MCP_NAME_MAX) {
-		memcpy(out, full, n);
-		out[n] = '\0';
+	sl = name_clean(server, s, MCP_NAME_MAX, &changed);
+	tl = name_clean(tool, t, MCP_NAME_MAX, &changed);
+	if (!changed && 7 + sl + tl <= MCP_NAME_MAX) {
+		/* it fits: 7 + sl + tl <= MCP_NAME_MAX */
+		memcpy(out, "mcp__", 5);
+		memcpy(out + 5, s, sl);
+		memcpy(out + 5 + sl, "__", 2);
+		memcpy(out + 7 + sl, t, tl + 1);
 		return;
 	}
 	/* the hash covers both names as given, with a separator no name holds */
@@ -75,13 +79,16 @@ mcp_tool_name(const char *server, const char *tool, char out[MCP_NAME_MAX + 1])
 	crypto_generichash_update(&st, (const unsigned char *)tool, strlen(tool));
 	crypto_generichash_final(&st, h, sizeof(h));
 	sodium_bin2hex(hex, sizeof(hex), h, sizeof(h));
-	keep = MCP_NAME_MAX - 1 - HASH_HEX;
-	if (n < keep)
-		keep = n;
-	memcpy(out, full, keep);
-	out[keep] = '_';
-	memcpy(out + keep + 1, hex, HASH_HEX);
-	out[keep + 1 + HASH_HEX] = '\0';
+	sk = sl;
+	tk = tl;
+	if (sk + tk > ROOM) {
+		sk = sl < SERVER_MIN ? sl : (tl >= ROOM - SERVER_MIN ? SERVER_MIN : ROOM - tl);
+		if (sk > sl)
+			sk = sl;
+		tk = ROOM - sk < tl ? ROOM - sk : tl;
+	}
+	snprintf(out, MCP_NAME_MAX + 1, "mcp__%.*s__%.*s_%.*s", (int)sk, s, (int)tk, t, HASH_HEX,
+	    hex);
 }
 
 /* ---- listings ------------------------------------------------------------- */

@@ -659,6 +659,13 @@ t_names(void **state)
 	mcp_tool_name("server", longtool, a);
 	assert_int_equal(strlen(a), 64);
 	assert_int_equal(a[64 - 13], '_');
+	/* a long server's name is cut before the tool's */
+	mcp_tool_name("a-server-with-a-name-that-is-long-enough-to-push-tools-over", "echo", a);
+	assert_int_equal(strlen(a), MCP_NAME_MAX);
+	assert_true(strncmp(a, "mcp__a-server-with-a-name-that-is-long-enough__echo_", 52) == 0);
+	mcp_tool_name("a-server-with-a-name-that-is-long-enough-to-push-tools-over",
+	    "trigger-long-running-operation", a);
+	assert_true(strncmp(a, "mcp__a-server-with-__trigger-long-running-operation_", 52) == 0);
 	/* the server's name is cleaned too; control bytes never reach a model */
 	mcp_tool_name("a b", "x\ny", a);
 	assert_true(strncmp(a, "mcp__a_b__x_y_", 14) == 0);
@@ -1475,15 +1482,19 @@ t_free_in_callback(void **state)
 static void
 t_queued(void **state)
 {
+	json_t *args = json_pack("{s:s}", "message", "early");
+
 	start(state);
 	mcp_list_tools(T.c, on_list, NULL);
 	T.called = 0;
-	mcp_call(T.c, "echo", json_pack("{s:s}", "message", "early"), on_call, NULL);
+	mcp_call(T.c, "echo", args, on_call, NULL);
+	/* args are copied */
+	json_object_set_new(args, "message", json_string("changed"));
+	json_decref(args);
 	run_until(&T.called, 5000);
 	assert_true(T.ready);
 	assert_true(T.listed);
 	assert_int_equal(T.tools->n, 1);
-	/* args are copied */
 	assert_string_equal(T.res->text, "early");
 }
 
