@@ -798,6 +798,13 @@ answer(struct mcp_client *c, const struct mcp_msg *m)
 	json_int_t id;
 	char q[96];
 
+	if (m->id == NULL && c->state == CS_PROBE) {
+		/* a legacy server may refuse what comes before initialize without
+		 * naming it: any error makes it legacy */
+		TAILQ_FOREACH(r, &c->reqs, e)
+			if (r->kind == RQ_PROBE && r->state == RS_SENT)
+				return probe_answer(c, r, m);
+	}
 	if (m->id == NULL)
 		return client_fail(c, "the server could not read a request: %.200s (%lld)",
 		    m->message, (long long)m->code);
@@ -1144,7 +1151,11 @@ mcp_call(struct mcp_client *c, const char *tool, const json_t *args, mcp_call_cb
 	r->call_cb = cb;
 	r->arg = arg;
 	r->handle = ++c->next_handle;
-	r->tool = xstrdup(tool);
+	r->tool = xstrdup(tool != NULL ? tool : "");
+	if (r->tool[0] == '\0') {
+		req_ending(r, "no tool named");
+		return r->handle;
+	}
 	if (args != NULL && !json_is_object(args)) {
 		req_ending(r, "the tool's arguments are not an object");
 		return r->handle;

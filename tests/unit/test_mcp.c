@@ -989,6 +989,22 @@ t_legacy_versions(void **state)
 }
 
 static void
+t_probe_null_id(void **state)
+{
+	/* a legacy server that refuses the probe without naming its id */
+	F.disc = DISC_SILENT;
+	fake_raw(&F, "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32600,"
+	    "\"message\":\"Server not initialized\"}}\n", 87);
+	start_ready(state);
+	assert_string_equal(mcp_version(T.c), "2025-11-25");
+	/* after the handshake, the same is a broken connection */
+	fake_raw(&F, "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32700,"
+	    "\"message\":\"Parse error\"}}\n", 76);
+	run_until(&T.failed, 2000);
+	assert_string_equal(T.failed_err, "the server could not read a request: Parse error (-32700)");
+}
+
+static void
 t_probe_silent(void **state)
 {
 	F.disc = DISC_SILENT;
@@ -1464,6 +1480,8 @@ t_results_live(void **state)
 	call("echo", json_pack("[]"));
 	assert_true(T.res->is_error);
 	assert_string_equal(T.res->text, "the tool's arguments are not an object");
+	call("", NULL);
+	assert_string_equal(T.res->text, "no tool named");
 	assert_false(T.failed);
 }
 
@@ -1510,6 +1528,7 @@ main(void)
 	    cmocka_unit_test_setup_teardown(t_legacy, setup, teardown),
 	    cmocka_unit_test_setup_teardown(t_legacy_versions, setup, teardown),
 	    cmocka_unit_test_setup_teardown(t_probe_silent, setup, teardown),
+	    cmocka_unit_test_setup_teardown(t_probe_null_id, setup, teardown),
 	    cmocka_unit_test_setup_teardown(t_modern, setup, teardown),
 	    cmocka_unit_test_setup_teardown(t_modern_unsupported, setup, teardown),
 	    cmocka_unit_test_setup_teardown(t_init_timeout, setup, teardown),
