@@ -33,6 +33,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <git2.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <string.h>
@@ -258,9 +259,20 @@ main(int argc, char *argv[])
 		fprintf(stderr, "usage: agrippa-git (started by agrippad only)\n");
 		return 2;
 	}
+	/*
+	 * libgit2 set up before the request: its TLS back end (Debian's is
+	 * mbedTLS) parses every certificate of the system's bundle as it
+	 * starts, which a spare helper (supervisor/gitrun.c) does while it
+	 * waits instead of while a run waits for its checkout or patch.  Every
+	 * operation's own init and shutdown only count above this one.
+	 */
+	if (git_libgit2_init() < 0)
+		fatalx("libgit2: %s", gh_git_error());
 	if (ipc_read_frame(GIT_FD, ROLE_GITHELPER, ROLE_SUPERVISOR, IPC_MAX_FRAME_DEFAULT,
-	                   GIT_REQUEST_TIMEOUT_MS, &m, &why) == -1)
+	                   GIT_REQUEST_TIMEOUT_MS, &m, &why) == -1) {
+		git_libgit2_shutdown();
 		fatalx("no request from the supervisor: %s", why);
+	}
 	if (m.type == IMSG_GIT_FETCH)
 		do_fetch(&m);
 	else if (m.type == IMSG_GIT_CHECKOUT)
@@ -274,5 +286,6 @@ main(int argc, char *argv[])
 	else
 		fatalx("the request is neither a fetch, a checkout, a diff, a push nor a pull "
 		       "request");
+	git_libgit2_shutdown();
 	return 0;
 }

@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <git2.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -625,6 +626,130 @@ gh_mirror_update(struct gh_git *g, const char *url, const char *dir, char *err, 
 	return 0;
 }
 
+/* ---- a local source already mirrored ------------------------------------- */
+
+/* The branches and tags of a repository: names and ids, sorted by name. */
+struct gh_reflist {
+	char **name;
+	git_oid *id;
+	size_t n, cap;
+	int odd; /* a symbolic branch or tag, or out of memory: not compared */
+};
+
+/* l filled from repo's refs/heads/ and refs/tags/. */
+static void
+gh_reflist_fill(git_repository *repo, struct gh_reflist *l)
+{
+	git_reference_iterator *it;
+	git_reference *r;
+
+	if (git_reference_iterator_new(&it, repo) != 0) {
+		l->odd = 1;
+		return;
+	}
+	while (!l->odd && git_reference_next(&r, it) == 0) {
+		const char *name = git_reference_name(r);
+
+		if (strncmp(name, "refs/heads/", 11) == 0 || strncmp(name, "refs/tags/", 10) == 0) {
+			if (git_reference_type(r) != GIT_REFERENCE_DIRECT) {
+				l->odd = 1;
+			} else if (l->n == l->cap) {
+				size_t nc = l->cap == 0 ? 64 : l->cap * 2;
+				char **nn = reallocarray(l->name, nc, sizeof(*nn));
+				git_oid *ni;
+
+				if (nn != NULL)
+					l->name = nn;
+				ni = nn != NULL ? reallocarray(l->id, nc, sizeof(*ni)) : NULL;
+				if (ni == NULL)
+					l->odd = 1;
+				else {
+					l->id = ni;
+					l->cap = nc;
+				}
+			}
+			if (!l->odd && (l->name[l->n] = strdup(name)) == NULL)
+				l->odd = 1;
+			else if (!l->odd)
+				git_oid_cpy(&l->id[l->n++], git_reference_target(r));
+		}
+		git_reference_free(r);
+	}
+	git_reference_iterator_free(it);
+}
+
+static void
+gh_reflist_free(struct gh_reflist *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		free(l->name[i]);
+	free(l->name);
+	free(l->id);
+}
+
+/* The same names at the same ids (the iterators give them in any order). */
+static int
+gh_reflist_equal(const struct gh_reflist *a, const struct gh_reflist *b)
+{
+	size_t i, j;
+
+	if (a->odd || b->odd || a->n != b->n)
+		return 0;
+	for (i = 0; i < a->n; i++) {
+		for (j = 0; j < b->n; j++)
+			if (strcmp(a->name[i], b->name[j]) == 0)
+				break;
+		if (j == b->n || !git_oid_equal(&a->id[i], &b->id[j]))
+			return 0;
+	}
+	return 1;
+}
+
+/* The path of a local source (file:///PATH or /PATH). */
+static const char *
+gh_local_path(const char *url)
+{
+	return strncmp(url, "file://", 7) == 0 ? url + 7 : url;
+}
+
+/*
+ * A local source whose every branch and tag is already the mirror's, at
+ * the same commit: 1 (nothing to fetch), else 0.  Read with libgit2, which
+ * runs nothing of the source's, so that a run of a repository on this
+ * host does not pay for starting git and its upload-pack to learn that
+ * nothing changed; anything unusual (a symbolic branch, a source libgit2
+ * cannot read, a difference) is left to git's fetch.
+ */
+static int
+gh_local_current(const char *url, const char *dir)
+{
+	struct gh_reflist src = {0}, mir = {0};
+	git_repository *s = NULL, *m = NULL;
+	char err[128];
+	int same = 0;
+
+	if (gh_git_init(err, sizeof(err)) == -1)
+		return 0;
+	if (git_repository_open_ext(&s, gh_local_path(url), GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) ==
+	        0 &&
+	    git_repository_open_ext(&m, dir,
+	                            GIT_REPOSITORY_OPEN_NO_SEARCH | GIT_REPOSITORY_OPEN_NO_DOTGIT |
+	                                GIT_REPOSITORY_OPEN_BARE,
+	                            NULL) == 0) {
+		gh_reflist_fill(s, &src);
+		gh_reflist_fill(m, &mir);
+		same = gh_reflist_equal(&src, &mir);
+	}
+	gh_reflist_free(&src);
+	gh_reflist_free(&mir);
+	git_repository_free(s);
+	git_repository_free(m);
+	git_libgit2_shutdown();
+	return same;
+}
+
 /* dir: absent (0), or a directory of ours that is not a link (1); -1 else. */
 static int
 gh_mirror_exists(const char *dir, char *err, size_t errsz)
@@ -697,6 +822,8 @@ gh_fetch_locked(struct gh_git *g, const char *url, const char *dir, char *err, s
 		}
 		gh_mark(dir, GH_DAMAGED_MARK, 0);
 	}
+	if (g->host[0] == '\0' && gh_local_current(url, dir))
+		return 0;
 	if (gh_mirror_update(g, url, dir, err, errsz) == 0)
 		return 0;
 	/* the network, the server or a full disk (the mirror is as it was),

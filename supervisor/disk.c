@@ -15,7 +15,9 @@
  * still mounted, or mounts its image again.
  *
  * Root mode only; where the host has no loop devices or no mkfs.ext4 the
- * daemon says so once at start and runs without the limit.
+ * daemon says so once at start and runs without the limit.  One image is
+ * made ahead while runs come (the spare, below), so that a run's set-up
+ * rarely waits for mkfs.
  */
 #include <sys/ioctl.h>
 #include <sys/mount.h>
@@ -25,6 +27,7 @@
 #include <sys/wait.h>
 
 #include <errno.h>
+#include <event2/event.h>
 #include <fcntl.h>
 #include <linux/loop.h>
 #include <signal.h>
@@ -43,13 +46,32 @@
 
 struct disk_job {
 	LIST_ENTRY(disk_job) entry;
-	pid_t pid;
+	pid_t pid;         /* its mkfs; 0 when it took the spare */
+	struct event *ev;  /* ... then: the mount, just after disk_make returns */
 	char img[PATH_MAX], mnt[PATH_MAX];
 	disk_cb cb; /* NULL once abandoned */
 	void *arg;
 };
 static LIST_HEAD(, disk_job) disk_jobs = LIST_HEAD_INITIALIZER(disk_jobs);
 static int disk_ok = -1; /* -1 not checked yet, 0 no, 1 yes */
+
+/*
+ * The spare: one image made ahead (STATE/runs/spare-disk.img, sandbox.disk
+ * bytes, mkfs done), which the next run's disk_make renames to its own
+ * instead of waiting for mkfs.ext4 (about 20 ms of each run's set-up).  A
+ * new one is made DISK_SPARE_DELAY_MS after one is taken, when the run
+ * that took it is past its set-up; a sparse image with lazy
+ * initialisation holds about 4 MiB.  One whose size is no longer
+ * sandbox.disk (a reload) is thrown away.
+ */
+#define DISK_SPARE_DELAY_MS 50
+static struct {
+	pid_t pid; /* its mkfs, 0 none */
+	int ready;
+	uint64_t size;
+	char path[PATH_MAX];
+	struct event *ev; /* the making, later */
+} spare;
 
 int
 disk_enabled(void)
@@ -93,6 +115,124 @@ disk_mkfs_exec(const char *img, uid_t uid, gid_t gid)
 	_exit(127);
 }
 
+/* The spare is made now (or is there, or being made). */
+static void
+spare_make(evutil_socket_t fd, short what, void *arg)
+{
+	char runs[PATH_MAX];
+	pid_t pid;
+	int ifd;
+
+	(void)fd, (void)what, (void)arg;
+	if (sup.stopping || !disk_enabled() || spare.pid != 0 || spare.ready)
+		return;
+	if (fmt_ok(runs, sizeof(runs), "%s/runs", sup.conf.state_dir) == -1 ||
+	    fmt_ok(spare.path, sizeof(spare.path), "%s/spare-disk.img", runs) == -1)
+		return;
+	if (mkdir(runs, 0711) == -1 && errno != EEXIST)
+		return;
+	if ((ifd = open(spare.path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600)) ==
+	        -1 ||
+	    ftruncate(ifd, (off_t)sup.conf.sandbox.disk) == -1 || (pid = fork()) == -1) {
+		log_warn("the spare disk %s", spare.path);
+		if (ifd != -1)
+			close(ifd);
+		unlink(spare.path);
+		return;
+	}
+	close(ifd);
+	if (pid == 0)
+		disk_mkfs_exec(spare.path, 0, 0);
+	spare.pid = pid;
+	spare.size = sup.conf.sandbox.disk;
+}
+
+/* A spare made in a while. */
+static void
+spare_later(void)
+{
+	struct timeval tv = {0, DISK_SPARE_DELAY_MS * 1000};
+
+	if (spare.ev == NULL && (spare.ev = evtimer_new(sup.base, spare_make, NULL)) == NULL)
+		fatalx("the spare disk: event set-up");
+	if (!evtimer_pending(spare.ev, NULL))
+		evtimer_add(spare.ev, &tv);
+}
+
+void
+disk_spare_prepare(void)
+{
+	if (disk_enabled())
+		spare_later();
+}
+
+void
+disk_spare_stop(void)
+{
+	if (spare.ev != NULL)
+		evtimer_del(spare.ev);
+	if (spare.pid != 0)
+		kill(spare.pid, SIGKILL);
+	if (spare.pid != 0 || spare.ready)
+		unlink(spare.path);
+	spare.ready = 0;
+}
+
+/* A job that took the spare: its disk is mounted now, off disk_make's
+ * stack, and its asker hears. */
+static void
+disk_spare_mount(evutil_socket_t fd, short what, void *arg)
+{
+	struct disk_job *j = arg;
+	char err[512];
+	int ok;
+
+	(void)fd, (void)what;
+	LIST_REMOVE(j, entry);
+	event_free(j->ev);
+	if (j->cb == NULL) { /* abandoned */
+		unlink(j->img);
+		free(j);
+		return;
+	}
+	ok = disk_mount(j->img, j->mnt, err, sizeof(err)) == 0;
+	if (!ok)
+		unlink(j->img);
+	j->cb(j->arg, ok, ok ? "" : err);
+	free(j);
+}
+
+/* The spare, renamed to img, for a job: the job, or NULL (none fits). */
+static struct disk_job *
+spare_take(const char *img, const char *mnt, uid_t uid, gid_t gid, disk_cb cb, void *arg)
+{
+	struct timeval now = {0, 0};
+	struct disk_job *j;
+
+	if (!spare.ready)
+		return NULL;
+	if (spare.size != sup.conf.sandbox.disk) { /* sandbox.disk changed */
+		unlink(spare.path);
+		spare.ready = 0;
+		return NULL;
+	}
+	if (uid != 0 || gid != 0 || (mkdir(mnt, 0700) == -1 && errno != EEXIST) ||
+	    rename(spare.path, img) == -1)
+		return NULL;
+	spare.ready = 0;
+	if ((j = calloc(1, sizeof(*j))) == NULL)
+		fatal("calloc");
+	snprintf(j->img, sizeof(j->img), "%s", img);
+	snprintf(j->mnt, sizeof(j->mnt), "%s", mnt);
+	j->cb = cb;
+	j->arg = arg;
+	if ((j->ev = evtimer_new(sup.base, disk_spare_mount, j)) == NULL ||
+	    evtimer_add(j->ev, &now) == -1)
+		fatalx("the run's disk: event set-up");
+	LIST_INSERT_HEAD(&disk_jobs, j, entry);
+	return j;
+}
+
 struct disk_job *
 disk_make(const char *img, const char *mnt, uid_t uid, gid_t gid, disk_cb cb, void *arg,
           char *err, size_t errsz)
@@ -101,6 +241,11 @@ disk_make(const char *img, const char *mnt, uid_t uid, gid_t gid, disk_cb cb, vo
 	pid_t pid;
 	int fd;
 
+	if ((j = spare_take(img, mnt, uid, gid, cb, arg)) != NULL) {
+		spare_later();
+		return j;
+	}
+	spare_later();
 	if ((fd = open(img, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600)) == -1 ||
 	    ftruncate(fd, (off_t)sup.conf.sandbox.disk) == -1) {
 		snprintf(err, errsz, "the run's disk: %s", strerror(errno));
@@ -132,7 +277,8 @@ void
 disk_abandon(struct disk_job *j)
 {
 	j->cb = NULL;
-	kill(j->pid, SIGKILL);
+	if (j->pid != 0)
+		kill(j->pid, SIGKILL);
 }
 
 /* mnt is a mount point: a different device from its parent's. */
@@ -227,8 +373,20 @@ disk_reaped(pid_t pid, int status)
 	char err[512];
 	int ok;
 
+	if (spare.pid != 0 && pid == spare.pid) {
+		spare.pid = 0;
+		spare.ready = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+		if (!spare.ready) {
+			if (!sup.stopping)
+				log_warnx("the spare disk: mkfs.ext4 failed (%s %d)",
+				          WIFEXITED(status) ? "status" : "signal",
+				          WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+			unlink(spare.path);
+		}
+		return 1;
+	}
 	LIST_FOREACH(j, &disk_jobs, entry) {
-		if (j->pid != pid)
+		if (j->pid == 0 || j->pid != pid)
 			continue;
 		LIST_REMOVE(j, entry);
 		ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;

@@ -41,6 +41,7 @@
  * not used (the helper gives up on a request after 10 s). */
 #define GITRUN_SPARES 2
 #define GITRUN_SPARE_MS 7000
+#define GITRUN_SPARE_DELAY_MS 50
 
 struct gitrun {
 	LIST_ENTRY(gitrun) entry;
@@ -61,6 +62,7 @@ static struct spare {
 	uint64_t born; /* CLOCK_MONOTONIC ms */
 } spares[GITRUN_SPARES];
 static struct event *spare_ev; /* drops the spares that waited too long */
+static struct event *fill_ev;  /* makes spares, a little after one was taken */
 
 static void
 gitrun_free_if_done(struct gitrun *g)
@@ -335,12 +337,13 @@ spare_expire(evutil_socket_t fd, short what, void *arg)
 
 /* Spares for the next requests, unless the daemon stops. */
 static void
-spare_fill(void)
+spare_fill_now(evutil_socket_t fd, short what, void *arg)
 {
 	struct timeval tv = {GITRUN_SPARE_MS / 1000, (GITRUN_SPARE_MS % 1000) * 1000};
 	char err[128];
 	size_t i;
 
+	(void)fd, (void)what, (void)arg;
 	if (sup.stopping)
 		return;
 	for (i = 0; i < GITRUN_SPARES; i++) {
@@ -359,6 +362,22 @@ spare_fill(void)
 		evtimer_add(spare_ev, &tv);
 }
 
+/* ... a little later: a spare starting takes a core for some 15 ms (the
+ * exec, the libraries, libgit2's certificates), which the run that took
+ * one should not share during its set-up. */
+static void
+spare_fill(void)
+{
+	struct timeval tv = {0, GITRUN_SPARE_DELAY_MS * 1000};
+
+	if (sup.stopping)
+		return;
+	if (fill_ev == NULL && (fill_ev = evtimer_new(sup.base, spare_fill_now, NULL)) == NULL)
+		fatalx("git helper: event set-up");
+	if (!evtimer_pending(fill_ev, NULL))
+		evtimer_add(fill_ev, &tv);
+}
+
 void
 gitrun_spares_stop(void)
 {
@@ -369,6 +388,8 @@ gitrun_spares_stop(void)
 			spare_drop(&spares[i]);
 	if (spare_ev != NULL)
 		evtimer_del(spare_ev);
+	if (fill_ev != NULL)
+		evtimer_del(fill_ev);
 }
 
 static struct gitrun *

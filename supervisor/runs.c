@@ -226,6 +226,7 @@ runs_engine_ready(struct proc *engine)
 		stale_sweep();
 		mirror_init();
 		mirror_sweep();
+		disk_spare_prepare();
 	}
 }
 

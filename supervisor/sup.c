@@ -206,6 +206,7 @@ sup_stop(void)
 	proc_stop_all();
 	sbx_kill_all();
 	gitrun_spares_stop();
+	disk_spare_stop();
 	if (proc_all_exited() && sbx_count() == 0) {
 		sup_finish();
 		return;

@@ -295,6 +295,10 @@ int disk_mount(const char *img, const char *mnt, char *err, size_t errsz);
 void disk_release(const char *mnt, const char *img);
 /* SIGCHLD: 1 when pid was a mkfs of ours. */
 int disk_reaped(pid_t pid, int status);
+/* A spare image made ahead for the next run (at start); the daemon stops:
+ * it goes. */
+void disk_spare_prepare(void);
+void disk_spare_stop(void);
 
 /* transient.c: "agrippa-tree role args..." for one tree (fd, closed here;
  * fd2, -1 or a file it writes to as its fd 4, closed here too), as

@@ -51,6 +51,12 @@ tmpl fill <<'EOF'
       - { id: after, kind: command, run: "cat keep.txt; ls d | wc -l" }
 # (the files written whole, and the one cut short by ENOSPC)
 EOF
+tmpl hold <<'EOF'
+  - name: one
+    steps:
+      - { id: df, kind: command, run: "df -k . | tail -1 | awk '{print \"df \" $2}'" }
+      - { id: wait, kind: checkpoint, message: "hold", expires_in: 1h }
+EOF
 tmpl small <<'EOF'
   - name: one
     steps:
@@ -129,6 +135,52 @@ check "when it ends its disk is unmounted and its directory, image included, rem
 check "... and no loop device still holds its image" \
 	eval "! losetup -a 2>/dev/null | grep -q '$T/state/runs/$RA'"
 check "the host's space is given back" [ "$(( FREE0 - $(free_kb) ))" -lt 20000 ]
+
+# The spare: one image made ahead (at start, and after each run takes
+# one), which the next run's disk is.
+SPARE="$T/state/runs/spare-disk.img"
+approve() {
+	curl -s -o /dev/null --max-time 10 -H "Authorization: Bearer $TA" -H "$J" \
+		--data-binary '{"decision": "approved"}' \
+		"http://127.0.0.1:$PORT/v1/approvals/$(psql_q "select id from approvals where run_id = '$1'")/decide"
+}
+spare_ready() { [ -f "$SPARE" ] && [ "$(stat -c %s "$SPARE")" = "$1" ]; }
+df_of() { out_of "$1" df | sed -n 's/^df //p'; }
+wait_for 10 spare_ready $((64 << 20))
+check "a spare image is made ahead: sandbox.disk bytes, root's, mode 0600, sparse" \
+	spare_ready $((64 << 20)) && [ "$(stat -c '%U %a' "$SPARE")" = "root 600" ] &&
+	[ "$(du -k "$SPARE" | cut -f1)" -lt 16384 ]
+SINO=$(stat -c %i "$SPARE" 2>/dev/null)
+submit hold
+RC2=$RUN
+wait_for 90 is_status "$RC2" waiting_approval
+check "the next run's disk is that image (inode $SINO), a filesystem of 64M ($(df_of "$RC2") kB)" \
+	[ "$(stat -c %i "$T/state/runs/$RC2/disk.img" 2>/dev/null)" = "$SINO" ] &&
+	[ "$(df_of "$RC2")" -le 65536 ] && [ "$(df_of "$RC2")" -ge 50000 ]
+wait_for 10 spare_ready $((64 << 20))
+check "... and another spare is made for the run after" \
+	spare_ready $((64 << 20)) && [ "$(stat -c %i "$SPARE")" != "$SINO" ]
+approve "$RC2"
+wait_for 60 is_status "$RC2" succeeded
+check "... that run ends ($(run_status "$RC2"))" is_status "$RC2" succeeded
+# a reload that changes sandbox.disk: the spare of the old size is not used
+sed -i 's/disk: 64M/disk: 32M/' "$CONF"
+kill -HUP "$SUP_PID"
+sleep 1
+submit hold
+RC3=$RUN
+wait_for 90 is_status "$RC3" waiting_approval
+check "after a reload to 32M, the next run's disk is of 32M, not the 64M spare ($(df_of "$RC3") kB)" \
+	[ "$(df_of "$RC3")" -le 32768 ] && [ "$(df_of "$RC3")" -ge 20000 ]
+wait_for 10 spare_ready $((32 << 20))
+check "... and the spare made next is of 32M" spare_ready $((32 << 20))
+approve "$RC3"
+wait_for 60 is_status "$RC3" succeeded
+check "... that run ends ($(run_status "$RC3"))" is_status "$RC3" succeeded
+stop_daemon
+check "a daemon that stops removes its spare image" [ ! -e "$SPARE" ]
+start_daemon_or_finish disk
+
 check "daemon healthy" [ "$(healthz_code)" = 200 ]
 check "no sanitizer report" [ "$(grep -c 'runtime error\|AddressSanitizer\|LeakSanitizer' "$LOG")" = 0 ]
 finish disk
