@@ -9,6 +9,7 @@
 #include "common/mcpspec.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -610,6 +611,30 @@ path_problem(const char *s, size_t n)
 	return NULL;
 }
 
+/* With MCPSPEC_F_RESOLVE: where path s leads, when it exists, checked too. */
+static int
+chk_resolved(struct chk *k, const char *label, const char *s)
+{
+	char real[PATH_MAX];
+	size_t f;
+
+	if (k->ctx == NULL || !(k->ctx->flags & MCPSPEC_F_RESOLVE) || realpath(s, real) == NULL ||
+	    strcmp(real, s) == 0)
+		return 0;
+	if (strcmp(real, "/") == 0)
+		return fail(k, label, "%s: leads to /: the whole file system is never mounted", s);
+	for (f = 0; f < k->ctx->nforbidden; f++)
+		if (mcpspec_path_overlaps(real, k->ctx->forbidden[f]))
+			return fail(k, label,
+			    "%s: leads to %s, which overlaps %s, the daemon's own: never mounted for a "
+			    "server", s, real, k->ctx->forbidden[f]);
+	for (f = 0; f < sizeof(sandbox_own) / sizeof(sandbox_own[0]); f++)
+		if (mcpspec_path_overlaps(real, sandbox_own[f]) && strlen(real) >= strlen(sandbox_own[f]))
+			return fail(k, label, "%s: leads to %s: the sandbox mounts its own %s", s, real,
+			    sandbox_own[f]);
+	return 0;
+}
+
 static int
 chk_paths(struct chk *k, json_t *out, const json_t *v)
 {
@@ -635,15 +660,17 @@ chk_paths(struct chk *k, json_t *out, const json_t *v)
 			return fail(k, label, "must be a string");
 		if ((why = path_problem(s, n)) != NULL)
 			return fail(k, label, "%s", why);
-		for (f = 0; f < sizeof(sandbox_own) / sizeof(sandbox_own[0]); f++)
-			if (mcpspec_path_overlaps(s, sandbox_own[f]) && strlen(s) >= strlen(sandbox_own[f]))
-				return fail(k, label, "%s: the sandbox mounts its own %s", s,
-				    sandbox_own[f]);
 		for (f = 0; k->ctx != NULL && f < k->ctx->nforbidden; f++)
 			if (mcpspec_path_overlaps(s, k->ctx->forbidden[f]))
 				return fail(k, label,
 				    "%s: overlaps %s, the daemon's own (state, keys, configuration): "
 				    "never mounted for a server", s, k->ctx->forbidden[f]);
+		for (f = 0; f < sizeof(sandbox_own) / sizeof(sandbox_own[0]); f++)
+			if (mcpspec_path_overlaps(s, sandbox_own[f]) && strlen(s) >= strlen(sandbox_own[f]))
+				return fail(k, label, "%s: the sandbox mounts its own %s", s,
+				    sandbox_own[f]);
+		if (chk_resolved(k, label, s) == -1)
+			return -1;
 		json_array_foreach(a, j, prev)
 			if (strcmp(json_string_value(prev), s) == 0)
 				return fail(k, label, "%s: duplicate entry", s);

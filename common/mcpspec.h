@@ -146,8 +146,10 @@ struct mcpspec {
 	size_t nheaders;
 };
 
-#define MCPSPEC_F_CREDS 0x1 /* check references against creds (NULL: none given),
-                             * and that every credential is referenced */
+#define MCPSPEC_F_CREDS 0x1   /* check references against creds (NULL: none given),
+                               * and that every credential is referenced */
+#define MCPSPEC_F_RESOLVE 0x2 /* also check what each path that exists resolves to
+                               * (realpath): a link into the daemon's own is refused */
 
 struct mcpspec_ctx {
 	int flags;

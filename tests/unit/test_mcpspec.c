@@ -5,6 +5,8 @@
  * credentials' format, which never quotes a value, the expansion of
  * ${credentials.KEY}, and what is redacted for stored credentials.
  */
+#include <sys/stat.h>
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <sodium.h>
@@ -327,6 +330,45 @@ t_paths(void **state)
 	mcpspec_free(s);
 	bad(stdio_with("\"paths\": [\"/a\",\"/b\",\"/c\",\"/d\",\"/e\",\"/f\",\"/g\",\"/h\",\"/i\",\"/j\","
 	               "\"/k\",\"/l\",\"/m\",\"/n\",\"/o\",\"/p\",\"/q\"]"), "spec.paths: at most 16");
+}
+
+/* With MCPSPEC_F_RESOLVE, a link is judged by where it leads. */
+static void
+t_paths_resolved(void **state)
+{
+	char dir[] = "/var/tmp/mcpspec.XXXXXX", own[64], link[64], root[64], proc[64], text[512];
+	const char *forbidden[1] = {own};
+	struct mcpspec_ctx ctx = {.flags = MCPSPEC_F_RESOLVE, .forbidden = forbidden, .nforbidden = 1};
+	struct mcpspec_ctx plain = {.forbidden = forbidden, .nforbidden = 1};
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(own, sizeof(own), "%s/state", dir);
+	snprintf(link, sizeof(link), "%s/link", dir);
+	snprintf(root, sizeof(root), "%s/root", dir);
+	snprintf(proc, sizeof(proc), "%s/proc", dir);
+	assert_int_equal(mkdir(own, 0700), 0);
+	assert_int_equal(symlink(own, link), 0);
+	assert_int_equal(symlink("/", root), 0);
+	assert_int_equal(symlink("/proc/self", proc), 0);
+	snprintf(text, sizeof(text), "{\"transport\": \"stdio\", \"command\": [\"x\"], \"paths\": [\"%s\"]}", link);
+	bad_ctx(text, &ctx, "spec.paths[0]: ");
+	assert_non_null(strstr(err, "leads to"));
+	assert_non_null(strstr(err, "the daemon's own"));
+	mcpspec_free(good_ctx(text, &plain)); /* as written, it is not the daemon's */
+	snprintf(text, sizeof(text), "{\"transport\": \"stdio\", \"command\": [\"x\"], \"paths\": [\"%s\"]}", root);
+	bad_ctx(text, &ctx, "spec.paths[0]: ");
+	assert_non_null(strstr(err, "leads to /: the whole file system"));
+	snprintf(text, sizeof(text), "{\"transport\": \"stdio\", \"command\": [\"x\"], \"paths\": [\"%s\"]}", proc);
+	bad_ctx(text, &ctx, "spec.paths[0]: ");
+	assert_non_null(strstr(err, "the sandbox mounts its own /proc"));
+	/* a path that does not exist (yet) is judged as written */
+	snprintf(text, sizeof(text), "{\"transport\": \"stdio\", \"command\": [\"x\"], \"paths\": [\"%s/later\"]}", dir);
+	mcpspec_free(good_ctx(text, &ctx));
+	unlink(link);
+	unlink(root);
+	unlink(proc);
+	rmdir(own);
+	rmdir(dir);
 }
 
 static void
@@ -689,7 +731,8 @@ main(void)
 	    cmocka_unit_test(t_stdio_minimal), cmocka_unit_test(t_stdio_full),
 	    cmocka_unit_test(t_transport),     cmocka_unit_test(t_keys),
 	    cmocka_unit_test(t_command),       cmocka_unit_test(t_env),
-	    cmocka_unit_test(t_paths),         cmocka_unit_test(t_path_overlaps),
+	    cmocka_unit_test(t_paths),         cmocka_unit_test(t_paths_resolved),
+	    cmocka_unit_test(t_path_overlaps),
 	    cmocka_unit_test(t_workspace),     cmocka_unit_test(t_network),
 	    cmocka_unit_test(t_timeouts),      cmocka_unit_test(t_http_url),
 	    cmocka_unit_test(t_http_headers),  cmocka_unit_test(t_creds),
