@@ -245,6 +245,8 @@ mcp_creds_parse(const char *text, size_t len, char *err, size_t errsz)
 		cfail(err, errsz, "credentials: larger than %d bytes", MCP_CREDS_MAX);
 		return NULL;
 	}
+	if (sodium_init() < 0) /* for sodium_malloc; once is enough, again is cheap */
+		fatalx("sodium_init failed");
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		fatal("calloc");
 	json_get_alloc_funcs(&om, &of);
@@ -1102,7 +1104,13 @@ mcpspec_parse(const char *buf, size_t len, const struct mcpspec_ctx *ctx, char *
 		return NULL;
 	}
 	if ((j = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je)) == NULL) {
-		cfail(err, errsz, "%d:%d: %s", je.line, je.column, je.text);
+		for (char *p = je.text; *p != '\0'; p++) /* it may quote the input's bytes */
+			if ((unsigned char)*p < 0x20 || *p == 0x7f)
+				*p = '?';
+		if (je.line > 0)
+			cfail(err, errsz, "%d:%d: %s", je.line, je.column, je.text);
+		else
+			cfail(err, errsz, "spec: %s", je.text);
 		return NULL;
 	}
 	s = mcpspec_check(j, ctx, err, errsz);
@@ -1133,6 +1141,8 @@ mcpspec_expand(const char *value, const struct mcp_creds *creds, size_t *len)
 	char *out = NULL;
 	int idx;
 
+	if (sodium_init() < 0)
+		fatalx("sodium_init failed");
 	/* pass 0 measures, pass 1 writes */
 	for (pass = 0; pass < 2; pass++) {
 		total = 0;

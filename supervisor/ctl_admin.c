@@ -1088,8 +1088,6 @@ mcp_spec_prepare(struct admin_req *r, struct admin_args *a, char *err, size_t sz
 	struct mcpspec_ctx ctx;
 	struct mcpspec *s = NULL;
 	unsigned char *src;
-	json_error_t je;
-	json_t *spec;
 	size_t len;
 	char why[ADMIN_MSG_MAX - 16];
 
@@ -1100,31 +1098,24 @@ mcp_spec_prepare(struct admin_req *r, struct admin_args *a, char *err, size_t sz
 		snprintf(err, sz, "mcp add: %s: larger than %d bytes", r->argv[1], MCP_SPEC_MAX);
 		return -1;
 	}
-	spec = json_loadb((const char *)src, len, JSON_REJECT_DUPLICATES, &je);
-	free(src);
-	if (spec == NULL) {
-		snprintf(err, sz, "mcp add: %s:%d:%d: %s", r->argv[1], je.line, je.column, je.text);
-		return -1;
-	}
-	if (!json_is_object(spec)) {
-		json_decref(spec);
-		snprintf(err, sz, "mcp add: %s: the spec must be a JSON object", r->argv[1]);
-		return -1;
-	}
 	if (r->argc > 2 && r->argv[2][0] != '\0' &&
 	    (creds = mcp_creds_parse(r->argv[2], strlen(r->argv[2]), why, sizeof(why))) == NULL) {
-		json_decref(spec);
+		free(src);
 		snprintf(err, sz, "mcp add: %s", why);
 		return -1;
 	}
 	mcp_forbidden_paths(&fb);
 	ctx = (struct mcpspec_ctx){.flags = MCPSPEC_F_CREDS | MCPSPEC_F_RESOLVE,
 	                           .creds = creds, .forbidden = fb.p, .nforbidden = fb.n};
-	s = mcpspec_check(spec, &ctx, why, sizeof(why));
-	json_decref(spec);
+	s = mcpspec_parse((const char *)src, len, &ctx, why, sizeof(why));
+	free(src);
 	mcp_creds_free(creds);
 	if (s == NULL) {
-		snprintf(err, sz, "mcp add: %s", why);
+		/* "LINE:COLUMN: ..." is about the file */
+		if (why[0] >= '0' && why[0] <= '9')
+			snprintf(err, sz, "mcp add: %s:%s", r->argv[1], why);
+		else
+			snprintf(err, sz, "mcp add: %s", why);
 		return -1;
 	}
 	a->heap[1] = json_dumps(s->json, JSON_COMPACT);
