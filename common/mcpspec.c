@@ -70,8 +70,8 @@ lab_key(char *buf, size_t sz, const char *parent, const char *key)
 {
 	size_t n = strlen(key), i, used;
 
-	if (n >= 1 && n <= 64 && strspn(key, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-	                                      "0123456789_-") == n) {
+	if (n >= 1 && n <= 64 &&
+	    strspn(key, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") == n) {
 		snprintf(buf, sz, "%s.%s", parent, key);
 		return;
 	}
@@ -100,14 +100,14 @@ lab_index(char *buf, size_t sz, const char *parent, size_t i)
 
 struct mcp_creds {
 	size_t n;
-	char **keys;  /* malloc: names are no secret */
-	char *vals;   /* sodium_malloc: every value, each NUL-terminated */
+	char **keys; /* malloc: names are no secret */
+	char *vals;  /* sodium_malloc: every value, each NUL-terminated */
 	size_t valsz;
 	size_t *off, *len;
 };
 
-static void
-cfail(char *err, size_t errsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void cfail(char *err, size_t errsz, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 static void
 cfail(char *err, size_t errsz, const char *fmt, ...)
@@ -190,8 +190,9 @@ creds_take(struct mcp_creds *c, json_t *root, size_t textlen, char *err, size_t 
 
 		if (!key_ok(key, strlen(key))) {
 			cfail(err, errsz,
-			    "credentials: key %zu (in the order given) must match "
-			    "[A-Za-z_][A-Za-z0-9_-]{0,63}", i + 1);
+			      "credentials: key %zu (in the order given) must match "
+			      "[A-Za-z_][A-Za-z0-9_-]{0,63}",
+			      i + 1);
 			return -1;
 		}
 		if ((c->keys[i] = strdup(key)) == NULL)
@@ -202,14 +203,16 @@ creds_take(struct mcp_creds *c, json_t *root, size_t textlen, char *err, size_t 
 		}
 		if (n < MCP_CREDS_VALUE_MIN) {
 			cfail(err, errsz,
-			    "credentials.%s: must be at least %d bytes (every occurrence of a value is "
-			    "redacted: a shorter one would mask ordinary text)", key, MCP_CREDS_VALUE_MIN);
+			      "credentials.%s: must be at least %d bytes (every occurrence of a "
+			      "value is redacted: a shorter one would mask ordinary text)",
+			      key, MCP_CREDS_VALUE_MIN);
 			return -1;
 		}
 		if (!cred_value_ok(s, n)) {
 			cfail(err, errsz,
-			    "credentials.%s: may hold only printable ASCII other than '\"' and '\\' (so "
-			    "that it reads the same inside JSON text, where it is redacted)", key);
+			      "credentials.%s: may hold only printable ASCII other than '\"' and '\\' "
+			      "(so that it reads the same inside JSON text, where it is redacted)",
+			      key);
 			return -1;
 		}
 		if (used + n + 1 > c->valsz) { /* a value is shorter than the text it is in */
@@ -253,14 +256,15 @@ mcp_creds_parse(const char *text, size_t len, char *err, size_t errsz)
 	json_set_alloc_funcs(wipe_malloc, wipe_free);
 	root = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
 	if (root == NULL)
-		cfail(err, errsz, "credentials: %s (line %d, column %d): they are a JSON object "
-		                  "of KEY: value", creds_syntax(&je), je.line, je.column);
+		cfail(err, errsz,
+		      "credentials: %s (line %d, column %d): they are a JSON object of KEY: value",
+		      creds_syntax(&je), je.line, je.column);
 	else if (!json_is_object(root))
 		cfail(err, errsz, "credentials: must be a JSON object of KEY: value");
 	else if (json_object_size(root) == 0)
 		cfail(err, errsz,
-		    "credentials: an empty object (a server without credentials is given none: "
-		    "empty input)");
+		      "credentials: an empty object (a server without credentials is given none: "
+		      "empty input)");
 	else if (json_object_size(root) > MCP_CREDS_KEYS_MAX)
 		cfail(err, errsz, "credentials: at most %d keys", MCP_CREDS_KEYS_MAX);
 	else
@@ -311,7 +315,7 @@ mcp_creds_find(const struct mcp_creds *c, const char *key, size_t keylen)
 
 size_t
 mcp_creds_secrets(const char *text, size_t len, void (*cb)(const char *p, size_t n, void *arg),
-    void *arg)
+                  void *arg)
 {
 	struct mcp_creds *c = mcp_creds_parse(text, len, NULL, 0);
 	size_t i, n = 0;
@@ -332,8 +336,8 @@ struct chk {
 	unsigned char used[MCP_CREDS_KEYS_MAX]; /* a reference names credential i */
 };
 
-static int
-fail(struct chk *k, const char *label, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(struct chk *k, const char *label, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* "label: reason" in k->err; returns -1. */
 static int
@@ -372,18 +376,20 @@ chk_refs(struct chk *k, const char *label, const char *s, size_t n)
 
 	while ((q = memmem(p, (size_t)(end - p), "${", 2)) != NULL) {
 		if ((size_t)(end - q) < REF_OPEN_LEN || memcmp(q, REF_OPEN, REF_OPEN_LEN) != 0)
-			return fail(k, label, "only ${credentials.KEY} is expanded (no other ${...})");
+			return fail(k, label,
+			            "only ${credentials.KEY} is expanded (no other ${...})");
 		key = q + REF_OPEN_LEN;
 		if ((close = memchr(key, '}', (size_t)(end - key))) == NULL)
 			return fail(k, label, "an unterminated ${credentials.KEY}");
 		if (!key_ok(key, (size_t)(close - key)))
-			return fail(k, label,
+			return fail(
+			    k, label,
 			    "${credentials.%.*s}: a key must match [A-Za-z_][A-Za-z0-9_-]{0,63}",
 			    (int)((close - key) > 64 ? 64 : (close - key)), key);
 		if (creds_checked(k)) {
 			if ((idx = mcp_creds_find(k->ctx->creds, key, (size_t)(close - key))) < 0)
 				return fail(k, label, "${credentials.%.*s}: no such credential",
-				    (int)(close - key), key);
+				            (int)(close - key), key);
 			k->used[idx] = 1;
 		}
 		refs++;
@@ -394,7 +400,7 @@ chk_refs(struct chk *k, const char *label, const char *s, size_t n)
 
 static int
 chk_timeout(struct chk *k, json_t *out, const json_t *v, const char *field, unsigned dflt,
-    unsigned max)
+            unsigned max)
 {
 	char label[LABEL_MAX];
 	json_int_t t;
@@ -424,7 +430,8 @@ chk_command(struct chk *k, json_t *out, const json_t *v)
 	if (!json_is_array(v))
 		return fail(k, "spec.command", "must be an array of strings");
 	if (json_array_size(v) == 0)
-		return fail(k, "spec.command", "must not be empty: the server's program comes first");
+		return fail(k, "spec.command",
+		            "must not be empty: the server's program comes first");
 	if (json_array_size(v) > MCPSPEC_ARGV_MAX)
 		return fail(k, "spec.command", "at most %d entries", MCPSPEC_ARGV_MAX);
 	a = json_array();
@@ -442,12 +449,13 @@ chk_command(struct chk *k, json_t *out, const json_t *v)
 			return fail(k, label, "%s", why);
 		if (memmem(s, n, REF_OPEN, REF_OPEN_LEN) != NULL)
 			return fail(k, label,
-			    "credentials go in env, never in the command line (which other processes "
-			    "can read in /proc)");
+			            "credentials go in env, never in the command line (which other "
+			            "processes can read in /proc)");
 		if (i == 0 && n == 0)
 			return fail(k, label, "the program must not be empty");
 		if (i == 0 && s[0] != '/' && memchr(s, '/', n) != NULL)
-			return fail(k, label,
+			return fail(
+			    k, label,
 			    "the program is an absolute path or a bare name looked up in the "
 			    "sandbox's PATH, never a relative path");
 		json_array_append_new(a, json_stringn(s, n));
@@ -458,9 +466,25 @@ chk_command(struct chk *k, json_t *out, const json_t *v)
 /* Environment names the sandbox sets itself, or that change how any
  * program in it starts. */
 static const char *const env_reserved[] = {
-	"PATH", "HOME", "LANG", "TERM", "USER", "LOGNAME", "SHELL", "TMPDIR", "PWD",
-	"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "NO_PROXY", "no_proxy",
-	"ALL_PROXY", "all_proxy", "NODE_USE_ENV_PROXY", "JAVA_TOOL_OPTIONS",
+    "PATH",
+    "HOME",
+    "LANG",
+    "TERM",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "TMPDIR",
+    "PWD",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "NO_PROXY",
+    "no_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+    "NODE_USE_ENV_PROXY",
+    "JAVA_TOOL_OPTIONS",
 };
 
 static const char *
@@ -469,11 +493,12 @@ env_name_problem(const char *s, size_t n)
 	size_t i;
 
 	if (n < 1 || n > MCPSPEC_NAME_MAX || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
-		return "not an environment variable name ([A-Za-z_][A-Za-z0-9_]*, at most 128 bytes)";
+		return "not an environment variable name ([A-Za-z_][A-Za-z0-9_]*, at most 128 "
+		       "bytes)";
 	for (i = 1; i < n; i++)
 		if (!(isalnum((unsigned char)s[i]) || s[i] == '_'))
-			return "not an environment variable name ([A-Za-z_][A-Za-z0-9_]*, at most 128 "
-			       "bytes)";
+			return "not an environment variable name ([A-Za-z_][A-Za-z0-9_]*, at most "
+			       "128 bytes)";
 	for (i = 0; i < sizeof(env_reserved) / sizeof(env_reserved[0]); i++)
 		if (strcmp(s, env_reserved[i]) == 0)
 			return "the sandbox sets this variable itself";
@@ -486,9 +511,20 @@ env_name_problem(const char *s, size_t n)
 
 /* Header names the MCP client or HTTP itself sets (lower case). */
 static const char *const header_reserved[] = {
-	"host", "content-length", "transfer-encoding", "connection", "keep-alive", "te",
-	"trailer", "upgrade", "expect", "proxy-authorization", "proxy-connection",
-	"content-type", "accept", "last-event-id",
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "te",
+    "trailer",
+    "upgrade",
+    "expect",
+    "proxy-authorization",
+    "proxy-connection",
+    "content-type",
+    "accept",
+    "last-event-id",
 };
 
 static const char *
@@ -551,12 +587,15 @@ chk_vars(struct chk *k, json_t *out, const json_t *v, const char *field, int hea
 		size_t n = json_string_length(val);
 
 		lab_key(label, sizeof(label), parent, key);
-		why = header ? header_name_problem(key, strlen(key)) : env_name_problem(key, strlen(key));
+		why = header ? header_name_problem(key, strlen(key))
+		             : env_name_problem(key, strlen(key));
 		if (why != NULL)
 			return fail(k, label, "%s", why);
-		json_object_foreach(o, k2, v2)
+		json_object_foreach(o, k2, v2) {
 			if (header && strcasecmp(k2, key) == 0)
-				return fail(k, label, "the same header as %s (names know no case)", k2);
+				return fail(k, label, "the same header as %s (names know no case)",
+				            k2);
+		}
 		if (s == NULL)
 			return fail(k, label, "must be a string");
 		if ((why = value_problem(s, n, header)) != NULL)
@@ -628,12 +667,14 @@ chk_resolved(struct chk *k, const char *label, const char *s)
 	for (f = 0; f < k->ctx->nforbidden; f++)
 		if (mcpspec_path_overlaps(real, k->ctx->forbidden[f]))
 			return fail(k, label,
-			    "%s: leads to %s, which overlaps %s, the daemon's own: never mounted for a "
-			    "server", s, real, k->ctx->forbidden[f]);
+			            "%s: leads to %s, which overlaps %s, the daemon's own: never "
+			            "mounted for a server",
+			            s, real, k->ctx->forbidden[f]);
 	for (f = 0; f < sizeof(sandbox_own) / sizeof(sandbox_own[0]); f++)
-		if (mcpspec_path_overlaps(real, sandbox_own[f]) && strlen(real) >= strlen(sandbox_own[f]))
-			return fail(k, label, "%s: leads to %s: the sandbox mounts its own %s", s, real,
-			    sandbox_own[f]);
+		if (mcpspec_path_overlaps(real, sandbox_own[f]) &&
+		    strlen(real) >= strlen(sandbox_own[f]))
+			return fail(k, label, "%s: leads to %s: the sandbox mounts its own %s", s,
+			            real, sandbox_own[f]);
 	return 0;
 }
 
@@ -665,17 +706,20 @@ chk_paths(struct chk *k, json_t *out, const json_t *v)
 		for (f = 0; k->ctx != NULL && f < k->ctx->nforbidden; f++)
 			if (mcpspec_path_overlaps(s, k->ctx->forbidden[f]))
 				return fail(k, label,
-				    "%s: overlaps %s, the daemon's own (state, keys, configuration): "
-				    "never mounted for a server", s, k->ctx->forbidden[f]);
+				            "%s: overlaps %s, the daemon's own (state, keys, "
+				            "configuration): never mounted for a server",
+				            s, k->ctx->forbidden[f]);
 		for (f = 0; f < sizeof(sandbox_own) / sizeof(sandbox_own[0]); f++)
-			if (mcpspec_path_overlaps(s, sandbox_own[f]) && strlen(s) >= strlen(sandbox_own[f]))
+			if (mcpspec_path_overlaps(s, sandbox_own[f]) &&
+			    strlen(s) >= strlen(sandbox_own[f]))
 				return fail(k, label, "%s: the sandbox mounts its own %s", s,
-				    sandbox_own[f]);
+				            sandbox_own[f]);
 		if (chk_resolved(k, label, s) == -1)
 			return -1;
-		json_array_foreach(a, j, prev)
+		json_array_foreach(a, j, prev) {
 			if (strcmp(json_string_value(prev), s) == 0)
 				return fail(k, label, "%s: duplicate entry", s);
+		}
 		json_array_append_new(a, json_stringn(s, n));
 	}
 	return 0;
@@ -686,7 +730,8 @@ chk_workspace(struct chk *k, json_t *out, const json_t *v)
 {
 	const char *s = v != NULL ? json_string_value(v) : "none";
 
-	if (s == NULL || (strcmp(s, "none") != 0 && strcmp(s, "read") != 0 && strcmp(s, "write") != 0))
+	if (s == NULL ||
+	    (strcmp(s, "none") != 0 && strcmp(s, "read") != 0 && strcmp(s, "write") != 0))
 		return fail(k, "spec.workspace", "must be \"none\", \"read\" or \"write\"");
 	json_object_set_new(out, "workspace", json_string(s));
 	return 0;
@@ -743,12 +788,14 @@ chk_netlist(struct chk *k, json_t *out, const json_t *v, int allow)
 		if (allow)
 			egress_rule_format(&r, text, sizeof(text));
 		else if (!preset_ok(s, n))
-			return fail(k, label, "a preset's name must match [a-z0-9][a-z0-9_-]{0,31}");
+			return fail(k, label,
+			            "a preset's name must match [a-z0-9][a-z0-9_-]{0,31}");
 		else
 			snprintf(text, sizeof(text), "%s", s);
-		json_array_foreach(a, j, prev)
+		json_array_foreach(a, j, prev) {
 			if (strcmp(json_string_value(prev), text) == 0)
 				return fail(k, label, "duplicate entry '%s'", text);
+		}
 		json_array_append_new(a, json_string(text));
 	}
 	return 0;
@@ -766,13 +813,14 @@ chk_network(struct chk *k, json_t *out, const json_t *v)
 		return 0;
 	}
 	if (!json_is_object(v))
-		return fail(k, "spec.network", "must be an object { \"allow\": [...], \"presets\": "
-		                               "[...] } or null");
-	json_object_foreach((json_t *)v, key, val)
+		return fail(k, "spec.network",
+		            "must be an object { \"allow\": [...], \"presets\": [...] } or null");
+	json_object_foreach((json_t *)v, key, val) {
 		if (strcmp(key, "allow") != 0 && strcmp(key, "presets") != 0) {
 			lab_key(label, sizeof(label), "spec.network", key);
 			return fail(k, label, "unknown field (allow and presets are)");
 		}
+	}
 	o = json_object();
 	json_object_set_new(out, "network", o);
 	if (chk_netlist(k, o, json_object_get(v, "allow"), 1) == -1 ||
@@ -818,23 +866,26 @@ chk_url_parts(struct chk *k, CURLU *u, int https, json_t *out)
 
 	if (url_has(u, CURLUPART_USER) || url_has(u, CURLUPART_PASSWORD) ||
 	    url_has(u, CURLUPART_OPTIONS))
-		return fail(k, "spec.url", "must hold no user name or password: credentials go in "
-		                           "headers");
+		return fail(k, "spec.url",
+		            "must hold no user name or password: credentials go in headers");
 	if (url_has(u, CURLUPART_FRAGMENT))
 		return fail(k, "spec.url", "must have no fragment");
-	if (curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || host == NULL || host[0] == '\0')
+	if (curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || host == NULL ||
+	    host[0] == '\0')
 		fail(k, "spec.url", "has no host");
 	else if ((why = egress_host_parse(host, strlen(host), &h)) != NULL)
 		fail(k, "spec.url", "the host: %s", why);
 	else if (!https && !host_loopback(&h))
-		fail(k, "spec.url",
-		    "http:// only to a loopback host (127.0.0.0/8, [::1], localhost): elsewhere the "
+		fail(
+		    k, "spec.url",
+		    "http:// only to a loopback host (127.0.0.0/8, [::1], localhost): elsewhere "
+		    "the "
 		    "headers and their credentials would cross the network in clear; use https://");
 	else if (h.kind == EGRESS_HOST_NAME &&
-	    curl_url_set(u, CURLUPART_HOST, h.text, 0) != CURLUE_OK) /* in lower case */
+	         curl_url_set(u, CURLUPART_HOST, h.text, 0) != CURLUE_OK) /* in lower case */
 		fail(k, "spec.url", "curl cannot write the host back");
 	else if (curl_url_get(u, CURLUPART_URL, &norm, 0) != CURLUE_OK || norm == NULL ||
-	    strlen(norm) > MCPSPEC_URL_MAX)
+	         strlen(norm) > MCPSPEC_URL_MAX)
 		fail(k, "spec.url", "curl cannot write it back");
 	else {
 		json_object_set_new(out, "url", json_string(norm));
@@ -863,13 +914,13 @@ chk_url(struct chk *k, json_t *out, const json_t *v)
 		if ((unsigned char)s[i] <= 0x20 || (unsigned char)s[i] >= 0x7f)
 			return fail(k, "spec.url", "may hold only printable ASCII, no space");
 	if (memmem(s, n, "${", 2) != NULL)
-		return fail(k, "spec.url", "credentials go in headers, never in the URL (which is "
-		                           "logged)");
+		return fail(k, "spec.url",
+		            "credentials go in headers, never in the URL (which is logged)");
 	https = strncmp(s, "https://", 8) == 0;
 	/* curl_url is lenient ("https:/h"): the scheme as written */
 	if ((!https && strncmp(s, "http://", 7) != 0) || s[https ? 8 : 7] == '/')
 		return fail(k, "spec.url",
-		    "must be an https://HOST/... URL (http:// only to a loopback host)");
+		            "must be an https://HOST/... URL (http:// only to a loopback host)");
 	if ((u = curl_url()) == NULL)
 		fatalx("out of memory");
 	if (curl_url_set(u, CURLUPART_URL, s, 0) != CURLUE_OK)
@@ -881,8 +932,9 @@ chk_url(struct chk *k, json_t *out, const json_t *v)
 }
 
 /* The fields of each transport, and the transport's check. */
-static const char *const stdio_keys[] = {"transport", "command", "env", "paths", "workspace",
-                                         "network", "startup_timeout", "call_timeout"};
+static const char *const stdio_keys[] = {"transport",       "command",     "env",
+                                         "paths",           "workspace",   "network",
+                                         "startup_timeout", "call_timeout"};
 static const char *const http_keys[] = {"transport", "url", "headers", "call_timeout"};
 
 static int
@@ -915,7 +967,8 @@ chk_keys(struct chk *k, const json_t *spec, int stdio)
 			continue;
 		lab_key(label, sizeof(label), "spec", key);
 		if (other)
-			return fail(k, label, "not a field of %s server", stdio ? "a stdio" : "an http");
+			return fail(k, label, "not a field of %s server",
+			            stdio ? "a stdio" : "an http");
 		return fail(k, label, "unknown field");
 	}
 	return 0;
@@ -930,9 +983,9 @@ chk_stdio(struct chk *k, json_t *out, const json_t *spec)
 	    chk_workspace(k, out, json_object_get(spec, "workspace")) == -1 ||
 	    chk_network(k, out, json_object_get(spec, "network")) == -1 ||
 	    chk_timeout(k, out, json_object_get(spec, "startup_timeout"), "startup_timeout",
-	        MCPSPEC_STARTUP_DEFAULT, MCPSPEC_STARTUP_MAX) == -1 ||
+	                MCPSPEC_STARTUP_DEFAULT, MCPSPEC_STARTUP_MAX) == -1 ||
 	    chk_timeout(k, out, json_object_get(spec, "call_timeout"), "call_timeout",
-	        MCPSPEC_CALL_DEFAULT, MCPSPEC_CALL_MAX) == -1)
+	                MCPSPEC_CALL_DEFAULT, MCPSPEC_CALL_MAX) == -1)
 		return -1;
 	return 0;
 }
@@ -943,7 +996,7 @@ chk_http(struct chk *k, json_t *out, const json_t *spec)
 	if (chk_url(k, out, json_object_get(spec, "url")) == -1 ||
 	    chk_vars(k, out, json_object_get(spec, "headers"), "headers", 1) == -1 ||
 	    chk_timeout(k, out, json_object_get(spec, "call_timeout"), "call_timeout",
-	        MCPSPEC_CALL_DEFAULT, MCPSPEC_CALL_MAX) == -1)
+	                MCPSPEC_CALL_DEFAULT, MCPSPEC_CALL_MAX) == -1)
 		return -1;
 	return 0;
 }
@@ -960,9 +1013,11 @@ chk_unused(struct chk *k)
 	n = mcp_creds_count(k->ctx->creds);
 	for (i = 0; i < n; i++)
 		if (!k->used[i]) {
-			snprintf(label, sizeof(label), "credentials.%s", mcp_creds_key(k->ctx->creds, i));
-			return fail(k, label, "not referenced by the spec (as ${credentials.%s} in %s)",
-			    mcp_creds_key(k->ctx->creds, i), "an env or header value");
+			snprintf(label, sizeof(label), "credentials.%s",
+			         mcp_creds_key(k->ctx->creds, i));
+			return fail(k, label,
+			            "not referenced by the spec (as ${credentials.%s} in %s)",
+			            mcp_creds_key(k->ctx->creds, i), "an env or header value");
 		}
 	return 0;
 }
@@ -991,8 +1046,8 @@ fill_vars(const json_t *o, struct mcpspec_var **out, size_t *n)
 	json_object_foreach((json_t *)o, key, v) {
 		(*out)[i].name = key;
 		(*out)[i].value = json_string_value(v);
-		(*out)[i].refs = chk_refs(&(struct chk){0}, "", json_string_value(v),
-		    json_string_length(v));
+		(*out)[i].refs =
+		    chk_refs(&(struct chk){0}, "", json_string_value(v), json_string_length(v));
 		i++;
 	}
 }
@@ -1006,8 +1061,9 @@ fill_strings(const json_t *a, size_t *n)
 
 	*n = json_array_size(a);
 	out = xcalloc(*n + 1, sizeof(*out));
-	json_array_foreach(a, i, e)
+	json_array_foreach(a, i, e) {
 		out[i] = json_string_value(e);
+	}
 	return out;
 }
 
@@ -1040,7 +1096,8 @@ fill(struct mcpspec *s)
 	for (i = 0; i < s->nallow; i++) {
 		const json_t *e = json_array_get(allow, i);
 
-		if (egress_rule_parse(json_string_value(e), json_string_length(e), &s->allow[i]) != NULL)
+		if (egress_rule_parse(json_string_value(e), json_string_length(e), &s->allow[i]) !=
+		    NULL)
 			fatalx("mcpspec: a checked allow entry does not parse");
 	}
 	s->presets = fill_strings(json_object_get(net, "presets"), &s->npresets);
@@ -1092,8 +1149,7 @@ mcpspec_check(const json_t *spec, const struct mcpspec_ctx *ctx, char *err, size
 }
 
 struct mcpspec *
-mcpspec_parse(const char *buf, size_t len, const struct mcpspec_ctx *ctx, char *err,
-    size_t errsz)
+mcpspec_parse(const char *buf, size_t len, const struct mcpspec_ctx *ctx, char *err, size_t errsz)
 {
 	struct mcpspec *s;
 	json_error_t je;

@@ -38,28 +38,28 @@
 
 #include "egress/policy.h"
 
-#define MCPSPEC_MAX (64 * 1024)      /* bytes of a spec file */
-#define MCPSPEC_ARGV_MAX 64          /* command: entries */
-#define MCPSPEC_ARG_MAX 4096         /* command: bytes of one entry */
-#define MCPSPEC_ENV_MAX 64           /* env: entries */
-#define MCPSPEC_HEADERS_MAX 32       /* headers: entries */
-#define MCPSPEC_NAME_MAX 128         /* bytes of an env or header name */
-#define MCPSPEC_VALUE_MAX 4096       /* bytes of an env or header value, as written */
-#define MCPSPEC_PATHS_MAX 16         /* paths: entries */
-#define MCPSPEC_PATH_MAX 1024        /* bytes of one path */
-#define MCPSPEC_ALLOW_MAX 64         /* network.allow: entries, as a template's */
-#define MCPSPEC_PRESETS_MAX 16       /* network.presets: names, as a template's */
+#define MCPSPEC_MAX (64 * 1024) /* bytes of a spec file */
+#define MCPSPEC_ARGV_MAX 64     /* command: entries */
+#define MCPSPEC_ARG_MAX 4096    /* command: bytes of one entry */
+#define MCPSPEC_ENV_MAX 64      /* env: entries */
+#define MCPSPEC_HEADERS_MAX 32  /* headers: entries */
+#define MCPSPEC_NAME_MAX 128    /* bytes of an env or header name */
+#define MCPSPEC_VALUE_MAX 4096  /* bytes of an env or header value, as written */
+#define MCPSPEC_PATHS_MAX 16    /* paths: entries */
+#define MCPSPEC_PATH_MAX 1024   /* bytes of one path */
+#define MCPSPEC_ALLOW_MAX 64    /* network.allow: entries, as a template's */
+#define MCPSPEC_PRESETS_MAX 16  /* network.presets: names, as a template's */
 #define MCPSPEC_PRESET_NAME_MAX 32
 #define MCPSPEC_URL_MAX 2048
-#define MCPSPEC_STARTUP_DEFAULT 30   /* startup_timeout, seconds: 1 .. 600 */
+#define MCPSPEC_STARTUP_DEFAULT 30 /* startup_timeout, seconds: 1 .. 600 */
 #define MCPSPEC_STARTUP_MAX 600
-#define MCPSPEC_CALL_DEFAULT 60      /* call_timeout, seconds: 1 .. 3600 */
+#define MCPSPEC_CALL_DEFAULT 60 /* call_timeout, seconds: 1 .. 3600 */
 #define MCPSPEC_CALL_MAX 3600
 
-#define MCP_CREDS_MAX 4096           /* bytes of the credentials' text */
+#define MCP_CREDS_MAX 4096 /* bytes of the credentials' text */
 #define MCP_CREDS_KEYS_MAX 32
-#define MCP_CREDS_KEY_MAX 64         /* bytes of a key: [A-Za-z_][A-Za-z0-9_-]* */
-#define MCP_CREDS_VALUE_MIN 8        /* bytes of a value: shorter would redact text */
+#define MCP_CREDS_KEY_MAX 64  /* bytes of a key: [A-Za-z_][A-Za-z0-9_-]* */
+#define MCP_CREDS_VALUE_MIN 8 /* bytes of a value: shorter would redact text */
 
 /* ---- credentials ---------------------------------------------------------- */
 
@@ -97,7 +97,7 @@ int mcp_creds_find(const struct mcp_creds *c, const char *key, size_t keylen);
  * by.  p is valid only during the call.  Returns how many calls were made.
  */
 size_t mcp_creds_secrets(const char *text, size_t len,
-    void (*cb)(const char *p, size_t n, void *arg), void *arg);
+                         void (*cb)(const char *p, size_t n, void *arg), void *arg);
 
 /* ---- specs ------------------------------------------------------------------ */
 
@@ -126,9 +126,9 @@ struct mcpspec_var {
 struct mcpspec {
 	json_t *json;
 	enum mcpspec_transport transport;
-	unsigned call_timeout;    /* seconds */
+	unsigned call_timeout; /* seconds */
 	/* stdio */
-	const char **argv;        /* argc entries, then NULL */
+	const char **argv; /* argc entries, then NULL */
 	size_t argc;
 	struct mcpspec_var *env;
 	size_t nenv;
@@ -137,19 +137,21 @@ struct mcpspec {
 	enum mcpspec_workspace workspace;
 	struct egress_rule *allow; /* no network when both lists are empty */
 	size_t nallow;
-	const char **presets;     /* names of egress.presets, checked for their form only */
+	const char **presets; /* names of egress.presets, checked for their form only */
 	size_t npresets;
 	unsigned startup_timeout; /* seconds */
 	/* http */
-	const char *url;          /* as curl_url writes it back */
+	const char *url; /* as curl_url writes it back */
 	struct mcpspec_var *headers;
 	size_t nheaders;
 };
 
-#define MCPSPEC_F_CREDS 0x1   /* check references against creds (NULL: none given),
-                               * and that every credential is referenced */
-#define MCPSPEC_F_RESOLVE 0x2 /* also check what each path that exists resolves to
-                               * (realpath): a link into the daemon's own is refused */
+#define MCPSPEC_F_CREDS                                                                            \
+	0x1 /* check references against creds (NULL: none given),                                  \
+	     * and that every credential is referenced */
+#define MCPSPEC_F_RESOLVE                                                                          \
+	0x2 /* also check what each path that exists resolves to                                   \
+	     * (realpath): a link into the daemon's own is refused */
 
 struct mcpspec_ctx {
 	int flags;
@@ -172,12 +174,12 @@ struct mcpspec_ctx {
  * "spec.FIELD: reason".
  */
 struct mcpspec *mcpspec_check(const json_t *spec, const struct mcpspec_ctx *ctx, char *err,
-    size_t errsz);
+                              size_t errsz);
 
 /* The same from bytes (at most MCPSPEC_MAX): "LINE:COLUMN: reason" when
  * they are not one JSON object without duplicate keys. */
-struct mcpspec *mcpspec_parse(const char *buf, size_t len, const struct mcpspec_ctx *ctx,
-    char *err, size_t errsz);
+struct mcpspec *mcpspec_parse(const char *buf, size_t len, const struct mcpspec_ctx *ctx, char *err,
+                              size_t errsz);
 
 void mcpspec_free(struct mcpspec *s);
 

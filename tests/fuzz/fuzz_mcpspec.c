@@ -110,10 +110,12 @@ spec_ok(const struct mcpspec *s, const struct mcpspec_ctx *ctx)
 	} else
 		abort();
 	/* the normal form reads back as itself, checked or not */
-	if ((back = mcpspec_check(s->json, NULL, NULL, 0)) == NULL || !json_equal(back->json, s->json))
+	if ((back = mcpspec_check(s->json, NULL, NULL, 0)) == NULL ||
+	    !json_equal(back->json, s->json))
 		abort();
 	mcpspec_free(back);
-	if ((back = mcpspec_check(s->json, ctx, NULL, 0)) == NULL || !json_equal(back->json, s->json))
+	if ((back = mcpspec_check(s->json, ctx, NULL, 0)) == NULL ||
+	    !json_equal(back->json, s->json))
 		abort();
 	mcpspec_free(back);
 }
@@ -125,7 +127,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static const char *const spec_prefixes[] = {"spec", "credentials", "larger than"};
 	const uint8_t *nul = memchr(data, '\0', size);
 	struct mcp_creds *c = NULL;
-	struct mcpspec_ctx ctx = {.flags = MCPSPEC_F_CREDS, .forbidden = forbidden,
+	struct mcpspec_ctx ctx = {.flags = MCPSPEC_F_CREDS,
+	                          .forbidden = forbidden,
 	                          .nforbidden = sizeof(forbidden) / sizeof(forbidden[0])};
 	struct mcpspec *s;
 	const char *spec = (const char *)data;

@@ -69,8 +69,9 @@ static char spec_buf[16384];
 static const char *
 stdio_with(const char *more)
 {
-	snprintf(spec_buf, sizeof(spec_buf), "{\"transport\": \"stdio\", \"command\": [\"node\"]%s%s}",
-	    more[0] ? ", " : "", more);
+	snprintf(spec_buf, sizeof(spec_buf),
+	         "{\"transport\": \"stdio\", \"command\": [\"node\"]%s%s}", more[0] ? ", " : "",
+	         more);
 	return spec_buf;
 }
 
@@ -78,8 +79,8 @@ static const char *
 http_with(const char *more)
 {
 	snprintf(spec_buf, sizeof(spec_buf),
-	    "{\"transport\": \"http\", \"url\": \"https://mcp.example.com/mcp\"%s%s}",
-	    more[0] ? ", " : "", more);
+	         "{\"transport\": \"http\", \"url\": \"https://mcp.example.com/mcp\"%s%s}",
+	         more[0] ? ", " : "", more);
 	return spec_buf;
 }
 
@@ -187,7 +188,8 @@ t_transport(void **state)
 {
 	bad("[]", "spec: must be a JSON object");
 	bad("{}", "spec.transport: missing");
-	bad("{\"transport\": 1, \"command\": [\"x\"]}", "spec.transport: must be \"stdio\" or \"http\"");
+	bad("{\"transport\": 1, \"command\": [\"x\"]}",
+	    "spec.transport: must be \"stdio\" or \"http\"");
 	bad("{\"transport\": \"sse\", \"command\": [\"x\"]}", "spec.transport: must be");
 	bad("{\"transport\": \"STDIO\", \"command\": [\"x\"]}", "spec.transport: must be");
 }
@@ -196,7 +198,8 @@ static void
 t_keys(void **state)
 {
 	bad(stdio_with("\"args\": [\"--stdio\"]"), "spec.args: unknown field");
-	bad(stdio_with("\"url\": \"https://x.example\""), "spec.url: not a field of a stdio server");
+	bad(stdio_with("\"url\": \"https://x.example\""),
+	    "spec.url: not a field of a stdio server");
 	bad(stdio_with("\"headers\": {}"), "spec.headers: not a field of a stdio server");
 	bad(http_with("\"command\": [\"x\"]"), "spec.command: not a field of an http server");
 	bad(http_with("\"startup_timeout\": 5"), "spec.startup_timeout: not a field of an http");
@@ -217,11 +220,16 @@ t_command(void **state)
 	bad("{\"transport\": \"stdio\"}", "spec.command: missing");
 	bad("{\"transport\": \"stdio\", \"command\": \"node\"}", "spec.command: must be an array");
 	bad("{\"transport\": \"stdio\", \"command\": []}", "spec.command: must not be empty");
-	bad("{\"transport\": \"stdio\", \"command\": [\"node\", 3]}", "spec.command[1]: must be a string");
-	bad("{\"transport\": \"stdio\", \"command\": [\"\"]}", "spec.command[0]: the program must not be empty");
-	bad("{\"transport\": \"stdio\", \"command\": [\"./server\"]}", "spec.command[0]: the program is an absolute path or a bare name");
-	bad("{\"transport\": \"stdio\", \"command\": [\"bin/server\"]}", "spec.command[0]: the program is");
-	bad("{\"transport\": \"stdio\", \"command\": [\"node\", \"a\\nb\"]}", "spec.command[1]: must hold no control characters");
+	bad("{\"transport\": \"stdio\", \"command\": [\"node\", 3]}",
+	    "spec.command[1]: must be a string");
+	bad("{\"transport\": \"stdio\", \"command\": [\"\"]}",
+	    "spec.command[0]: the program must not be empty");
+	bad("{\"transport\": \"stdio\", \"command\": [\"./server\"]}",
+	    "spec.command[0]: the program is an absolute path or a bare name");
+	bad("{\"transport\": \"stdio\", \"command\": [\"bin/server\"]}",
+	    "spec.command[0]: the program is");
+	bad("{\"transport\": \"stdio\", \"command\": [\"node\", \"a\\nb\"]}",
+	    "spec.command[1]: must hold no control characters");
 	bad("{\"transport\": \"stdio\", \"command\": [\"node\", \"--token=${credentials.tok}\"]}",
 	    "spec.command[1]: credentials go in env, never in the command line");
 	n = (size_t)snprintf(big, sizeof(big), "{\"transport\": \"stdio\", \"command\": [\"");
@@ -234,7 +242,8 @@ t_command(void **state)
 	snprintf(many + n, sizeof(many) - n, "]}");
 	bad(many, "spec.command: at most 64 entries");
 	/* a bare name, an absolute path; other arguments may be anything printable */
-	s = good("{\"transport\": \"stdio\", \"command\": [\"npx\", \"-y\", \"${HOME}\", \"../x\"]}");
+	s = good(
+	    "{\"transport\": \"stdio\", \"command\": [\"npx\", \"-y\", \"${HOME}\", \"../x\"]}");
 	assert_string_equal(s->argv[2], "${HOME}");
 	mcpspec_free(s);
 	mcpspec_free(good("{\"transport\": \"stdio\", \"command\": [\"/usr/bin/node\"]}"));
@@ -252,42 +261,62 @@ t_env(void **state)
 
 	bad(stdio_with("\"env\": []"), "spec.env: must be an object of NAME: value");
 	bad(stdio_with("\"env\": null"), "spec.env: must be an object");
-	bad(stdio_with("\"env\": {\"1X\": \"v\"}"), "spec.env.1X: not an environment variable name");
-	bad(stdio_with("\"env\": {\"A-B\": \"v\"}"), "spec.env.A-B: not an environment variable name");
-	bad(stdio_with("\"env\": {\"\": \"v\"}"), "spec.env[\"\"]: not an environment variable name");
-	bad(stdio_with("\"env\": {\"A=B\": \"v\"}"), "spec.env[\"A=B\"]: not an environment variable name");
-	bad(stdio_with("\"env\": {\"PATH\": \"/bin\"}"), "spec.env.PATH: the sandbox sets this variable itself");
+	bad(stdio_with("\"env\": {\"1X\": \"v\"}"),
+	    "spec.env.1X: not an environment variable name");
+	bad(stdio_with("\"env\": {\"A-B\": \"v\"}"),
+	    "spec.env.A-B: not an environment variable name");
+	bad(stdio_with("\"env\": {\"\": \"v\"}"),
+	    "spec.env[\"\"]: not an environment variable name");
+	bad(stdio_with("\"env\": {\"A=B\": \"v\"}"),
+	    "spec.env[\"A=B\"]: not an environment variable name");
+	bad(stdio_with("\"env\": {\"PATH\": \"/bin\"}"),
+	    "spec.env.PATH: the sandbox sets this variable itself");
 	bad(stdio_with("\"env\": {\"HOME\": \"/root\"}"), "spec.env.HOME: the sandbox sets");
-	bad(stdio_with("\"env\": {\"HTTPS_PROXY\": \"http://x\"}"), "spec.env.HTTPS_PROXY: the sandbox sets");
+	bad(stdio_with("\"env\": {\"HTTPS_PROXY\": \"http://x\"}"),
+	    "spec.env.HTTPS_PROXY: the sandbox sets");
 	bad(stdio_with("\"env\": {\"TMPDIR\": \"/x\"}"), "spec.env.TMPDIR: the sandbox sets");
-	bad(stdio_with("\"env\": {\"AGRIPPA_EGRESS\": \"0\"}"), "spec.env.AGRIPPA_EGRESS: AGRIPPA_* variables");
-	bad(stdio_with("\"env\": {\"LD_PRELOAD\": \"/x.so\"}"), "spec.env.LD_PRELOAD: the dynamic loader");
+	bad(stdio_with("\"env\": {\"AGRIPPA_EGRESS\": \"0\"}"),
+	    "spec.env.AGRIPPA_EGRESS: AGRIPPA_* variables");
+	bad(stdio_with("\"env\": {\"LD_PRELOAD\": \"/x.so\"}"),
+	    "spec.env.LD_PRELOAD: the dynamic loader");
 	bad(stdio_with("\"env\": {\"X\": 1}"), "spec.env.X: must be a string");
-	bad(stdio_with("\"env\": {\"X\": \"a\\nb\"}"), "spec.env.X: must hold no control characters other than tab");
+	bad(stdio_with("\"env\": {\"X\": \"a\\nb\"}"),
+	    "spec.env.X: must hold no control characters other than tab");
 	bad(stdio_with("\"env\": {\"X\": \"a\\u007fb\"}"), "spec.env.X: must hold no control");
-	bad(stdio_with("\"env\": {\"X\": \"${HOME}\"}"), "spec.env.X: only ${credentials.KEY} is expanded");
-	bad(stdio_with("\"env\": {\"X\": \"${credentials.tok\"}"), "spec.env.X: an unterminated ${credentials.KEY}");
-	bad(stdio_with("\"env\": {\"X\": \"${credentials.a b}\"}"), "spec.env.X: ${credentials.a b}: a key must match");
-	bad(stdio_with("\"env\": {\"X\": \"${credentials.}\"}"), "spec.env.X: ${credentials.}: a key must match");
+	bad(stdio_with("\"env\": {\"X\": \"${HOME}\"}"),
+	    "spec.env.X: only ${credentials.KEY} is expanded");
+	bad(stdio_with("\"env\": {\"X\": \"${credentials.tok\"}"),
+	    "spec.env.X: an unterminated ${credentials.KEY}");
+	bad(stdio_with("\"env\": {\"X\": \"${credentials.a b}\"}"),
+	    "spec.env.X: ${credentials.a b}: a key must match");
+	bad(stdio_with("\"env\": {\"X\": \"${credentials.}\"}"),
+	    "spec.env.X: ${credentials.}: a key must match");
 	bad_ctx(stdio_with("\"env\": {\"TOKEN\": \"${credentials.other}\"}"), &ctx,
-	    "spec.env.TOKEN: ${credentials.other}: no such credential");
+	        "spec.env.TOKEN: ${credentials.other}: no such credential");
 	bad_ctx(stdio_with("\"env\": {\"TOKEN\": \"${credentials.tok}\"}"), &none,
-	    "spec.env.TOKEN: ${credentials.tok}: no such credential");
-	n = (size_t)snprintf(val, sizeof(val), "%s", "{\"transport\": \"stdio\", \"command\": [\"x\"], \"env\": {\"X\": \"");
+	        "spec.env.TOKEN: ${credentials.tok}: no such credential");
+	n = (size_t)snprintf(
+	    val, sizeof(val), "%s",
+	    "{\"transport\": \"stdio\", \"command\": [\"x\"], \"env\": {\"X\": \"");
 	memset(val + n, 'v', MCPSPEC_VALUE_MAX + 1);
 	snprintf(val + n + MCPSPEC_VALUE_MAX + 1, sizeof(val) - n - MCPSPEC_VALUE_MAX - 1, "\"}}");
 	bad(val, "spec.env.X: at most 4096 bytes");
-	n = (size_t)snprintf(many, sizeof(many), "{\"transport\": \"stdio\", \"command\": [\"x\"], \"env\": {");
+	n = (size_t)snprintf(many, sizeof(many),
+	                     "{\"transport\": \"stdio\", \"command\": [\"x\"], \"env\": {");
 	for (i = 0; i <= MCPSPEC_ENV_MAX; i++)
-		n += (size_t)snprintf(many + n, sizeof(many) - n, "%s\"V%zu\": \"x\"", i ? ", " : "", i);
+		n += (size_t)snprintf(many + n, sizeof(many) - n, "%s\"V%zu\": \"x\"",
+		                      i ? ", " : "", i);
 	snprintf(many + n, sizeof(many) - n, "}}");
 	bad(many, "spec.env: at most 64 entries");
 	/* good: references to given credentials; without the check, any key */
-	s = good_ctx(stdio_with("\"env\": {\"TOKEN\": \"Bearer ${credentials.tok}\", \"_x9\": \"\"}"), &ctx);
+	s = good_ctx(
+	    stdio_with("\"env\": {\"TOKEN\": \"Bearer ${credentials.tok}\", \"_x9\": \"\"}"), &ctx);
 	assert_int_equal(s->nenv, 2);
 	assert_int_equal(s->env[0].refs, 1);
 	mcpspec_free(s);
-	mcpspec_free(good(stdio_with("\"env\": {\"TOKEN\": \"${credentials.anything}\", \"LC_ALL\": \"C\", \"NODE_OPTIONS\": \"--max-old-space-size=256\"}")));
+	mcpspec_free(
+	    good(stdio_with("\"env\": {\"TOKEN\": \"${credentials.anything}\", \"LC_ALL\": \"C\", "
+	                    "\"NODE_OPTIONS\": \"--max-old-space-size=256\"}")));
 	mcp_creds_free(c);
 }
 
@@ -312,24 +341,36 @@ t_paths(void **state)
 	bad(stdio_with("\"paths\": [\"/opt/.\"]"), "spec.paths[0]: must not hold '.' or '..'");
 	bad(stdio_with("\"paths\": [\"/opt\\tx\"]"), "spec.paths[0]: must hold no control");
 	bad(stdio_with("\"paths\": [\"/opt\", \"/opt\"]"), "spec.paths[1]: /opt: duplicate entry");
-	bad(stdio_with("\"paths\": [\"/proc\"]"), "spec.paths[0]: /proc: the sandbox mounts its own /proc");
-	bad(stdio_with("\"paths\": [\"/tmp/mcp\"]"), "spec.paths[0]: /tmp/mcp: the sandbox mounts its own /tmp");
-	bad(stdio_with("\"paths\": [\"/workspace\"]"), "spec.paths[0]: /workspace: the sandbox mounts");
+	bad(stdio_with("\"paths\": [\"/proc\"]"),
+	    "spec.paths[0]: /proc: the sandbox mounts its own /proc");
+	bad(stdio_with("\"paths\": [\"/tmp/mcp\"]"),
+	    "spec.paths[0]: /tmp/mcp: the sandbox mounts its own /tmp");
+	bad(stdio_with("\"paths\": [\"/workspace\"]"),
+	    "spec.paths[0]: /workspace: the sandbox mounts");
 	bad(stdio_with("\"paths\": [\"/dev/shm\"]"), "spec.paths[0]: /dev/shm: the sandbox mounts");
 	bad(stdio_with("\"paths\": [\"/sys/fs\"]"), "spec.paths[0]: /sys/fs: the sandbox mounts");
 	/* the daemon's own: the same, below, or holding one */
-	bad_ctx(stdio_with("\"paths\": [\"/var/lib/agrippa\"]"), &ctx, "spec.paths[0]: /var/lib/agrippa: overlaps /var/lib/agrippa");
-	bad_ctx(stdio_with("\"paths\": [\"/var/lib/agrippa/pg\"]"), &ctx, "spec.paths[0]: /var/lib/agrippa/pg: overlaps");
-	bad_ctx(stdio_with("\"paths\": [\"/opt\", \"/var\"]"), &ctx, "spec.paths[1]: /var: overlaps /var/lib/agrippa");
-	bad_ctx(stdio_with("\"paths\": [\"/etc\"]"), &ctx, "spec.paths[0]: /etc: overlaps /etc/agrippad/master.key");
-	bad_ctx(stdio_with("\"paths\": [\"/etc/agrippad\"]"), &ctx, "spec.paths[0]: /etc/agrippad: overlaps");
-	s = good_ctx(stdio_with("\"paths\": [\"/var/lib/agrippa2\", \"/workspaces\", \"/etc/agrippad.d\", \"/opt/x/y\"]"), &ctx);
+	bad_ctx(stdio_with("\"paths\": [\"/var/lib/agrippa\"]"), &ctx,
+	        "spec.paths[0]: /var/lib/agrippa: overlaps /var/lib/agrippa");
+	bad_ctx(stdio_with("\"paths\": [\"/var/lib/agrippa/pg\"]"), &ctx,
+	        "spec.paths[0]: /var/lib/agrippa/pg: overlaps");
+	bad_ctx(stdio_with("\"paths\": [\"/opt\", \"/var\"]"), &ctx,
+	        "spec.paths[1]: /var: overlaps /var/lib/agrippa");
+	bad_ctx(stdio_with("\"paths\": [\"/etc\"]"), &ctx,
+	        "spec.paths[0]: /etc: overlaps /etc/agrippad/master.key");
+	bad_ctx(stdio_with("\"paths\": [\"/etc/agrippad\"]"), &ctx,
+	        "spec.paths[0]: /etc/agrippad: overlaps");
+	s = good_ctx(stdio_with("\"paths\": [\"/var/lib/agrippa2\", \"/workspaces\", "
+	                        "\"/etc/agrippad.d\", \"/opt/x/y\"]"),
+	             &ctx);
 	assert_int_equal(s->npaths, 4);
 	assert_string_equal(s->paths[3], "/opt/x/y");
 	assert_null(s->paths[4]);
 	mcpspec_free(s);
-	bad(stdio_with("\"paths\": [\"/a\",\"/b\",\"/c\",\"/d\",\"/e\",\"/f\",\"/g\",\"/h\",\"/i\",\"/j\","
-	               "\"/k\",\"/l\",\"/m\",\"/n\",\"/o\",\"/p\",\"/q\"]"), "spec.paths: at most 16");
+	bad(stdio_with(
+	        "\"paths\": [\"/a\",\"/b\",\"/c\",\"/d\",\"/e\",\"/f\",\"/g\",\"/h\",\"/i\",\"/j\","
+	        "\"/k\",\"/l\",\"/m\",\"/n\",\"/o\",\"/p\",\"/q\"]"),
+	    "spec.paths: at most 16");
 }
 
 /* With MCPSPEC_F_RESOLVE, a link is judged by where it leads. */
@@ -338,7 +379,8 @@ t_paths_resolved(void **state)
 {
 	char dir[] = "/var/tmp/mcpspec.XXXXXX", own[64], link[64], root[64], proc[64], text[512];
 	const char *forbidden[1] = {own};
-	struct mcpspec_ctx ctx = {.flags = MCPSPEC_F_RESOLVE, .forbidden = forbidden, .nforbidden = 1};
+	struct mcpspec_ctx ctx = {
+	    .flags = MCPSPEC_F_RESOLVE, .forbidden = forbidden, .nforbidden = 1};
 	struct mcpspec_ctx plain = {.forbidden = forbidden, .nforbidden = 1};
 
 	assert_non_null(mkdtemp(dir));
@@ -350,19 +392,24 @@ t_paths_resolved(void **state)
 	assert_int_equal(symlink(own, link), 0);
 	assert_int_equal(symlink("/", root), 0);
 	assert_int_equal(symlink("/proc/self", proc), 0);
-	snprintf(text, sizeof(text), "{\"transport\": \"stdio\", \"command\": [\"x\"], \"paths\": [\"%s\"]}", link);
+	snprintf(text, sizeof(text),
+	         "{\"transport\": \"stdio\", \"command\": [\"x\"], \"paths\": [\"%s\"]}", link);
 	bad_ctx(text, &ctx, "spec.paths[0]: ");
 	assert_non_null(strstr(err, "leads to"));
 	assert_non_null(strstr(err, "the daemon's own"));
 	mcpspec_free(good_ctx(text, &plain)); /* as written, it is not the daemon's */
-	snprintf(text, sizeof(text), "{\"transport\": \"stdio\", \"command\": [\"x\"], \"paths\": [\"%s\"]}", root);
+	snprintf(text, sizeof(text),
+	         "{\"transport\": \"stdio\", \"command\": [\"x\"], \"paths\": [\"%s\"]}", root);
 	bad_ctx(text, &ctx, "spec.paths[0]: ");
 	assert_non_null(strstr(err, "leads to /: the whole file system"));
-	snprintf(text, sizeof(text), "{\"transport\": \"stdio\", \"command\": [\"x\"], \"paths\": [\"%s\"]}", proc);
+	snprintf(text, sizeof(text),
+	         "{\"transport\": \"stdio\", \"command\": [\"x\"], \"paths\": [\"%s\"]}", proc);
 	bad_ctx(text, &ctx, "spec.paths[0]: ");
 	assert_non_null(strstr(err, "the sandbox mounts its own /proc"));
 	/* a path that does not exist (yet) is judged as written */
-	snprintf(text, sizeof(text), "{\"transport\": \"stdio\", \"command\": [\"x\"], \"paths\": [\"%s/later\"]}", dir);
+	snprintf(text, sizeof(text),
+	         "{\"transport\": \"stdio\", \"command\": [\"x\"], \"paths\": [\"%s/later\"]}",
+	         dir);
 	mcpspec_free(good_ctx(text, &ctx));
 	unlink(link);
 	unlink(root);
@@ -396,7 +443,8 @@ t_workspace(void **state)
 	s = good(stdio_with("\"workspace\": \"none\""));
 	assert_int_equal(s->workspace, MCPSPEC_WS_NONE);
 	mcpspec_free(s);
-	bad(stdio_with("\"workspace\": \"readWrite\""), "spec.workspace: must be \"none\", \"read\" or \"write\"");
+	bad(stdio_with("\"workspace\": \"readWrite\""),
+	    "spec.workspace: must be \"none\", \"read\" or \"write\"");
 	bad(stdio_with("\"workspace\": true"), "spec.workspace: must be");
 	bad(stdio_with("\"workspace\": null"), "spec.workspace: must be");
 }
@@ -418,30 +466,46 @@ t_network(void **state)
 	s = good(stdio_with("\"network\": {\"allow\": [], \"presets\": []}"));
 	assert_true(json_is_null(json_object_get(s->json, "network")));
 	mcpspec_free(s);
-	s = good(stdio_with("\"network\": {\"allow\": [\"registry.npmjs.org:443\", \"*.github.com\"]}"));
+	s = good(
+	    stdio_with("\"network\": {\"allow\": [\"registry.npmjs.org:443\", \"*.github.com\"]}"));
 	txt = json_dumps(json_object_get(s->json, "network"), JSON_COMPACT);
-	assert_string_equal(txt, "{\"allow\":[\"registry.npmjs.org:443\",\"*.github.com\"],\"presets\":[]}");
+	assert_string_equal(
+	    txt, "{\"allow\":[\"registry.npmjs.org:443\",\"*.github.com\"],\"presets\":[]}");
 	assert_int_equal(s->allow[0].port, 443);
 	free(txt);
 	mcpspec_free(s);
 	bad(stdio_with("\"network\": []"), "spec.network: must be an object");
 	bad(stdio_with("\"network\": {\"deny\": []}"), "spec.network.deny: unknown field");
-	bad(stdio_with("\"network\": {\"allow\": \"github.com\"}"), "spec.network.allow: must be an array");
+	bad(stdio_with("\"network\": {\"allow\": \"github.com\"}"),
+	    "spec.network.allow: must be an array");
 	bad(stdio_with("\"network\": {\"allow\": [1]}"), "spec.network.allow[0]: must be a string");
-	bad(stdio_with("\"network\": {\"allow\": [\"GitHub.com\"]}"), "spec.network.allow[0]: an entry must be in lower case");
-	bad(stdio_with("\"network\": {\"allow\": [\"https://github.com/\"]}"), "spec.network.allow[0]: an entry is a host name, not a URL");
-	bad(stdio_with("\"network\": {\"allow\": [\"a.com\", \"10.0.0.1\"]}"), "spec.network.allow[1]: ");
-	bad(stdio_with("\"network\": {\"allow\": [\"*.com\"]}"), "spec.network.allow[0]: a wildcard over a single label");
+	bad(stdio_with("\"network\": {\"allow\": [\"GitHub.com\"]}"),
+	    "spec.network.allow[0]: an entry must be in lower case");
+	bad(stdio_with("\"network\": {\"allow\": [\"https://github.com/\"]}"),
+	    "spec.network.allow[0]: an entry is a host name, not a URL");
+	bad(stdio_with("\"network\": {\"allow\": [\"a.com\", \"10.0.0.1\"]}"),
+	    "spec.network.allow[1]: ");
+	bad(stdio_with("\"network\": {\"allow\": [\"*.com\"]}"),
+	    "spec.network.allow[0]: a wildcard over a single label");
 	bad(stdio_with("\"network\": {\"allow\": [\"*\"]}"), "spec.network.allow[0]: ");
-	bad(stdio_with("\"network\": {\"allow\": [\"a.com:0\"]}"), "spec.network.allow[0]: the port must be");
-	bad(stdio_with("\"network\": {\"allow\": [\"${credentials.h}\"]}"), "spec.network.allow[0]: no ${...}");
-	bad(stdio_with("\"network\": {\"allow\": [\"a.com\", \"a.com\"]}"), "spec.network.allow[1]: duplicate entry 'a.com'");
-	bad(stdio_with("\"network\": {\"presets\": [\"NPM\"]}"), "spec.network.presets[0]: a preset's name must match");
-	bad(stdio_with("\"network\": {\"presets\": [\"npm\", \"npm\"]}"), "spec.network.presets[1]: duplicate entry 'npm'");
-	bad(stdio_with("\"network\": {\"presets\": [\"-x\"]}"), "spec.network.presets[0]: a preset's name");
-	n = (size_t)snprintf(many, sizeof(many), "{\"transport\": \"stdio\", \"command\": [\"x\"], \"network\": {\"allow\": [");
+	bad(stdio_with("\"network\": {\"allow\": [\"a.com:0\"]}"),
+	    "spec.network.allow[0]: the port must be");
+	bad(stdio_with("\"network\": {\"allow\": [\"${credentials.h}\"]}"),
+	    "spec.network.allow[0]: no ${...}");
+	bad(stdio_with("\"network\": {\"allow\": [\"a.com\", \"a.com\"]}"),
+	    "spec.network.allow[1]: duplicate entry 'a.com'");
+	bad(stdio_with("\"network\": {\"presets\": [\"NPM\"]}"),
+	    "spec.network.presets[0]: a preset's name must match");
+	bad(stdio_with("\"network\": {\"presets\": [\"npm\", \"npm\"]}"),
+	    "spec.network.presets[1]: duplicate entry 'npm'");
+	bad(stdio_with("\"network\": {\"presets\": [\"-x\"]}"),
+	    "spec.network.presets[0]: a preset's name");
+	n = (size_t)snprintf(
+	    many, sizeof(many),
+	    "{\"transport\": \"stdio\", \"command\": [\"x\"], \"network\": {\"allow\": [");
 	for (i = 0; i <= MCPSPEC_ALLOW_MAX; i++)
-		n += (size_t)snprintf(many + n, sizeof(many) - n, "%s\"h%zu.example.com\"", i ? ", " : "", i);
+		n += (size_t)snprintf(many + n, sizeof(many) - n, "%s\"h%zu.example.com\"",
+		                      i ? ", " : "", i);
 	snprintf(many + n, sizeof(many) - n, "]}}");
 	bad(many, "spec.network.allow: at most 64 entries");
 }
@@ -455,12 +519,16 @@ t_timeouts(void **state)
 	assert_int_equal(s->startup_timeout, 1);
 	assert_int_equal(s->call_timeout, 3600);
 	mcpspec_free(s);
-	bad(stdio_with("\"startup_timeout\": 0"), "spec.startup_timeout: must be from 1 to 600 seconds");
+	bad(stdio_with("\"startup_timeout\": 0"),
+	    "spec.startup_timeout: must be from 1 to 600 seconds");
 	bad(stdio_with("\"startup_timeout\": 601"), "spec.startup_timeout: must be from 1 to 600");
 	bad(stdio_with("\"startup_timeout\": -5"), "spec.startup_timeout: must be from 1");
-	bad(stdio_with("\"startup_timeout\": 1.5"), "spec.startup_timeout: must be a whole number of seconds");
-	bad(stdio_with("\"startup_timeout\": \"30\""), "spec.startup_timeout: must be a whole number");
-	bad(stdio_with("\"call_timeout\": 3601"), "spec.call_timeout: must be from 1 to 3600 seconds");
+	bad(stdio_with("\"startup_timeout\": 1.5"),
+	    "spec.startup_timeout: must be a whole number of seconds");
+	bad(stdio_with("\"startup_timeout\": \"30\""),
+	    "spec.startup_timeout: must be a whole number");
+	bad(stdio_with("\"call_timeout\": 3601"),
+	    "spec.call_timeout: must be from 1 to 3600 seconds");
 	bad(stdio_with("\"call_timeout\": true"), "spec.call_timeout: must be a whole number");
 	bad(stdio_with("\"call_timeout\": 99999999999999999"), "spec.call_timeout: must be from 1");
 	bad(http_with("\"call_timeout\": 0"), "spec.call_timeout: must be from 1 to 3600");
@@ -476,8 +544,9 @@ t_http_url(void **state)
 
 	s = good("{\"transport\": \"http\", \"url\": \"https://MCP.example.com/mcp?x=1\"}");
 	n = normal(s);
-	assert_string_equal(n, "{\"transport\":\"http\",\"url\":\"https://mcp.example.com/mcp?x=1\","
-	                       "\"headers\":{},\"call_timeout\":60}");
+	assert_string_equal(n,
+	                    "{\"transport\":\"http\",\"url\":\"https://mcp.example.com/mcp?x=1\","
+	                    "\"headers\":{},\"call_timeout\":60}");
 	assert_int_equal(s->transport, MCPSPEC_HTTP);
 	assert_string_equal(s->url, "https://mcp.example.com/mcp?x=1");
 	assert_null(s->argv);
@@ -491,22 +560,35 @@ t_http_url(void **state)
 	mcpspec_free(good("{\"transport\": \"http\", \"url\": \"http://127.8.9.10/mcp\"}"));
 	mcpspec_free(good("{\"transport\": \"http\", \"url\": \"http://[::1]:3001/mcp\"}"));
 	mcpspec_free(good("{\"transport\": \"http\", \"url\": \"http://localhost:3001/mcp\"}"));
-	bad("{\"transport\": \"http\", \"url\": \"http://mcp.example.com/mcp\"}", "spec.url: http:// only to a loopback host");
-	bad("{\"transport\": \"http\", \"url\": \"http://10.0.0.1/mcp\"}", "spec.url: http:// only to a loopback");
-	bad("{\"transport\": \"http\", \"url\": \"http://[::ffff:127.0.0.1]/mcp\"}", "spec.url: http:// only to a loopback");
-	bad("{\"transport\": \"http\", \"url\": \"http://localhost.example.com/\"}", "spec.url: http:// only");
+	bad("{\"transport\": \"http\", \"url\": \"http://mcp.example.com/mcp\"}",
+	    "spec.url: http:// only to a loopback host");
+	bad("{\"transport\": \"http\", \"url\": \"http://10.0.0.1/mcp\"}",
+	    "spec.url: http:// only to a loopback");
+	bad("{\"transport\": \"http\", \"url\": \"http://[::ffff:127.0.0.1]/mcp\"}",
+	    "spec.url: http:// only to a loopback");
+	bad("{\"transport\": \"http\", \"url\": \"http://localhost.example.com/\"}",
+	    "spec.url: http:// only");
 	bad("{\"transport\": \"http\"}", "spec.url: missing");
 	bad("{\"transport\": \"http\", \"url\": 5}", "spec.url: must be a string");
 	bad("{\"transport\": \"http\", \"url\": \"\"}", "spec.url: must be 1 to 2048 bytes");
-	bad("{\"transport\": \"http\", \"url\": \"ftp://mcp.example.com/\"}", "spec.url: must be an https://HOST/... URL");
-	bad("{\"transport\": \"http\", \"url\": \"HTTPS://mcp.example.com/\"}", "spec.url: must be an https://HOST/... URL");
-	bad("{\"transport\": \"http\", \"url\": \"https:/mcp.example.com/\"}", "spec.url: must be an https://HOST/... URL");
-	bad("{\"transport\": \"http\", \"url\": \"mcp.example.com/mcp\"}", "spec.url: must be an https://HOST/... URL");
-	bad("{\"transport\": \"http\", \"url\": \"https://user:pw@mcp.example.com/\"}", "spec.url: must hold no user name or password");
-	bad("{\"transport\": \"http\", \"url\": \"https://user@mcp.example.com/\"}", "spec.url: must hold no user name");
-	bad("{\"transport\": \"http\", \"url\": \"https://mcp.example.com/#frag\"}", "spec.url: must have no fragment");
-	bad("{\"transport\": \"http\", \"url\": \"https://mcp.example.com/ x\"}", "spec.url: may hold only printable ASCII");
-	bad("{\"transport\": \"http\", \"url\": \"https://mcp.example.com/?k=${credentials.k}\"}", "spec.url: credentials go in headers");
+	bad("{\"transport\": \"http\", \"url\": \"ftp://mcp.example.com/\"}",
+	    "spec.url: must be an https://HOST/... URL");
+	bad("{\"transport\": \"http\", \"url\": \"HTTPS://mcp.example.com/\"}",
+	    "spec.url: must be an https://HOST/... URL");
+	bad("{\"transport\": \"http\", \"url\": \"https:/mcp.example.com/\"}",
+	    "spec.url: must be an https://HOST/... URL");
+	bad("{\"transport\": \"http\", \"url\": \"mcp.example.com/mcp\"}",
+	    "spec.url: must be an https://HOST/... URL");
+	bad("{\"transport\": \"http\", \"url\": \"https://user:pw@mcp.example.com/\"}",
+	    "spec.url: must hold no user name or password");
+	bad("{\"transport\": \"http\", \"url\": \"https://user@mcp.example.com/\"}",
+	    "spec.url: must hold no user name");
+	bad("{\"transport\": \"http\", \"url\": \"https://mcp.example.com/#frag\"}",
+	    "spec.url: must have no fragment");
+	bad("{\"transport\": \"http\", \"url\": \"https://mcp.example.com/ x\"}",
+	    "spec.url: may hold only printable ASCII");
+	bad("{\"transport\": \"http\", \"url\": \"https://mcp.example.com/?k=${credentials.k}\"}",
+	    "spec.url: credentials go in headers");
 	bad("{\"transport\": \"http\", \"url\": \"https:///mcp\"}", "spec.url: ");
 	/* what is stored is what curl reads: one meaning for the proxy */
 	s = good("{\"transport\": \"http\", \"url\": \"http://0x7f.1:8/mcp\"}");
@@ -515,7 +597,8 @@ t_http_url(void **state)
 	s = good("{\"transport\": \"http\", \"url\": \"https://[::1]/a/../mcp\"}");
 	assert_string_equal(s->url, "https://[::1]/mcp");
 	mcpspec_free(s);
-	bad("{\"transport\": \"http\", \"url\": \"https://a_b.example/mcp\"}", "spec.url: the host: ");
+	bad("{\"transport\": \"http\", \"url\": \"https://a_b.example/mcp\"}",
+	    "spec.url: the host: ");
 }
 
 static void
@@ -525,7 +608,9 @@ t_http_headers(void **state)
 	struct mcpspec_ctx ctx = {.flags = MCPSPEC_F_CREDS, .creds = c};
 	struct mcpspec *s;
 
-	s = good_ctx(http_with("\"headers\": {\"Authorization\": \"Bearer ${credentials.gh}\", \"X-Team\": \"core\"}, \"call_timeout\": 120"), &ctx);
+	s = good_ctx(http_with("\"headers\": {\"Authorization\": \"Bearer ${credentials.gh}\", "
+	                       "\"X-Team\": \"core\"}, \"call_timeout\": 120"),
+	             &ctx);
 	assert_int_equal(s->nheaders, 2);
 	assert_string_equal(s->headers[0].name, "Authorization");
 	assert_string_equal(s->headers[0].value, "Bearer ${credentials.gh}");
@@ -533,26 +618,40 @@ t_http_headers(void **state)
 	assert_int_equal(s->headers[1].refs, 0);
 	assert_int_equal(s->call_timeout, 120);
 	mcpspec_free(s);
-	bad(http_with("\"headers\": [\"Authorization: x\"]"), "spec.headers: must be an object of NAME: value");
-	bad(http_with("\"headers\": {\"Host\": \"evil.example\"}"), "spec.headers.Host: the MCP client or HTTP sets this header itself");
-	bad(http_with("\"headers\": {\"content-length\": \"0\"}"), "spec.headers.content-length: the MCP client or HTTP sets");
-	bad(http_with("\"headers\": {\"Transfer-Encoding\": \"chunked\"}"), "spec.headers.Transfer-Encoding: the MCP client or HTTP sets");
-	bad(http_with("\"headers\": {\"Content-Type\": \"text/plain\"}"), "spec.headers.Content-Type: the MCP client");
-	bad(http_with("\"headers\": {\"Mcp-Session-Id\": \"x\"}"), "spec.headers.Mcp-Session-Id: Mcp-* headers are the MCP protocol's own");
-	bad(http_with("\"headers\": {\"MCP-Protocol-Version\": \"2025-06-18\"}"), "spec.headers.MCP-Protocol-Version: Mcp-*");
-	bad(http_with("\"headers\": {\"Bad Name\": \"x\"}"), "spec.headers[\"Bad Name\"]: not an HTTP header name");
-	bad(http_with("\"headers\": {\"X:Y\": \"x\"}"), "spec.headers[\"X:Y\"]: not an HTTP header name");
+	bad(http_with("\"headers\": [\"Authorization: x\"]"),
+	    "spec.headers: must be an object of NAME: value");
+	bad(http_with("\"headers\": {\"Host\": \"evil.example\"}"),
+	    "spec.headers.Host: the MCP client or HTTP sets this header itself");
+	bad(http_with("\"headers\": {\"content-length\": \"0\"}"),
+	    "spec.headers.content-length: the MCP client or HTTP sets");
+	bad(http_with("\"headers\": {\"Transfer-Encoding\": \"chunked\"}"),
+	    "spec.headers.Transfer-Encoding: the MCP client or HTTP sets");
+	bad(http_with("\"headers\": {\"Content-Type\": \"text/plain\"}"),
+	    "spec.headers.Content-Type: the MCP client");
+	bad(http_with("\"headers\": {\"Mcp-Session-Id\": \"x\"}"),
+	    "spec.headers.Mcp-Session-Id: Mcp-* headers are the MCP protocol's own");
+	bad(http_with("\"headers\": {\"MCP-Protocol-Version\": \"2025-06-18\"}"),
+	    "spec.headers.MCP-Protocol-Version: Mcp-*");
+	bad(http_with("\"headers\": {\"Bad Name\": \"x\"}"),
+	    "spec.headers[\"Bad Name\"]: not an HTTP header name");
+	bad(http_with("\"headers\": {\"X:Y\": \"x\"}"),
+	    "spec.headers[\"X:Y\"]: not an HTTP header name");
 	bad(http_with("\"headers\": {\"\": \"x\"}"), "spec.headers[\"\"]: not an HTTP header name");
 	bad(http_with("\"headers\": {\"Authorization\": \"a\", \"authorization\": \"b\"}"),
 	    "spec.headers.authorization: the same header as Authorization");
-	bad(http_with("\"headers\": {\"X-A\": \"a\\r\\nHost: evil\"}"), "spec.headers.X-A: a header value is printable ASCII");
-	bad(http_with("\"headers\": {\"X-A\": \"caf\\u00e9\"}"), "spec.headers.X-A: a header value is printable ASCII");
-	bad(http_with("\"headers\": {\"X-A\": \" x\"}"), "spec.headers.X-A: a header value neither starts nor ends");
-	bad(http_with("\"headers\": {\"X-A\": \"x\\t\"}"), "spec.headers.X-A: a header value neither");
+	bad(http_with("\"headers\": {\"X-A\": \"a\\r\\nHost: evil\"}"),
+	    "spec.headers.X-A: a header value is printable ASCII");
+	bad(http_with("\"headers\": {\"X-A\": \"caf\\u00e9\"}"),
+	    "spec.headers.X-A: a header value is printable ASCII");
+	bad(http_with("\"headers\": {\"X-A\": \" x\"}"),
+	    "spec.headers.X-A: a header value neither starts nor ends");
+	bad(http_with("\"headers\": {\"X-A\": \"x\\t\"}"),
+	    "spec.headers.X-A: a header value neither");
 	bad(http_with("\"headers\": {\"X-A\": 1}"), "spec.headers.X-A: must be a string");
-	bad(http_with("\"headers\": {\"X-A\": \"${env.X}\"}"), "spec.headers.X-A: only ${credentials.KEY}");
-	bad_ctx(http_with("\"headers\": {\"Authorization\": \"Bearer ${credentials.token}\"}"), &ctx,
-	    "spec.headers.Authorization: ${credentials.token}: no such credential");
+	bad(http_with("\"headers\": {\"X-A\": \"${env.X}\"}"),
+	    "spec.headers.X-A: only ${credentials.KEY}");
+	bad_ctx(http_with("\"headers\": {\"Authorization\": \"Bearer ${credentials.token}\"}"),
+	        &ctx, "spec.headers.Authorization: ${credentials.token}: no such credential");
 	mcp_creds_free(c);
 }
 
@@ -599,15 +698,22 @@ t_creds(void **state)
 	bad_creds("\"" SECRET "\"", "credentials: must be a JSON object of KEY: value");
 	bad_creds("[\"" SECRET "\"]", "credentials: must be a JSON object");
 	bad_creds("{}", "credentials: an empty object");
-	bad_creds("{\"token\": \"" SECRET "\", \"token\": \"" SECRET "\"}", "credentials: a key appears twice");
-	bad_creds("{\"" SECRET " x\": \"abcdefgh\"}", "credentials: key 1 (in the order given) must match");
-	bad_creds("{\"ok\": \"abcdefgh\", \"9lives\": \"abcdefgh\"}", "credentials: key 2 (in the order given)");
+	bad_creds("{\"token\": \"" SECRET "\", \"token\": \"" SECRET "\"}",
+	          "credentials: a key appears twice");
+	bad_creds("{\"" SECRET " x\": \"abcdefgh\"}",
+	          "credentials: key 1 (in the order given) must match");
+	bad_creds("{\"ok\": \"abcdefgh\", \"9lives\": \"abcdefgh\"}",
+	          "credentials: key 2 (in the order given)");
 	bad_creds("{\"token\": 12345678}", "credentials.token: must be a string");
 	bad_creds("{\"token\": \"short\"}", "credentials.token: must be at least 8 bytes");
-	bad_creds("{\"token\": \"s3cr3t\\\"quote\"}", "credentials.token: may hold only printable ASCII");
-	bad_creds("{\"token\": \"s3cr3t\\\\back\"}", "credentials.token: may hold only printable ASCII");
-	bad_creds("{\"token\": \"s3cr3t\\nline\"}", "credentials.token: may hold only printable ASCII");
-	bad_creds("{\"token\": \"s3cr3t-caf\\u00e9\"}", "credentials.token: may hold only printable ASCII");
+	bad_creds("{\"token\": \"s3cr3t\\\"quote\"}",
+	          "credentials.token: may hold only printable ASCII");
+	bad_creds("{\"token\": \"s3cr3t\\\\back\"}",
+	          "credentials.token: may hold only printable ASCII");
+	bad_creds("{\"token\": \"s3cr3t\\nline\"}",
+	          "credentials.token: may hold only printable ASCII");
+	bad_creds("{\"token\": \"s3cr3t-caf\\u00e9\"}",
+	          "credentials.token: may hold only printable ASCII");
 	bad_creds("{\"token\": \"s3cr3t\\u0000nul\"}", "credentials: not valid JSON");
 	bad_creds("{\"token\": \"s3cr3t-\xff\xfe\"}", "credentials: not UTF-8");
 	n = (size_t)snprintf(big, sizeof(big), "{\"token\": \"");
@@ -616,7 +722,8 @@ t_creds(void **state)
 	bad_creds(big, "credentials: larger than 4096 bytes");
 	n = (size_t)snprintf(many, sizeof(many), "{");
 	for (i = 0; i <= MCP_CREDS_KEYS_MAX; i++)
-		n += (size_t)snprintf(many + n, sizeof(many) - n, "%s\"k%zu\": \"abcdefgh\"", i ? ", " : "", i);
+		n += (size_t)snprintf(many + n, sizeof(many) - n, "%s\"k%zu\": \"abcdefgh\"",
+		                      i ? ", " : "", i);
 	snprintf(many + n, sizeof(many) - n, "}");
 	bad_creds(many, "credentials: at most 32 keys");
 }
@@ -629,11 +736,17 @@ t_unused(void **state)
 	struct mcpspec_ctx ctx = {.flags = MCPSPEC_F_CREDS, .creds = c};
 
 	bad_ctx(stdio_with("\"env\": {\"T\": \"${credentials.tok}\"}"), &ctx,
-	    "credentials.extra: not referenced by the spec");
+	        "credentials.extra: not referenced by the spec");
 	bad_ctx(stdio_with(""), &ctx, "credentials.tok: not referenced by the spec");
-	mcpspec_free(good_ctx(stdio_with("\"env\": {\"T\": \"${credentials.tok}\", \"E\": \"x${credentials.extra}y\"}"), &ctx));
+	mcpspec_free(good_ctx(
+	    stdio_with(
+	        "\"env\": {\"T\": \"${credentials.tok}\", \"E\": \"x${credentials.extra}y\"}"),
+	    &ctx));
 	/* references count in headers too */
-	mcpspec_free(good_ctx(http_with("\"headers\": {\"A\": \"${credentials.tok}\", \"B\": \"${credentials.extra}\"}"), &ctx));
+	mcpspec_free(good_ctx(
+	    http_with(
+	        "\"headers\": {\"A\": \"${credentials.tok}\", \"B\": \"${credentials.extra}\"}"),
+	    &ctx));
 	mcp_creds_free(c);
 }
 
@@ -732,12 +845,12 @@ main(void)
 	    cmocka_unit_test(t_transport),     cmocka_unit_test(t_keys),
 	    cmocka_unit_test(t_command),       cmocka_unit_test(t_env),
 	    cmocka_unit_test(t_paths),         cmocka_unit_test(t_paths_resolved),
-	    cmocka_unit_test(t_path_overlaps),
-	    cmocka_unit_test(t_workspace),     cmocka_unit_test(t_network),
-	    cmocka_unit_test(t_timeouts),      cmocka_unit_test(t_http_url),
-	    cmocka_unit_test(t_http_headers),  cmocka_unit_test(t_creds),
-	    cmocka_unit_test(t_unused),        cmocka_unit_test(t_expand),
-	    cmocka_unit_test(t_secrets),       cmocka_unit_test(t_parse_bytes),
+	    cmocka_unit_test(t_path_overlaps), cmocka_unit_test(t_workspace),
+	    cmocka_unit_test(t_network),       cmocka_unit_test(t_timeouts),
+	    cmocka_unit_test(t_http_url),      cmocka_unit_test(t_http_headers),
+	    cmocka_unit_test(t_creds),         cmocka_unit_test(t_unused),
+	    cmocka_unit_test(t_expand),        cmocka_unit_test(t_secrets),
+	    cmocka_unit_test(t_parse_bytes),
 	};
 
 	if (sodium_init() < 0)
