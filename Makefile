@@ -193,6 +193,8 @@ install: all
 	install -m 0644 docs/agrippad.conf.5 docs/agrippa-template.5 $(DESTDIR)$(MANDIR)/man5/
 	install -d $(DESTDIR)$(PREFIX)/share/agrippa/templates
 	install -m 0644 templates/*.yaml $(DESTDIR)$(PREFIX)/share/agrippa/templates/
+	install -d $(DESTDIR)$(PREFIX)/share/agrippa/examples/mcp
+	install -m 0644 docs/examples/mcp/*.json $(DESTDIR)$(PREFIX)/share/agrippa/examples/mcp/
 	install -d $(DESTDIR)$(PREFIX)/share/agrippa/ui
 	install -m 0644 ui/* $(DESTDIR)$(PREFIX)/share/agrippa/ui/
 	install -d $(DESTDIR)$(PREFIX)/share/agrippa/rc.d

@@ -58,6 +58,7 @@ static const struct ctl_cmd cmds[] = {
 	{ "skill list", 0, 0, "skill list" },
 	{ "mcp add", 2, 2, "mcp add NAME SPEC  (credentials on standard input)" },
 	{ "mcp list", 0, 0, "mcp list" },
+	{ "mcp show", 1, 2, "mcp show NAME [VERSION]" },
 	{ "grant add", 3, 3, "grant add PROJECT skill|mcp NAME" },
 	{ "grant remove", 3, 3, "grant remove PROJECT skill|mcp NAME" },
 	{ "grant list", 1, 1, "grant list PROJECT" },
@@ -89,10 +90,11 @@ cmd_match(const struct ctl_cmd *cmd, int argc, char **argv)
  * from argv: everything up to end of file, less one trailing newline; empty
  * input is no secret.  Echo is off while a terminal is read.  buf holds
  * CTL_SECRET_MAX + 2 bytes.  Returns the length, or -1 after saying why
- * (without the secret) when it holds a control character or is too long.
+ * (without the secret) when it holds a control character (other than
+ * JSON's white space, tab, newline and return, when ws) or is too long.
  */
 static ssize_t
-read_secret(const char *what, char *buf, size_t bufsz)
+read_secret(const char *what, int ws, char *buf, size_t bufsz)
 {
 	struct termios t, quiet;
 	int restore = 0, bad = 0;
@@ -129,7 +131,8 @@ read_secret(const char *what, char *buf, size_t bufsz)
 		bad = 1;
 	}
 	for (i = 0; i < len && !bad; i++)
-		if ((unsigned char)buf[i] < 0x20 || buf[i] == 0x7f) {
+		if (((unsigned char)buf[i] < 0x20 && !(ws && strchr("\t\n\r", buf[i]) != NULL)) ||
+		    buf[i] == 0x7f) {
 			fprintf(stderr, "agrippactl: refused the %s: it has a control character\n", what);
 			bad = 1;
 		}
@@ -316,10 +319,40 @@ print_table(json_t *cols, json_t *rows)
 	free(width);
 }
 
+/*
+ * mcp show: data.spec is the stored JSON text; it becomes an object (for
+ * -j) and is printed alone otherwise, so that the output is a spec mcp add
+ * takes back.  A spec that does not pass today's checks says why on
+ * standard error.
+ */
+static void
+mcp_show_data(json_t *data)
+{
+	const char *text = json_string_value(json_object_get(data, "spec"));
+	json_t *spec;
+
+	if (text != NULL && (spec = json_loads(text, 0, NULL)) != NULL)
+		json_object_set_new(data, "spec", spec);
+}
+
+static void
+print_mcp_show(json_t *data)
+{
+	const char *check = json_string_value(json_object_get(data, "check"));
+
+	json_dumpf(json_object_get(data, "spec"), stdout, JSON_INDENT(2));
+	putchar('\n');
+	if (check != NULL && check[0] != '\0')
+		fprintf(stderr, "agrippactl: this version predates the spec's checks: %s\n", check);
+}
+
 static int
 print_reply(const char *cmd, struct ipc_ctl_reply *r, int json)
 {
 	json_t *data = mp_to_json(r->data), *out;
+
+	if (strcmp(cmd, "mcp show") == 0 && r->code == 0 && json_is_object(data))
+		mcp_show_data(data);
 
 	if (json) {
 		out = json_pack("{s:b,s:s%,s:O}", "ok", r->code == 0, "message", r->message,
@@ -331,6 +364,8 @@ print_reply(const char *cmd, struct ipc_ctl_reply *r, int json)
 		fprintf(stderr, "agrippactl: %.*s\n", (int)r->msglen, r->message);
 	} else if (strcmp(cmd, "status") == 0 && json_is_object(data)) {
 		print_status(data);
+	} else if (strcmp(cmd, "mcp show") == 0 && json_is_object(json_object_get(data, "spec"))) {
+		print_mcp_show(data);
 	} else if (json_is_array(json_object_get(data, "columns")) &&
 	    json_is_array(json_object_get(data, "rows"))) {
 		print_table(json_object_get(data, "columns"), json_object_get(data, "rows"));
@@ -390,8 +425,10 @@ main(int argc, char *argv[])
 		return 1;
 	/* A secret goes as one more argument, read from standard input. */
 	if (strcmp(cmd->name, "repo add") == 0 || strcmp(cmd->name, "mcp add") == 0) {
-		secretlen = read_secret(strcmp(cmd->name, "repo add") == 0 ? "token" : "credentials",
-		    secret, sizeof(secret));
+		int mcp = strcmp(cmd->name, "mcp add") == 0;
+
+		/* MCP credentials are a JSON object, on one line or several */
+		secretlen = read_secret(mcp ? "credentials" : "token", mcp, secret, sizeof(secret));
 		if (secretlen == -1)
 			return 1;
 	}

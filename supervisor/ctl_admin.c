@@ -30,6 +30,7 @@
 
 #include "common/forge.h"
 #include "common/log.h"
+#include "common/mcpspec.h"
 #include "common/util.h"
 #include "supervisor/db.h"
 #include "supervisor/secret.h"
@@ -48,7 +49,7 @@
 #define URL_MAX 2048                    /* repo_connections.url, in characters */
 #define SECRET_ARG_MAX 4096             /* a repo token or MCP credentials */
 #define SKILL_MAX (256 * 1024)
-#define MCP_SPEC_MAX (64 * 1024)
+#define MCP_SPEC_MAX MCPSPEC_MAX
 
 struct admin_req;
 
@@ -670,12 +671,14 @@ url_problem(const char *url)
 	return "must start with https://, file:/// or / (an absolute path)";
 }
 
-/* A token or credentials: no control characters (C0 or DEL). */
+/* A token or credentials: no control characters (C0 or DEL), but for
+ * JSON's white space (tab, newline, return) when ws. */
 static int
-secret_text_ok(const char *s)
+secret_text_ok(const char *s, int ws)
 {
 	for (; *s != '\0'; s++)
-		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+		if (((unsigned char)*s < 0x20 && !(ws && strchr("\t\n\r", *s) != NULL)) ||
+		    *s == 0x7f)
 			return 0;
 	return 1;
 }
@@ -697,7 +700,8 @@ arg_secret(struct admin_req *r, struct admin_args *a, int i, const char *ctx, co
 	if (len == 0) {
 		arg_nil(a);
 		arg_nil(a);
-	} else if (len > SECRET_ARG_MAX || !secret_text_ok(r->argv[i])) {
+	} else if (len > SECRET_ARG_MAX ||
+	    !secret_text_ok(r->argv[i], strcmp(ctx, SECRET_CTX_MCP) == 0)) {
 		snprintf(err, sz, "%s: the %s must be at most %d bytes without control characters",
 		    r->cmd->name, what, SECRET_ARG_MAX);
 		rc = -1;
@@ -1028,17 +1032,65 @@ prep_skill_add(struct admin_req *r, struct admin_args *a, char *err, size_t sz)
 	return 0;
 }
 
-/* mcp add NAME SPEC [CREDENTIALS]: the supervisor reads SPEC itself. */
-static int
-prep_mcp_add(struct admin_req *r, struct admin_args *a, char *err, size_t sz)
-{
-	unsigned char *src;
-	json_error_t je;
-	json_t *spec;
-	size_t len;
+/* Host paths no MCP server may mount: the daemon's state, key,
+ * configuration, socket, pidfile and providers' key files, as configured
+ * (the checks also resolve the paths a spec names). */
+#define MCP_FORBIDDEN_MAX (5 + CONF_MAX_PROVIDERS)
+struct mcp_forbidden {
+	const char *p[2 * MCP_FORBIDDEN_MAX];
+	char real[MCP_FORBIDDEN_MAX][PATH_MAX];
+	size_t n, nreal;
+};
 
-	if (check_resource(r, 0, err, sz) == -1 || check_abspath(r, 1, "SPEC", err, sz) == -1)
-		return -1;
+/* path, and what it resolves to when that differs (a link must not hide
+ * an overlap). */
+static void
+mcp_forbid(struct mcp_forbidden *f, const char *path)
+{
+	char *real;
+
+	if (path[0] != '/' || f->nreal >= MCP_FORBIDDEN_MAX)
+		return;
+	f->p[f->n++] = path;
+	real = f->real[f->nreal];
+	if (realpath(path, real) != NULL && strcmp(real, path) != 0) {
+		f->p[f->n++] = real;
+		f->nreal++;
+	}
+}
+
+static void
+mcp_forbidden_paths(struct mcp_forbidden *f)
+{
+	size_t i;
+
+	f->n = f->nreal = 0;
+	mcp_forbid(f, sup.conf.state_dir);
+	mcp_forbid(f, sup.conf.master_key);
+	mcp_forbid(f, sup.conf_path);
+	mcp_forbid(f, sup.conf.control_socket);
+	mcp_forbid(f, sup.conf.pidfile);
+	for (i = 0; i < sup.conf.nproviders; i++)
+		mcp_forbid(f, sup.conf.providers[i].key_file);
+}
+
+/*
+ * The spec in file argv[1], checked against the credentials in argv[2]
+ * (when given): its normal form in a->heap[1].  The credentials are parsed
+ * only to see their keys; what is sealed is the text as given.  Returns 0,
+ * or -1 with err set.
+ */
+static int
+mcp_spec_prepare(struct admin_req *r, struct admin_args *a, char *err, size_t sz)
+{
+	struct mcp_creds *creds = NULL;
+	struct mcp_forbidden fb;
+	struct mcpspec_ctx ctx;
+	struct mcpspec *s = NULL;
+	unsigned char *src;
+	size_t len;
+	char why[ADMIN_MSG_MAX - 16];
+
 	if ((src = file_slurp(r->argv[1], MCP_SPEC_MAX, &len, err, sz)) == NULL)
 		return -1;
 	if (len > MCP_SPEC_MAX) {
@@ -1046,24 +1098,64 @@ prep_mcp_add(struct admin_req *r, struct admin_args *a, char *err, size_t sz)
 		snprintf(err, sz, "mcp add: %s: larger than %d bytes", r->argv[1], MCP_SPEC_MAX);
 		return -1;
 	}
-	spec = json_loadb((const char *)src, len, JSON_REJECT_DUPLICATES, &je);
+	if (r->argc > 2 && r->argv[2][0] != '\0' &&
+	    (creds = mcp_creds_parse(r->argv[2], strlen(r->argv[2]), why, sizeof(why))) == NULL) {
+		free(src);
+		snprintf(err, sz, "mcp add: %s", why);
+		return -1;
+	}
+	mcp_forbidden_paths(&fb);
+	ctx = (struct mcpspec_ctx){.flags = MCPSPEC_F_CREDS | MCPSPEC_F_RESOLVE,
+	                           .creds = creds, .forbidden = fb.p, .nforbidden = fb.n};
+	s = mcpspec_parse((const char *)src, len, &ctx, why, sizeof(why));
 	free(src);
-	if (spec == NULL) {
-		snprintf(err, sz, "mcp add: %s:%d:%d: %s", r->argv[1], je.line, je.column, je.text);
+	mcp_creds_free(creds);
+	if (s == NULL) {
+		/* "LINE:COLUMN: ..." is about the file */
+		if (why[0] >= '0' && why[0] <= '9')
+			snprintf(err, sz, "mcp add: %s:%s", r->argv[1], why);
+		else
+			snprintf(err, sz, "mcp add: %s", why);
 		return -1;
 	}
-	if (!json_is_object(spec)) {
-		json_decref(spec);
-		snprintf(err, sz, "mcp add: %s: the spec must be a JSON object", r->argv[1]);
-		return -1;
-	}
-	a->heap[1] = json_dumps(spec, JSON_COMPACT);
-	json_decref(spec);
+	a->heap[1] = json_dumps(s->json, JSON_COMPACT);
+	mcpspec_free(s);
 	if (a->heap[1] == NULL)
 		fatalx("mcp add: json_dumps failed");
+	return 0;
+}
+
+/* mcp add NAME SPEC [CREDENTIALS]: the supervisor reads SPEC itself and
+ * stores its normal form. */
+static int
+prep_mcp_add(struct admin_req *r, struct admin_args *a, char *err, size_t sz)
+{
+	if (check_resource(r, 0, err, sz) == -1 || check_abspath(r, 1, "SPEC", err, sz) == -1 ||
+	    mcp_spec_prepare(r, a, err, sz) == -1)
+		return -1;
 	arg_str(a, r->argv[0]);
 	arg_str(a, a->heap[1]);
 	return arg_secret(r, a, 2, SECRET_CTX_MCP, "credentials", err, sz);
+}
+
+/* mcp show NAME [VERSION] */
+static int
+prep_mcp_show(struct admin_req *r, struct admin_args *a, char *err, size_t sz)
+{
+	long v = 0;
+
+	if (check_resource(r, 0, err, sz) == -1)
+		return -1;
+	if (r->argc > 1 && (v = number_in(r->argv[1], 1, 999999999)) == -1) {
+		snprintf(err, sz, "mcp show: VERSION must be a number from 1 to 999999999");
+		return -1;
+	}
+	arg_str(a, r->argv[0]);
+	if (r->argc > 1)
+		arg_uint(a, (uint64_t)v);
+	else
+		arg_nil(a);
+	return 0;
 }
 
 /* grant add|remove PROJECT skill|mcp NAME */
@@ -1286,6 +1378,58 @@ done_mcp_add(struct admin_req *r, PGresult *res)
 		admin_reply(r, 1, "mcp add: nothing stored for %s", r->argv[0]);
 }
 
+/*
+ * mcp show: data { name, version, credentials (bool), created, spec (the
+ * stored JSON text), check ("" or why the stored spec does not pass
+ * today's checks: a version stored before them) }.  A spec passing them
+ * is sent in its normal form, fields in their usual order.
+ */
+static void
+done_mcp_show(struct admin_req *r, PGresult *res)
+{
+	struct mcpspec *s;
+	struct ipc_wbuf w;
+	const char *text;
+	char why[512], msg[256], *norm = NULL;
+
+	if (PQntuples(res) != 1) {
+		if (r->argc > 1)
+			admin_reply(r, 1, "mcp show: mcp server %s has no version %s", r->argv[0],
+			    r->argv[1]);
+		else
+			admin_reply(r, 1, "mcp show: no such mcp server %s", r->argv[0]);
+		return;
+	}
+	text = PQgetvalue(res, 0, 1);
+	if ((s = mcpspec_parse(text, strlen(text), NULL, why, sizeof(why))) != NULL) {
+		why[0] = '\0';
+		if ((norm = json_dumps(s->json, JSON_COMPACT)) == NULL)
+			fatalx("mcp show: json_dumps failed");
+		mcpspec_free(s);
+	}
+	snprintf(msg, sizeof(msg), "mcp server %.64s version %.16s (%s), added %.32s", r->argv[0],
+	    PQgetvalue(res, 0, 0), is_true(res, 0, 2) ? "with credentials" : "without credentials",
+	    PQgetvalue(res, 0, 3));
+	ipc_wbuf_begin(&w, IMSG_CTL_REPLY, r->msgid, 3);
+	ipc_put_u64(&w, 0);
+	ipc_put_str(&w, msg);
+	ipc_put_map(&w, 6);
+	ipc_put_str(&w, "name");
+	ipc_put_str(&w, r->argv[0]);
+	ipc_put_str(&w, "version");
+	ipc_put_u64(&w, strtoull(PQgetvalue(res, 0, 0), NULL, 10));
+	ipc_put_str(&w, "credentials");
+	ipc_put_bool(&w, is_true(res, 0, 2));
+	ipc_put_str(&w, "created");
+	ipc_put_str(&w, PQgetvalue(res, 0, 3));
+	ipc_put_str(&w, "spec");
+	ipc_put_str(&w, norm != NULL ? norm : text);
+	ipc_put_str(&w, "check");
+	ipc_put_str(&w, why);
+	admin_send(r->ch, &w, r->msgid);
+	free(norm);
+}
+
 /* "skill" or "mcp server", for messages about argv[1] */
 static const char *
 grant_kind(struct admin_req *r)
@@ -1346,6 +1490,7 @@ static const struct admin_cmd admin_cmds[] = {
 	{ "skill list", "ctl_skill_list", 0, 0, prep_none, NULL, 0 },
 	{ "mcp add", "ctl_mcp_add", 2, 3, prep_mcp_add, done_mcp_add, ADMIN_F_SECRET },
 	{ "mcp list", "ctl_mcp_list", 0, 0, prep_none, NULL, 0 },
+	{ "mcp show", "ctl_mcp_show", 1, 2, prep_mcp_show, done_mcp_show, 0 },
 	{ "grant add", "ctl_grant_add", 3, 3, prep_grant, done_grant_add, 0 },
 	{ "grant remove", "ctl_grant_remove", 3, 3, prep_grant, done_grant_remove, 0 },
 	{ "grant list", "ctl_grant_list", 1, 1, prep_project, NULL,

@@ -45,6 +45,7 @@
 
 #include "common/forge.h"
 #include "common/log.h"
+#include "common/mcpspec.h"
 #include "common/util.h"
 #include "common/wsstat.h"
 #include "supervisor/db.h"
@@ -1239,8 +1240,8 @@ run_paths(struct srun *r)
 	return 0;
 }
 
-/* One credential (one line: agrippactl refuses control characters),
- * redacted wherever it appears. */
+/* One secret (sodium_malloc memory, now the run's), redacted wherever it
+ * appears. */
 static void
 mcp_add(struct srun *r, unsigned char *cred, size_t len)
 {
@@ -1250,6 +1251,20 @@ mcp_add(struct srun *r, unsigned char *cred, size_t len)
 		fatal("reallocarray");
 	r->mcp = m;
 	r->mcp[r->nmcp++] = (struct mcp_secret){cred, len};
+}
+
+/* mcp_creds_secrets' callback: a copy of one value to redact. */
+static void
+mcp_add_copy(const char *p, size_t n, void *arg)
+{
+	unsigned char *copy;
+
+	if (n == 0)
+		return;
+	if ((copy = sodium_malloc(n)) == NULL)
+		fatalx("out of memory");
+	memcpy(copy, p, n);
+	mcp_add(arg, copy, n);
 }
 
 static void
@@ -1269,9 +1284,11 @@ mcp_done(struct srun *r, int code, const char *err, PGresult *res)
 			srun_fail(r, "an MCP server's credentials do not open with this master key");
 			return;
 		}
+		/* each value of the credentials' object, and the whole text: all
+		 * there is of those stored before they were an object */
 		if (cred != NULL && len > 0)
-			mcp_add(r, cred, len);
-		else if (cred != NULL)
+			mcp_creds_secrets((const char *)cred, len, mcp_add_copy, r);
+		if (cred != NULL)
 			sodium_free(cred);
 	}
 	r->mcp_state = 2;

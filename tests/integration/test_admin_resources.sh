@@ -206,24 +206,42 @@ run -j skill list
 check "skill list -j is valid JSON" is_json
 
 # --- MCP servers -------------------------------------------------------------------
-printf '{"command": "mcp-github", "args": ["--stdio"]}\n' >"$T/github.json"
+cat >"$T/github.json" <<'EOF'
+{"transport": "stdio", "command": ["mcp-github", "--stdio"],
+ "env": {"GITHUB_TOKEN": "${credentials.api_key}"}}
+EOF
 run_in "$CREDS" mcp add github "$T/github.json"
 expect 0 "mcp server github version 1 added (with credentials)" "mcp add with credentials"
 run_in "$CREDS" -j mcp add github "$T/github.json"
 check "mcp add -j is valid JSON without the credentials" \
 	sh -c "printf '%s' \"\$0\" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"ok\"]' && ! printf '%s' \"\$0\" | grep -q '$RND'" "$OUT"
 check "... and a new version (2)" has "version 2"
-run mcp add fs "$T/github.json"
+printf '{"transport": "stdio", "command": ["mcp-fs"]}' >"$T/fs.json"
+run mcp add fs "$T/fs.json"
 expect 0 "mcp server fs version 1 added (without credentials)" "mcp add without credentials (empty stdin)"
-check "the spec is stored as jsonb" [ "$(psql_q "select spec->>'command' from mcp_servers where name = 'fs'")" = mcp-github ]
+check "the spec is stored in its normal form, every default filled in" \
+	[ "$(psql_q "select spec = '{\"transport\": \"stdio\", \"command\": [\"mcp-fs\"], \"env\": {}, \"paths\": [], \"workspace\": \"none\", \"network\": null, \"startup_timeout\": 30, \"call_timeout\": 60}'::jsonb from mcp_servers where name = 'fs'")" = t ]
+check "the stored spec names the credential by reference only" \
+	[ "$(psql_q "select spec->'env'->>'GITHUB_TOKEN' from mcp_servers where name = 'github' and version = 1")" = '${credentials.api_key}' ]
 check "credentials are stored as ciphertext with a nonce, different per add" \
 	[ "$(psql_q "select count(distinct credentials_ciphertext) = 2 and count(distinct credentials_nonce) = 2 and min(octet_length(credentials_ciphertext)) = ${#CREDS} + 16 from mcp_servers where name = 'github'")" = t ]
+# The examples the documentation ships are good specs.
+run_in "{\"api_key\": \"ex_${RND}_key\"}" mcp add everything docs/examples/mcp/everything.json
+expect 0 "mcp server everything version 1 added (with credentials)" "docs/examples/mcp/everything.json is accepted"
+run mcp add filesystem docs/examples/mcp/filesystem.json
+expect 0 "mcp server filesystem version 1 added" "docs/examples/mcp/filesystem.json is accepted"
+# credentials over several lines, as a file would hold them
+run_in "$(printf '{\n  "token": "rt_%s_tok"\n}\n' "$RND")" mcp add remote docs/examples/mcp/remote.json
+expect 0 "mcp server remote version 1 added (with credentials)" "docs/examples/mcp/remote.json is accepted, credentials on several lines"
+check "... stored with the workspace and the URL in normal form" \
+	[ "$(psql_q "select string_agg(coalesce(spec->>'workspace', spec->>'url'), ' ' order by name) from mcp_servers where name in ('filesystem', 'remote')")" = "read https://mcp.example.com/mcp" ]
+
 printf '{"command": ' >"$T/broken.json"
 run mcp add broken "$T/broken.json"
 expect 1 "mcp add: $T/broken.json:[0-9]*:[0-9]*: " "mcp add refuses a spec that is not JSON, with line:column"
 printf '["a", "b"]' >"$T/array.json"
 run mcp add array "$T/array.json"
-expect 1 "the spec must be a JSON object" "mcp add refuses a spec that is not an object"
+expect 1 "^agrippactl: mcp add: spec: must be a JSON object" "mcp add refuses a spec that is not an object"
 printf '{"a": 1, "a": 2}' >"$T/dup.json"
 run mcp add dup "$T/dup.json"
 expect 1 "mcp add: " "mcp add refuses a spec with a duplicate key"
@@ -237,13 +255,127 @@ OUT=$(cat "$T/fifo.out")
 expect 1 "not a regular file" "mcp add of a FIFO is refused without hanging"
 run_in "$(printf 'x\001y')" mcp add ctrl "$T/github.json"
 expect 1 "refused the credentials: it has a control character" "agrippactl refuses credentials with a control character"
-check "refused mcp adds stored nothing (3 versions)" [ "$(count mcp_servers)" = 3 ]
+
+# Every bad field is refused with the field named, and nothing is stored.
+N_MCP=$(count mcp_servers)
+N_AUDIT=$(audit mcp.add)
+# refuse NAME SPEC CREDENTIALS PATTERN DESCRIPTION
+refuse() {
+	printf '%s' "$2" >"$T/bad.json"
+	run_in "$3" mcp add "$1" "$T/bad.json"
+	expect 1 "^agrippactl: mcp add: $4" "$5"
+	if printf '%s' "$OUT" | grep -q "$RND"; then
+		notok "... and the error does not quote the credentials ($OUT)"
+	fi
+}
+C1="{\"tok\": \"c1_${RND}_x\"}"
+LINK="/var/tmp/agrippa-mcp-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
+ln -s "$T/state" "$LINK"
+refuse b1 '{"command": "gh-mcp"}' '' 'spec.transport: missing' \
+	"a spec of the old shape (no transport) is refused"
+refuse b2 '{"transport": "sse", "command": ["x"]}' '' 'spec.transport: must be "stdio" or "http"' \
+	"an unknown transport is refused"
+refuse b3 '{"transport": "stdio", "command": ["x"], "args": ["y"]}' '' 'spec.args: unknown field' \
+	"an unknown field is refused"
+refuse b4 '{"transport": "stdio", "command": ["x"], "url": "https://a.example/"}' '' \
+	'spec.url: not a field of a stdio server' "a field of the other transport is refused"
+refuse b5 '{"transport": "stdio", "command": "x"}' '' 'spec.command: must be an array of strings' \
+	"a command that is not an array is refused"
+refuse b6 '{"transport": "stdio", "command": []}' '' 'spec.command: must not be empty' \
+	"an empty command is refused"
+refuse b7 '{"transport": "stdio", "command": ["./srv"]}' '' 'spec.command\[0\]: the program is an absolute path or a bare name' \
+	"a relative program is refused"
+refuse b8 '{"transport": "stdio", "command": ["srv", "--token=${credentials.tok}"], "env": {"T": "${credentials.tok}"}}' "$C1" \
+	'spec.command\[1\]: credentials go in env' "a credential in the command line is refused"
+refuse b9 '{"transport": "stdio", "command": ["x"], "paths": ["opt/mcp"]}' '' \
+	'spec.paths\[0\]: must be an absolute path' "a relative path is refused"
+refuse b10 "{\"transport\": \"stdio\", \"command\": [\"x\"], \"paths\": [\"/opt\", \"$T/state/pg\"]}" '' \
+	"spec.paths\[1\]: $T/state/pg: overlaps $T/state, the daemon's own" "a path under the state directory is refused"
+refuse b11 "{\"transport\": \"stdio\", \"command\": [\"x\"], \"paths\": [\"$T/keys\"]}" '' \
+	"spec.paths\[0\]: $T/keys: overlaps $T/keys/master.key" "a path holding the master key is refused"
+refuse b12 "{\"transport\": \"stdio\", \"command\": [\"x\"], \"paths\": [\"$LINK\"]}" '' \
+	"spec.paths\[0\]: $LINK: leads to $T/state, which overlaps" "a link to the state directory is refused"
+refuse b13 '{"transport": "stdio", "command": ["x"], "paths": ["/proc/1"]}' '' \
+	'spec.paths\[0\]: /proc/1: the sandbox mounts its own /proc' "a path under /proc is refused"
+refuse b14 '{"transport": "stdio", "command": ["x"], "env": {"PATH": "/opt/bin"}}' '' \
+	'spec.env.PATH: the sandbox sets this variable itself' "an env name the sandbox sets is refused"
+refuse b15 '{"transport": "stdio", "command": ["x"], "env": {"A-B": "x"}}' '' \
+	'spec.env.A-B: not an environment variable name' "an env name that is no name is refused"
+refuse b16 '{"transport": "stdio", "command": ["x"], "env": {"TOKEN": "${credentials.tok}"}}' '' \
+	'spec.env.TOKEN: ${credentials.tok}: no such credential' "a reference without credentials is refused"
+refuse b17 '{"transport": "stdio", "command": ["x"], "env": {"TOKEN": "${credentials.tok2}"}}' "$C1" \
+	'spec.env.TOKEN: ${credentials.tok2}: no such credential' "a reference to a missing key is refused"
+refuse b18 '{"transport": "stdio", "command": ["x"]}' "$C1" \
+	'credentials.tok: not referenced by the spec' "a credential the spec does not name is refused"
+refuse b19 '{"transport": "stdio", "command": ["x"], "env": {"T": "${credentials.tok}"}}' "opaque_${RND}_token" \
+	'credentials: not valid JSON' "credentials that are not JSON are refused, without quoting them"
+refuse b20 '{"transport": "stdio", "command": ["x"], "env": {"T": "${credentials.tok}"}}' '{"tok": "short"}' \
+	'credentials.tok: must be at least 8 bytes' "a short credential is refused"
+refuse b21 '{"transport": "stdio", "command": ["x"], "workspace": "rw"}' '' \
+	'spec.workspace: must be "none", "read" or "write"' "a bad workspace is refused"
+refuse b22 '{"transport": "stdio", "command": ["x"], "network": {"allow": ["*.com"]}}' '' \
+	'spec.network.allow\[0\]: a wildcard over a single label' "a network entry the egress syntax refuses is refused"
+refuse b23 '{"transport": "stdio", "command": ["x"], "network": {"presets": ["npm"], "deny": []}}' '' \
+	'spec.network.deny: unknown field' "an unknown network field is refused"
+refuse b24 '{"transport": "stdio", "command": ["x"], "startup_timeout": 0}' '' \
+	'spec.startup_timeout: must be from 1 to 600 seconds' "a startup timeout out of range is refused"
+refuse b25 '{"transport": "stdio", "command": ["x"], "call_timeout": 1.5}' '' \
+	'spec.call_timeout: must be a whole number of seconds' "a timeout that is not an integer is refused"
+refuse b26 '{"transport": "http", "url": "http://mcp.example.com/mcp"}' '' \
+	'spec.url: http:// only to a loopback host' "plain http to a remote host is refused"
+refuse b27 '{"transport": "http", "url": "https://mcp.example.com/?k=${credentials.tok}"}' "$C1" \
+	'spec.url: credentials go in headers' "a credential in the URL is refused"
+refuse b28 '{"transport": "http", "url": "https://u:p@mcp.example.com/"}' '' \
+	'spec.url: must hold no user name or password' "a URL with a password is refused"
+refuse b29 '{"transport": "http", "url": "https://mcp.example.com/", "headers": {"Host": "evil.example"}}' '' \
+	'spec.headers.Host: the MCP client or HTTP sets this header itself' "a Host header is refused"
+refuse b30 '{"transport": "http", "url": "https://mcp.example.com/", "headers": {"Content-Length": "0"}}' '' \
+	'spec.headers.Content-Length: the MCP client or HTTP sets' "a Content-Length header is refused"
+refuse b31 '{"transport": "http", "url": "https://mcp.example.com/", "headers": {"Bad Name": "x"}}' '' \
+	'spec.headers\["Bad Name"\]: not an HTTP header name' "a header name that is no token is refused"
+refuse b32 '{"transport": "http", "url": "https://mcp.example.com/", "headers": {"X": "a\r\nHost: evil"}}' '' \
+	'spec.headers.X: a header value is printable ASCII' "a header value with CR LF is refused"
+refuse b33 '{"transport": "http", "url": "https://mcp.example.com/", "startup_timeout": 5}' '' \
+	'spec.startup_timeout: not a field of an http server' "a stdio field in an http spec is refused"
+rm -f "$LINK"
+check "refused specs stored nothing ($N_MCP rows)" [ "$(count mcp_servers)" = "$N_MCP" ]
+check "... and wrote no audit row" [ "$(audit mcp.add)" = "$N_AUDIT" ]
+check "... under none of their names" [ "$(psql_q "select count(*) from mcp_servers where name ~ '^b[0-9]+$'")" = 0 ]
+
 run mcp list
 expect 0 "^NAME  *VERSION  *HAS_CREDENTIALS  *CREATED$" "mcp list prints a header"
 check "mcp list shows github at version 2 with credentials" sh -c "printf '%s\n' \"\$0\" | grep -q '^github  *2  *yes  '" "$OUT"
 check "mcp list shows fs without credentials" sh -c "printf '%s\n' \"\$0\" | grep -q '^fs  *1  *no  '" "$OUT"
 run -j mcp list
 check "mcp list -j is valid JSON" is_json
+
+# mcp show: the stored spec, credentials by reference only; mcp add takes it back.
+run mcp show github
+expect 0 '"GITHUB_TOKEN": "${credentials.api_key}"' "mcp show prints the spec with the credential's reference"
+check "... as JSON in its normal form" sh -c "printf '%s' \"\$0\" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"workspace\"] == \"none\" and d[\"command\"] == [\"mcp-github\", \"--stdio\"], d'" "$OUT"
+check "... without the credentials" sh -c "! printf '%s' \"\$0\" | grep -q '$RND'" "$OUT"
+run -j mcp show github 1
+check "mcp show -j NAME VERSION: that version, with credentials, the spec as an object" \
+	sh -c "printf '%s' \"\$0\" | python3 -c 'import json,sys; d=json.load(sys.stdin)[\"data\"]; assert d[\"version\"] == 1 and d[\"credentials\"] is True and d[\"name\"] == \"github\" and d[\"spec\"][\"env\"] == {\"GITHUB_TOKEN\": \"\${credentials.api_key}\"} and d[\"check\"] == \"\", d'" "$OUT"
+"$AGRIPPACTL" -s "$CTL" mcp show everything >"$T/shown.json" 2>&1
+run_in "{\"api_key\": \"ex2_${RND}_key\"}" mcp add everything2 "$T/shown.json"
+expect 0 "mcp server everything2 version 1 added" "what mcp show prints, mcp add takes back"
+check "... and stores the same spec" \
+	[ "$(psql_q "select a.spec = b.spec from mcp_servers a, mcp_servers b where a.name = 'everything' and b.name = 'everything2'")" = t ]
+run mcp show nosuch
+expect 1 "mcp show: no such mcp server nosuch" "mcp show of a missing server: exit 1"
+run mcp show github 9
+expect 1 "mcp show: mcp server github has no version 9" "mcp show of a missing version: exit 1"
+run mcp show github two
+expect 1 "mcp show: VERSION must be a number" "mcp show refuses a VERSION that is no number"
+# A version stored before specs were checked is shown as it is, with why.
+psql_q "insert into mcp_servers (name, version, spec) values ('legacy', 1, '{\"command\": \"gh-mcp\"}')" >/dev/null
+run mcp show legacy
+expect 0 '"command": "gh-mcp"' "mcp show of a spec stored before the checks shows it as stored"
+check "... and says why it does not pass them" has "predates the spec's checks: spec.transport: missing"
+run -j mcp show legacy
+check "... with -j, in data.check" sh -c "printf '%s' \"\$0\" | python3 -c 'import json,sys; d=json.load(sys.stdin)[\"data\"]; assert d[\"check\"].startswith(\"spec.transport: missing\") and d[\"spec\"] == {\"command\": \"gh-mcp\"}, d'" "$OUT"
+psql_q "delete from mcp_servers where name = 'legacy'" >/dev/null
 
 # --- grants ------------------------------------------------------------------------
 run grant add web skill review
@@ -281,13 +413,13 @@ expect 1 "no such project nosuch" "grant remove from a missing project: exit 1"
 check "one grant is left" [ "$(psql_q "select resource_kind || ':' || resource_name from grants")" = mcp_server:github ]
 
 # --- the audit log ------------------------------------------------------------------
-for a in repo.add:8 skill.add:4 mcp.add:3 grant.add:2 grant.remove:1; do
+for a in repo.add:8 skill.add:4 mcp.add:7 grant.add:2 grant.remove:1; do
 	n=$(audit "${a%%:*}")
 	check "audit log: ${a#*:} ${a%%:*} row(s) by the operator over the control socket ($n)" \
 		[ "$n" = "${a#*:}" ]
 done
 check "audit log: mcp.add rows say whether there were credentials" \
-	[ "$(psql_q "select count(*) from audit_log where action = 'mcp.add' and detail ? 'credentials'")" = 3 ]
+	[ "$(psql_q "select count(*) from audit_log where action = 'mcp.add' and detail ? 'credentials'")" = 7 ]
 check "audit log: grant rows carry the project" \
 	[ "$(psql_q "select count(*) from audit_log where action like 'grant.%' and project_id is null")" = 0 ]
 
@@ -329,6 +461,22 @@ else notok "memgrep finds a known string in the supervisor (control)"; fi
 if "$TOOLS/memgrep" "$SUP_PID" "$TOKHEX"; then
 	notok "no copy of the repository token is left in the supervisor's memory"
 else ok "no copy of the repository token is left in the supervisor's memory"; fi
+# MCP credentials are also parsed (JSON) to check the spec's references:
+# the parser's copies are wiped as well, for an add that is stored and one
+# that is refused (sent last).  Long values, searched for by their tails:
+# malloc's own bookkeeping overwrites the head of a freed block, never
+# the rest.
+MCPV1="mcpv1_$(od -An -N48 -tx1 /dev/urandom | tr -d ' \n')"
+MCPV2="mcpv2_$(od -An -N48 -tx1 /dev/urandom | tr -d ' \n')"
+run_in "{\"api_key\": \"$MCPV1\"}" mcp add lastmcp "$T/github.json"
+expect 0 "mcp server lastmcp version 1 added" "mcp add just before the memory search"
+run_in "{\"api_key\": \"$MCPV1\", \"unused\": \"$MCPV2\"}" mcp add lastmcp "$T/github.json"
+expect 1 "credentials.unused: not referenced" "... and one refused after its credentials were parsed"
+for v in "$MCPV1" "$MCPV2"; do
+	if "$TOOLS/memgrep" "$SUP_PID" "$(printf '%s' "$v" | tail -c 48 | od -An -tx1 | tr -d ' \n')"; then
+		notok "no copy of an MCP credential (${v%%_*}) is left in the supervisor's memory"
+	else ok "no copy of an MCP credential (${v%%_*}) is left in the supervisor's memory"; fi
+done
 
 # --- end ---------------------------------------------------------------------------
 run status

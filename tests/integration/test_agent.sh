@@ -111,9 +111,13 @@ printf '# tidy\nVERSION-TWO-RULES: newer.\n' >"$T/tidy2.md"
 chmod 0644 "$T/tidy1.md" "$T/tidy2.md"
 ctl user add alice && ctl project add p1 && ctl member add p1 alice admin &&
 	ctl repo add p1 clean "$T/repos/clean" </dev/null && ctl skill add tidy "$T/tidy1.md" &&
-	ctl grant add p1 skill tidy && printf '{"command": "gh-mcp"}' >"$T/gh.json" && chmod 0644 "$T/gh.json" &&
+	ctl grant add p1 skill tidy &&
+	printf '{"transport": "stdio", "command": ["gh-mcp"], "env": {"GH_TOKEN": "${credentials.token}", "GH_HOST_KEY": "${credentials.other}"}}' >"$T/gh.json" &&
+	chmod 0644 "$T/gh.json" &&
 	MCPA="mcp-token-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')" &&
-	printf '%s' "$MCPA" | ctl mcp add gh "$T/gh.json" && ctl grant add p1 mcp gh
+	MCPB="mcp-other-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')" &&
+	printf '{"token": "%s", "other": "%s"}' "$MCPA" "$MCPB" | ctl mcp add gh "$T/gh.json" &&
+	ctl grant add p1 mcp gh
 SETUP=$?
 TA=$(new_token alice)
 P1=$(psql_q "select id from projects where name = 'p1'")
@@ -222,16 +226,16 @@ check "the provider got the results of all nine calls" \
 check "the key the model echoed is redacted in agent.message" pyj "$(payloads "$R2" agent.message)" \
 	"'$KEY' not in d[0]['text'] and '$OKEY' not in d[0]['text'] and '*' * ${#KEY} in d[0]['text']"
 
-# an MCP server's credentials, echoed by the model: redacted
-script "[{\"reply\": {\"text\": \"creds: $MCPA, see?\"}}]"
+# an MCP server's credentials, echoed by the model: each value redacted
+script "[{\"reply\": {\"text\": \"creds: $MCPA, see? $MCPB\"}}]"
 submit mcpuser
 RM=$RUN
 wait_for 30 ended "$RM"
 check "a step of a run with an MCP server succeeds ($(run_status "$RM"))" is_status "$RM" succeeded
 check "the MCP server's credentials the model echoed are redacted in agent.message" \
-	pyj "$(payloads "$RM" agent.message)" "'$MCPA' not in d[0]['text'] and d[0]['text'] == 'creds: ' + '*' * ${#MCPA} + ', see?'"
+	pyj "$(payloads "$RM" agent.message)" "'$MCPA' not in d[0]['text'] and d[0]['text'] == 'creds: ' + '*' * ${#MCPA} + ', see? ' + '*' * ${#MCPB}"
 check "... and in the stored conversation" \
-	[ "$(psql_q "select count(*) from agent_messages where run_id = '$RM' and message::text like '%$MCPA%'")" = 0 ]
+	[ "$(psql_q "select count(*) from agent_messages where run_id = '$RM' and (message::text like '%$MCPA%' or message::text like '%$MCPB%')")" = 0 ]
 
 # --- 3. the key is nowhere but where it belongs ------------------------------------------
 # a run that waits on the model (for 12 s, under a 20 s timeout), so its

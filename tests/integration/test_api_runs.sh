@@ -99,7 +99,7 @@ NOW_MONTH=$(date -u +%Y-%m)
 
 # --- set-up ------------------------------------------------------------------------
 printf '# C style\n\nIndent with tabs; keep functions short.\n' >"$T/c-style.md"
-printf '{"command": "mcp-github", "args": ["--stdio"]}\n' >"$T/github.json"
+printf '{"transport": "stdio", "command": ["mcp-github", "--stdio"]}\n' >"$T/github.json"
 ctl user add alice "Alice Admin" && ctl user add mona && ctl user add vic && ctl user add nora &&
 	ctl user add mona2 && ctl user add extra1 && ctl user add zed &&
 	TA=$(new_token alice) && TM=$(new_token mona) && TV=$(new_token vic) && TN=$(new_token nora) &&
