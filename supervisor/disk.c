@@ -16,7 +16,7 @@
  *
  * Root mode only; where the host has no loop devices or no mkfs.ext4 the
  * daemon says so once at start and runs without the limit.  One image is
- * made ahead while runs come (the spare, below), so that a run's set-up
+ * made ahead while runs come (the spares, below), so that a run's set-up
  * rarely waits for mkfs.
  */
 #include <sys/ioctl.h>
@@ -56,8 +56,8 @@ static LIST_HEAD(, disk_job) disk_jobs = LIST_HEAD_INITIALIZER(disk_jobs);
 static int disk_ok = -1; /* -1 not checked yet, 0 no, 1 yes */
 
 /*
- * The spare: one image made ahead (STATE/runs/spare-disk.img, sandbox.disk
- * bytes, mkfs done), which the next run's disk_make renames to its own
+ * The spares: DISK_SPARES images made ahead (STATE/runs/spare-disk.N.img,
+ * sandbox.disk bytes, mkfs done), one of which the next run's disk_make renames to its own
  * instead of waiting for mkfs.ext4 (about 20 ms of each run's set-up).  A
  * new one is made DISK_SPARE_DELAY_MS after one is taken, when the run
  * that took it is past its set-up; a sparse image with lazy
@@ -65,13 +65,14 @@ static int disk_ok = -1; /* -1 not checked yet, 0 no, 1 yes */
  * sandbox.disk (a reload) is thrown away.
  */
 #define DISK_SPARE_DELAY_MS 50
-static struct {
+#define DISK_SPARES 2 /* a run that comes before the one taken is made again finds one */
+static struct spare {
 	pid_t pid; /* its mkfs, 0 none */
 	int ready;
 	uint64_t size;
 	char path[PATH_MAX];
-	struct event *ev; /* the making, later */
-} spare;
+} spares[DISK_SPARES];
+static struct event *spare_ev; /* the making, later */
 
 int
 disk_enabled(void)
@@ -115,36 +116,42 @@ disk_mkfs_exec(const char *img, uid_t uid, gid_t gid)
 	_exit(127);
 }
 
-/* The spare is made now (or is there, or being made). */
+/* The spares are made now (or are there, or being made). */
 static void
 spare_make(evutil_socket_t fd, short what, void *arg)
 {
 	char runs[PATH_MAX];
+	struct spare *sp;
 	pid_t pid;
+	size_t i;
 	int ifd;
 
 	(void)fd, (void)what, (void)arg;
-	if (sup.stopping || !disk_enabled() || spare.pid != 0 || spare.ready)
+	if (sup.stopping || !disk_enabled() ||
+	    fmt_ok(runs, sizeof(runs), "%s/runs", sup.conf.state_dir) == -1 ||
+	    (mkdir(runs, 0711) == -1 && errno != EEXIST))
 		return;
-	if (fmt_ok(runs, sizeof(runs), "%s/runs", sup.conf.state_dir) == -1 ||
-	    fmt_ok(spare.path, sizeof(spare.path), "%s/spare-disk.img", runs) == -1)
-		return;
-	if (mkdir(runs, 0711) == -1 && errno != EEXIST)
-		return;
-	if ((ifd = open(spare.path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600)) ==
-	        -1 ||
-	    ftruncate(ifd, (off_t)sup.conf.sandbox.disk) == -1 || (pid = fork()) == -1) {
-		log_warn("the spare disk %s", spare.path);
-		if (ifd != -1)
-			close(ifd);
-		unlink(spare.path);
-		return;
+	for (i = 0; i < DISK_SPARES; i++) {
+		sp = &spares[i];
+		if (sp->pid != 0 || sp->ready)
+			continue;
+		if (fmt_ok(sp->path, sizeof(sp->path), "%s/spare-disk.%zu.img", runs, i) == -1)
+			return;
+		if ((ifd = open(sp->path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+		                0600)) == -1 ||
+		    ftruncate(ifd, (off_t)sup.conf.sandbox.disk) == -1 || (pid = fork()) == -1) {
+			log_warn("the spare disk %s", sp->path);
+			if (ifd != -1)
+				close(ifd);
+			unlink(sp->path);
+			return;
+		}
+		close(ifd);
+		if (pid == 0)
+			disk_mkfs_exec(sp->path, 0, 0);
+		sp->pid = pid;
+		sp->size = sup.conf.sandbox.disk;
 	}
-	close(ifd);
-	if (pid == 0)
-		disk_mkfs_exec(spare.path, 0, 0);
-	spare.pid = pid;
-	spare.size = sup.conf.sandbox.disk;
 }
 
 /* A spare made in a while. */
@@ -153,10 +160,10 @@ spare_later(void)
 {
 	struct timeval tv = {0, DISK_SPARE_DELAY_MS * 1000};
 
-	if (spare.ev == NULL && (spare.ev = evtimer_new(sup.base, spare_make, NULL)) == NULL)
+	if (spare_ev == NULL && (spare_ev = evtimer_new(sup.base, spare_make, NULL)) == NULL)
 		fatalx("the spare disk: event set-up");
-	if (!evtimer_pending(spare.ev, NULL))
-		evtimer_add(spare.ev, &tv);
+	if (!evtimer_pending(spare_ev, NULL))
+		evtimer_add(spare_ev, &tv);
 }
 
 void
@@ -169,13 +176,17 @@ disk_spare_prepare(void)
 void
 disk_spare_stop(void)
 {
-	if (spare.ev != NULL)
-		evtimer_del(spare.ev);
-	if (spare.pid != 0)
-		kill(spare.pid, SIGKILL);
-	if (spare.pid != 0 || spare.ready)
-		unlink(spare.path);
-	spare.ready = 0;
+	size_t i;
+
+	if (spare_ev != NULL)
+		evtimer_del(spare_ev);
+	for (i = 0; i < DISK_SPARES; i++) {
+		if (spares[i].pid != 0)
+			kill(spares[i].pid, SIGKILL);
+		if (spares[i].pid != 0 || spares[i].ready)
+			unlink(spares[i].path);
+		spares[i].ready = 0;
+	}
 }
 
 /* A job that took the spare: its disk is mounted now, off disk_make's
@@ -209,17 +220,24 @@ spare_take(const char *img, const char *mnt, uid_t uid, gid_t gid, disk_cb cb, v
 	struct timeval now = {0, 0};
 	struct disk_job *j;
 
-	if (!spare.ready)
-		return NULL;
-	if (spare.size != sup.conf.sandbox.disk) { /* sandbox.disk changed */
-		unlink(spare.path);
-		spare.ready = 0;
-		return NULL;
+	struct spare *sp = NULL;
+	size_t i;
+
+	for (i = 0; i < DISK_SPARES; i++) {
+		if (!spares[i].ready)
+			continue;
+		if (spares[i].size != sup.conf.sandbox.disk) { /* sandbox.disk changed */
+			unlink(spares[i].path);
+			spares[i].ready = 0;
+			continue;
+		}
+		if (sp == NULL)
+			sp = &spares[i];
 	}
-	if (uid != 0 || gid != 0 || (mkdir(mnt, 0700) == -1 && errno != EEXIST) ||
-	    rename(spare.path, img) == -1)
+	if (sp == NULL || uid != 0 || gid != 0 || (mkdir(mnt, 0700) == -1 && errno != EEXIST) ||
+	    rename(sp->path, img) == -1)
 		return NULL;
-	spare.ready = 0;
+	sp->ready = 0;
 	if ((j = calloc(1, sizeof(*j))) == NULL)
 		fatal("calloc");
 	snprintf(j->img, sizeof(j->img), "%s", img);
@@ -373,15 +391,21 @@ disk_reaped(pid_t pid, int status)
 	char err[512];
 	int ok;
 
-	if (spare.pid != 0 && pid == spare.pid) {
-		spare.pid = 0;
-		spare.ready = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-		if (!spare.ready) {
+	size_t i;
+
+	for (i = 0; i < DISK_SPARES; i++) {
+		struct spare *sp = &spares[i];
+
+		if (sp->pid == 0 || pid != sp->pid)
+			continue;
+		sp->pid = 0;
+		sp->ready = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+		if (!sp->ready) {
 			if (!sup.stopping)
 				log_warnx("the spare disk: mkfs.ext4 failed (%s %d)",
 				          WIFEXITED(status) ? "status" : "signal",
 				          WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
-			unlink(spare.path);
+			unlink(sp->path);
 		}
 		return 1;
 	}

@@ -39,7 +39,7 @@
  * of agrippa-git (about 8 ms of each run's set-up).  A spare holds nothing
  * until its request comes; one that waited longer than GITRUN_SPARE_MS is
  * not used (the helper gives up on a request after 10 s). */
-#define GITRUN_SPARES 2
+#define GITRUN_SPARES 4 /* a run takes two (fetch, checkout); the next finds two more */
 #define GITRUN_SPARE_MS 7000
 #define GITRUN_SPARE_DELAY_MS 50
 
