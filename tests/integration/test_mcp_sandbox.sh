@@ -180,6 +180,13 @@ descendants() {
 names=$(for p in $(descendants "$SUP_PID"); do tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null; echo; done)
 check "no server, tool server or MCP client left under the daemon" sh -c \
 	"! printf '%s\n' \"\$0\" | grep -Eq 'agrippa-sandbox|agrippa-mcpc|node|sleep|flood'" "$names"
+ids=$(sed -n 's/.*sandbox \(sbx-[0-9a-f]*\) started.*an MCP server.*/\1/p' "$LOG" | sort -u)
+check "the servers' sandboxes were logged ($(echo $ids | wc -w) of them)" [ "$(echo $ids | wc -w)" -ge 8 ]
+left=""
+for id in $ids; do
+	left="$left$(find /sys/fs/cgroup -maxdepth 6 -type d -name "$id" 2>/dev/null)"
+done
+check "no cgroup of a server's sandbox left (so no process in one)" [ -z "$left" ]
 check "no mount of a server's sandbox left on the host" sh -c "! grep -q '$T/state/sandboxes' /proc/self/mountinfo"
 check "no sandbox workspace left" sh -c "[ -z \"\$(ls -A '$T/state/sandboxes' 2>/dev/null)\" ]"
 check "the credential is not in the daemon's log" sh -c "! grep -q '$RND' '$LOG'"
