@@ -61,7 +61,7 @@ BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 .PHONY: all check tests deps fuzz demo install clean bench users
 all: $(BUILD)/agrippad $(BUILD)/agrippactl $(BUILD)/agrippa-sandbox $(BUILD)/agrippa-git \
-     $(BUILD)/agrippa-tree $(BUILD)/agrippa
+     $(BUILD)/agrippa-tree $(BUILD)/agrippa $(BUILD)/agrippa-mcpc
 
 $(BUILD)/sqlgen.c: scripts/sqlgen.sh $(SQL_FILES)
 	@mkdir -p $(@D)
@@ -102,6 +102,11 @@ $(BUILD)/agrippa-sandbox: $(BUILD)/sandbox/main.o $(BUILD)/libagrippa.a
 TREE_LIBS := $(shell pkg-config --libs libcap 2>/dev/null)
 $(BUILD)/agrippa-tree: $(BUILD)/remover/main.o $(BUILD)/libagrippa.a
 	$(CC) $(ALL_LDFLAGS) -Wl,--as-needed -o $@ $^ $(TREE_LIBS)
+
+# mcp test's MCP client (mcpc/main.c): the runner's client code alone.
+MCPC_LIBS := $(shell pkg-config --libs libevent jansson libsodium 2>/dev/null)
+$(BUILD)/agrippa-mcpc: $(BUILD)/mcpc/main.o $(BUILD)/libagrippa.a
+	$(CC) $(ALL_LDFLAGS) -Wl,--as-needed -o $@ $^ $(MCPC_LIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libagrippa.a
 	@mkdir -p $(@D)
@@ -187,7 +192,7 @@ install: all
 	install -m 0755 $(BUILD)/agrippa $(DESTDIR)$(BINDIR)/
 	install -m 0644 docs/agrippa.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0755 $(BUILD)/agrippad $(BUILD)/agrippactl $(BUILD)/agrippa-sandbox $(BUILD)/agrippa-git \
-	    $(BUILD)/agrippa-tree \
+	    $(BUILD)/agrippa-tree $(BUILD)/agrippa-mcpc \
 	    $(DESTDIR)$(SBINDIR)/
 	install -m 0644 docs/agrippad.8 docs/agrippactl.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 docs/agrippad.conf.5 docs/agrippa-template.5 $(DESTDIR)$(MANDIR)/man5/

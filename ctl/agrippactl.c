@@ -59,6 +59,7 @@ static const struct ctl_cmd cmds[] = {
 	{ "mcp add", 2, 2, "mcp add NAME SPEC  (credentials on standard input)" },
 	{ "mcp list", 0, 0, "mcp list" },
 	{ "mcp show", 1, 2, "mcp show NAME [VERSION]" },
+	{ "mcp test", 1, 2, "mcp test NAME [VERSION]" },
 	{ "grant add", 3, 3, "grant add PROJECT skill|mcp NAME" },
 	{ "grant remove", 3, 3, "grant remove PROJECT skill|mcp NAME" },
 	{ "grant list", 1, 1, "grant list PROJECT" },
@@ -346,6 +347,55 @@ print_mcp_show(json_t *data)
 		fprintf(stderr, "agrippactl: this version predates the spec's checks: %s\n", check);
 }
 
+/*
+ * mcp test: data.result is the JSON text the daemon's MCP client printed
+ * ({protocol, era, listed, kept, dropped, shown, tools: [{name,
+ * description}]}); it becomes data's own fields.
+ */
+static void
+mcp_test_data(json_t *data)
+{
+	const char *text = json_string_value(json_object_get(data, "result"));
+	json_t *res;
+
+	if (text != NULL && (res = json_loads(text, 0, NULL)) != NULL && json_is_object(res)) {
+		json_object_update(data, res);
+		json_object_del(data, "result");
+	}
+	if (text != NULL && res != NULL)
+		json_decref(res);
+}
+
+/* One line per tool: its name, then its description's first line (the
+ * client made its control characters '?'), then what was left out. */
+static void
+print_mcp_test(json_t *data)
+{
+	json_t *tools = json_object_get(data, "tools"), *t;
+	json_int_t listed = json_integer_value(json_object_get(data, "listed"));
+	json_int_t shown = json_integer_value(json_object_get(data, "shown"));
+	json_int_t dropped = json_integer_value(json_object_get(data, "dropped"));
+	size_t i, w = 0, n;
+
+	json_array_foreach(tools, i, t)
+		if ((n = text_width(json_string_value(json_object_get(t, "name")))) > w)
+			w = n;
+	printf("%s: protocol %s (%s), %lld tools\n",
+	    json_string_value(json_object_get(data, "name")),
+	    json_string_value(json_object_get(data, "protocol")),
+	    json_string_value(json_object_get(data, "era")), (long long)listed);
+	json_array_foreach(tools, i, t) {
+		const char *nm = json_string_value(json_object_get(t, "name"));
+		const char *d = json_string_value(json_object_get(t, "description"));
+
+		printf("%s%*s  %s\n", nm, (int)(w - text_width(nm)), "", d != NULL ? d : "");
+	}
+	if (dropped > 0)
+		printf("(%lld dropped by the client's caps)\n", (long long)dropped);
+	if (listed - dropped > shown)
+		printf("(%lld more not shown)\n", (long long)(listed - dropped - shown));
+}
+
 static int
 print_reply(const char *cmd, struct ipc_ctl_reply *r, int json)
 {
@@ -353,6 +403,8 @@ print_reply(const char *cmd, struct ipc_ctl_reply *r, int json)
 
 	if (strcmp(cmd, "mcp show") == 0 && r->code == 0 && json_is_object(data))
 		mcp_show_data(data);
+	if (strcmp(cmd, "mcp test") == 0 && r->code == 0 && json_is_object(data))
+		mcp_test_data(data);
 
 	if (json) {
 		out = json_pack("{s:b,s:s%,s:O}", "ok", r->code == 0, "message", r->message,
@@ -366,6 +418,8 @@ print_reply(const char *cmd, struct ipc_ctl_reply *r, int json)
 		print_status(data);
 	} else if (strcmp(cmd, "mcp show") == 0 && json_is_object(json_object_get(data, "spec"))) {
 		print_mcp_show(data);
+	} else if (strcmp(cmd, "mcp test") == 0 && json_is_array(json_object_get(data, "tools"))) {
+		print_mcp_test(data);
 	} else if (json_is_array(json_object_get(data, "columns")) &&
 	    json_is_array(json_object_get(data, "rows"))) {
 		print_table(json_object_get(data, "columns"), json_object_get(data, "rows"));
@@ -456,7 +510,9 @@ main(int argc, char *argv[])
 	if (w.sb.data != NULL)
 		sodium_memzero(w.sb.data, w.sb.size);
 	ipc_wbuf_free(&w);
-	if (ipc_read_frame(fd, ROLE_CTL, ROLE_SUPERVISOR, CTL_MAX_FRAME, CTL_TIMEOUT_MS, &m,
+	/* mcp test waits for a server's startup_timeout (at most 600 s) */
+	if (ipc_read_frame(fd, ROLE_CTL, ROLE_SUPERVISOR, CTL_MAX_FRAME,
+		strcmp(cmd->name, "mcp test") == 0 ? CTL_MCP_TEST_TIMEOUT_MS : CTL_TIMEOUT_MS, &m,
 		&err) == -1 ||
 	    m.type != IMSG_CTL_REPLY || ipc_dec_ctl_reply(m.body, &r) == -1) {
 		fprintf(stderr, "agrippactl: no valid reply from the daemon: %s\n",

@@ -97,6 +97,7 @@ struct admin_req {
 	int deferred;           /* done() answers later (repo test) */
 	struct gitrun *gitrun;  /* repo test: the helper at work */
 	struct mirror_wait *mwait; /* repo test: waiting for the mirror's fetch */
+	struct mcptest *mcptest;   /* mcp test: the server and its client at work */
 	char scratch[PATH_MAX]; /* repo test: its workspace */
 	char mirror[PATH_MAX];  /* repo test: the connection's mirror */
 	char url[IPC_GIT_URL_MAX + 1];
@@ -1147,7 +1148,7 @@ prep_mcp_show(struct admin_req *r, struct admin_args *a, char *err, size_t sz)
 	if (check_resource(r, 0, err, sz) == -1)
 		return -1;
 	if (r->argc > 1 && (v = number_in(r->argv[1], 1, 999999999)) == -1) {
-		snprintf(err, sz, "mcp show: VERSION must be a number from 1 to 999999999");
+		snprintf(err, sz, "%s: VERSION must be a number from 1 to 999999999", r->cmd->name);
 		return -1;
 	}
 	arg_str(a, r->argv[0]);
@@ -1430,6 +1431,73 @@ done_mcp_show(struct admin_req *r, PGresult *res)
 	free(norm);
 }
 
+/* The MCP client's word (mcptest.c): the tools as its JSON text, which
+ * agrippactl decodes, or why the server failed. */
+static void
+mcp_test_done(void *arg, int ok, const char *text)
+{
+	struct admin_req *r = arg;
+	struct ipc_wbuf w;
+	char msg[128];
+
+	r->mcptest = NULL;
+	if (!ok) {
+		admin_reply(r, 1, "mcp test %s: %.3900s", r->argv[0], text);
+	} else {
+		snprintf(msg, sizeof(msg), "mcp server %.64s answered", r->argv[0]);
+		ipc_wbuf_begin(&w, IMSG_CTL_REPLY, r->msgid, 3);
+		ipc_put_u64(&w, 0);
+		ipc_put_str(&w, msg);
+		ipc_put_map(&w, 2);
+		ipc_put_str(&w, "name");
+		ipc_put_str(&w, r->argv[0]);
+		ipc_put_str(&w, "result");
+		ipc_put_str(&w, text);
+		admin_send(r->ch, &w, r->msgid);
+	}
+	admin_req_free(r);
+}
+
+/* mcp test: the stored spec and sealed credentials of the version; its
+ * server is started and its client asked for its tools (mcptest.c). */
+static void
+done_mcp_test(struct admin_req *r, PGresult *res)
+{
+	struct mcp_forbidden fb;
+	struct mcpspec_ctx ctx;
+	unsigned char *creds = NULL;
+	size_t clen = 0;
+	char err[ADMIN_MSG_MAX - 128];
+
+	if (PQntuples(res) != 1) {
+		if (r->argc > 1)
+			admin_reply(r, 1, "mcp test: mcp server %s has no version %s", r->argv[0],
+			    r->argv[1]);
+		else
+			admin_reply(r, 1, "mcp test: no such mcp server %s", r->argv[0]);
+		return;
+	}
+	if (sealed_open(res, 0, 2, SECRET_CTX_MCP, &creds, &clen) == -1) {
+		log_warnx("mcp test %s: its credentials do not open with this master key",
+		    r->argv[0]);
+		admin_reply(r, 1, "mcp test %s: its credentials do not open with this master key",
+		    r->argv[0]);
+		return;
+	}
+	mcp_forbidden_paths(&fb);
+	ctx = (struct mcpspec_ctx){ .flags = MCPSPEC_F_RESOLVE, .forbidden = fb.p,
+		.nforbidden = fb.n };
+	r->mcptest = mcptest_start(r->argv[0], PQgetvalue(res, 0, 1), (const char *)creds, clen,
+	    &ctx, mcp_test_done, r, err, sizeof(err));
+	if (creds != NULL)
+		sodium_free(creds);
+	if (r->mcptest == NULL) {
+		admin_reply(r, 1, "mcp test %s: %s", r->argv[0], err);
+		return;
+	}
+	r->deferred = 1;
+}
+
 /* "skill" or "mcp server", for messages about argv[1] */
 static const char *
 grant_kind(struct admin_req *r)
@@ -1491,6 +1559,7 @@ static const struct admin_cmd admin_cmds[] = {
 	{ "mcp add", "ctl_mcp_add", 2, 3, prep_mcp_add, done_mcp_add, ADMIN_F_SECRET },
 	{ "mcp list", "ctl_mcp_list", 0, 0, prep_none, NULL, 0 },
 	{ "mcp show", "ctl_mcp_show", 1, 2, prep_mcp_show, done_mcp_show, 0 },
+	{ "mcp test", "ctl_mcp_test", 1, 2, prep_mcp_show, done_mcp_test, 0 },
 	{ "grant add", "ctl_grant_add", 3, 3, prep_grant, done_grant_add, 0 },
 	{ "grant remove", "ctl_grant_remove", 3, 3, prep_grant, done_grant_remove, 0 },
 	{ "grant list", "ctl_grant_list", 1, 1, prep_project, NULL,
@@ -1751,6 +1820,8 @@ ctl_admin_cancel(const struct ipc_chan *ch)
 			gitrun_abandon(r->gitrun);
 			remove_tree(r->scratch);
 		}
+		if (r->mcptest != NULL)
+			mcptest_abandon(r->mcptest);
 		admin_req_free(r);
 	}
 }

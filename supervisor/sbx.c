@@ -71,6 +71,11 @@ struct sbx {
 	int go;               /* write end: the launch, once the workspace is known */
 	int errr;             /* read end: the child's failure reason, EOF at exec */
 	int lis;              /* the listener it made for egress, until taken; or -1 */
+	int mcp;              /* an MCP server's sandbox: no hello on its channel */
+	int serr;             /* an MCP server's stderr (read end), until taken; or -1 */
+	struct event *stop_ev; /* sbx_stop: SIGTERM, then SIGKILL */
+	int stop_stage;
+	unsigned grace_ms;
 	char fresh[PATH_MAX]; /* a workspace made for this sandbox, removed at the end */
 	struct sbx_cgroup cg;
 	sbx_done_cb done;
@@ -110,7 +115,10 @@ struct sbx_child {
 	int ws;       /* in the child: O_PATH descriptor of the workspace */
 	int art;      /* in the child: of .agrippa/artifacts (readOnly), or -1 */
 	int objs;     /* in the child: the mirror's objects (a mount or O_PATH), or -1 */
-	int parent[3]; /* the supervisor's ends of the above, closed first */
+	int parent[4]; /* the supervisor's ends of the above, closed first (or -1) */
+	int serrw;    /* an MCP server: write end of its stderr pipe, or -1 */
+	const struct sbx_mcp *mcp; /* an MCP server's sandbox, or NULL */
+	char **xargv, **xenv; /* an MCP server: the tool server's argv and environment */
 	int devmode;
 	const struct conf_sandbox *lim;
 	struct sbx_launch l;
@@ -384,6 +392,47 @@ sbx_mount_dev(const struct sbx_child *c, const char *shmopts)
 		sbx_fail(c, "/dev read-only", errno);
 }
 
+/* Whether path is /usr or one of the host's /bin, /sbin, /lib* (or below),
+ * which every sandbox sees read-only already. */
+static int
+sbx_in_system(const char *path)
+{
+	static const char *const dirs[] = { "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64",
+		"/libx32" };
+	size_t i, n;
+
+	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		n = strlen(dirs[i]);
+		if (strncmp(path, dirs[i], n) == 0 && (path[n] == '\0' || path[n] == '/'))
+			return 1;
+	}
+	return 0;
+}
+
+/* An MCP server's paths, read-only at the same place in the new root (its
+ * directories made on the way); one under /usr or /lib* is there already. */
+static void
+sbx_mount_paths(const struct sbx_child *c)
+{
+	char dst[PATH_MAX + sizeof(SBX_NEWROOT)], *p;
+	size_t i;
+
+	for (i = 0; c->mcp != NULL && i < c->mcp->npaths; i++) {
+		if (sbx_in_system(c->mcp->paths[i]))
+			continue;
+		if ((size_t)snprintf(dst, sizeof(dst), SBX_NEWROOT "%s", c->mcp->paths[i]) >=
+		    sizeof(dst))
+			sbx_fail(c, "a path of the MCP server", ENAMETOOLONG);
+		for (p = dst + sizeof(SBX_NEWROOT); (p = strchr(p, '/')) != NULL; p++) {
+			*p = '\0';
+			sbx_mkdir(c, dst, 0755);
+			*p = '/';
+		}
+		sbx_mkdir(c, dst, 0755);
+		sbx_bind(c, c->mcp->paths[i], dst, MS_RDONLY | MS_NOSUID | MS_NODEV);
+	}
+}
+
 static void
 sbx_pivot(const struct sbx_child *c)
 {
@@ -462,8 +511,25 @@ sbx_drop(const struct sbx_child *c)
 static void
 sbx_fds(struct sbx_child *c)
 {
-	int nul, chan, bin, errw;
+	int nul, chan, bin, errw, serrw;
 
+	if (c->mcp != NULL) {
+		/* an MCP server: 0 and 1 the channel, 2 its stderr pipe */
+		if ((chan = fcntl(c->chan, F_DUPFD_CLOEXEC, 10)) == -1 ||
+		    (serrw = fcntl(c->serrw, F_DUPFD_CLOEXEC, 10)) == -1 ||
+		    (bin = fcntl(c->bin, F_DUPFD_CLOEXEC, 10)) == -1 ||
+		    (errw = fcntl(c->errw, F_DUPFD_CLOEXEC, 10)) == -1)
+			sbx_fail(c, "descriptors", errno);
+		c->errw = errw;
+		if (dup2(chan, 0) == -1 || dup2(chan, 1) == -1 || dup2(serrw, 2) == -1 ||
+		    dup3(bin, 4, O_CLOEXEC) == -1 || dup3(errw, 5, O_CLOEXEC) == -1)
+			sbx_fail(c, "descriptors", errno);
+		c->errw = 5;
+		c->bin = 4;
+		close_range(3, 3, 0);
+		closefrom(6);
+		return;
+	}
 	if ((chan = fcntl(c->chan, F_DUPFD_CLOEXEC, 10)) == -1 ||
 	    (bin = fcntl(c->bin, F_DUPFD_CLOEXEC, 10)) == -1 ||
 	    (errw = fcntl(c->errw, F_DUPFD_CLOEXEC, 10)) == -1)
@@ -595,13 +661,13 @@ sbx_child_main(struct sbx_child *c)
 	char *envp[12];
 	int envc = 0;
 
-	sbx_close_all(c->parent, 3);
+	sbx_close_all(c->parent, 4);
 	/* Nothing else of the supervisor's stays open here: a prepared child
 	 * may wait long for its launch, and a copy of a socket the supervisor
 	 * has closed would keep that socket registered in the supervisor's
 	 * event loop (epoll forgets a descriptor only once every copy of it is
 	 * closed), where a dead peer's end is ready for ever. */
-	sbx_keep_only((int[]){ c->chan, c->go, c->errw, c->bin }, 4);
+	sbx_keep_only((int[]){ c->chan, c->go, c->errw, c->bin, c->serrw }, c->mcp ? 5 : 4);
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == -1)
 		sbx_fail(c, "pdeathsig", errno);
 	/*
@@ -654,6 +720,7 @@ sbx_child_main(struct sbx_child *c)
 	snprintf(shmopts, sizeof(shmopts), "mode=1777,size=%llu,nr_inodes=4096",
 	    (unsigned long long)c->lim->tmp_size);
 	sbx_tmpfs(c, SBX_NEWROOT "/tmp", tmpopts, MS_NOSUID | MS_NODEV);
+	sbx_mount_paths(c);
 	sbx_mkdir(c, SBX_NEWROOT "/proc", 0555);
 	if (mount("proc", SBX_NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) ==
 	    -1)
@@ -679,7 +746,10 @@ sbx_child_main(struct sbx_child *c)
 			envp[envc++] = *e;
 #endif
 	envp[envc] = NULL;
-	syscall(SYS_execveat, c->bin, "", argv, envp, AT_EMPTY_PATH);
+	if (c->mcp != NULL) /* its environment, made before clone */
+		syscall(SYS_execveat, c->bin, "", c->xargv, c->xenv, AT_EMPTY_PATH);
+	else
+		syscall(SYS_execveat, c->bin, "", argv, envp, AT_EMPTY_PATH);
 	sbx_fail(c, "execute agrippa-sandbox", errno);
 }
 
@@ -936,23 +1006,88 @@ sbx_discard(struct sbx *s, int reaped)
 		}
 		close(s->pidfd);
 	}
-	sbx_close_all((int[]){ s->drv, s->go, s->errr, s->lis }, 4);
+	sbx_close_all((int[]){ s->drv, s->go, s->errr, s->lis, s->serr }, 5);
 	cgroup_destroy(&s->cg);
 	if (s->fresh[0] != '\0')
 		remove_tree(s->fresh);
 	free(s);
 }
 
+/* Whether the environment entries env[0..n) set name (the part of e before '='). */
+static int
+sbx_env_has(char *const *env, size_t n, const char *e)
+{
+	size_t i, k = strcspn(e, "=");
+
+	for (i = 0; i < n; i++)
+		if (strncmp(env[i], e, k) == 0 && env[i][k] == '=')
+			return 1;
+	return 0;
+}
+
+/*
+ * An MCP server's tool server: argv "agrippa-sandbox mcp COMMAND...", and
+ * an environment of the server's own entries, then PATH, HOME and LANG
+ * where the server sets none, the sandbox's markers and (sanitized builds)
+ * the sanitizers' options.  Pointer arrays only, into mcp's strings and
+ * the supervisor's environment, which the child copies with the rest of
+ * the supervisor's memory.  0, or -1 with err set.
+ */
+static int
+sbx_mcp_exec(struct sbx_child *c, int network, char *err, size_t errsz)
+{
+	static char *const dflt[] = { "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/workspace",
+		"LANG=C.UTF-8" };
+	size_t na = 0, ne = 0, i, n = 0;
+
+	while (c->mcp->argv[na] != NULL)
+		na++;
+	while (c->mcp->env != NULL && c->mcp->env[ne] != NULL)
+		ne++;
+	if (na == 0) {
+		snprintf(err, errsz, "sandbox: the MCP server has no command");
+		return -1;
+	}
+	if ((c->xargv = calloc(na + 3, sizeof(char *))) == NULL ||
+	    (c->xenv = calloc(ne + 10, sizeof(char *))) == NULL) {
+		snprintf(err, errsz, "out of memory");
+		return -1;
+	}
+	c->xargv[0] = "agrippa-sandbox";
+	c->xargv[1] = "mcp";
+	for (i = 0; i < na; i++)
+		c->xargv[2 + i] = c->mcp->argv[i];
+	for (i = 0; i < ne; i++)
+		c->xenv[n++] = c->mcp->env[i];
+	for (i = 0; i < sizeof(dflt) / sizeof(dflt[0]); i++)
+		if (!sbx_env_has(c->mcp->env, ne, dflt[i]))
+			c->xenv[n++] = dflt[i];
+	c->xenv[n++] = "AGRIPPA_SANDBOX=1";
+	if (network)
+		c->xenv[n++] = "AGRIPPA_EGRESS=1";
+#ifdef AGRIPPA_SANITIZE
+	for (char **e = environ; *e != NULL && n < ne + 9; e++)
+		if (strncmp(*e, "ASAN_OPTIONS=", 13) == 0 || strncmp(*e, "UBSAN_OPTIONS=", 14) == 0)
+			c->xenv[n++] = *e;
+#endif
+	c->xenv[n] = NULL;
+	return 0;
+}
+
 /*
  * Clone a sandbox's first process, map its ids and put it in its cgroups.
- * It then waits for its launch.  Returns the sandbox or NULL with err set.
+ * It then waits for its launch.  An MCP server's (mcp not NULL) is made
+ * for its request, never ahead: its command and environment are in the
+ * child's copy of our memory.  Returns the sandbox or NULL with err set.
  */
 static struct sbx *
-sbx_prepare(char *err, size_t errsz)
+sbx_prepare(const struct sbx_mcp *mcp, int network, char *err, size_t errsz)
 {
 	struct sbx_child c = { .ws = -1, .art = -1, .objs = -1, .devmode = sup.devmode,
-		.lim = &sup.conf.sandbox };
+		.lim = &sup.conf.sandbox, .serrw = -1, .mcp = mcp,
+		.parent = { -1, -1, -1, -1 } };
 	int sv[2] = { -1, -1 }, go[2] = { -1, -1 }, ep[2] = { -1, -1 }, pidfd = -1;
+	int se[2] = { -1, -1 };
 	unsigned char rnd[8];
 	struct sbx *s;
 	long pid;
@@ -961,7 +1096,19 @@ sbx_prepare(char *err, size_t errsz)
 		snprintf(err, errsz, "out of memory");
 		return NULL;
 	}
-	s->pidfd = s->drv = s->go = s->errr = s->lis = -1;
+	s->pidfd = s->drv = s->go = s->errr = s->lis = s->serr = -1;
+	s->mcp = mcp != NULL;
+	if (mcp != NULL && (sbx_mcp_exec(&c, network, err, errsz) == -1 ||
+	    pipe2(se, O_CLOEXEC) == -1)) {
+		if (se[0] == -1 && c.xenv != NULL)
+			snprintf(err, errsz, "sandbox: %s", strerror(errno));
+		free(c.xargv);
+		free(c.xenv);
+		free(s);
+		return NULL;
+	}
+	c.serrw = se[1];
+	c.parent[3] = se[0];
 	randombytes_buf(rnd, sizeof(rnd));
 	snprintf(s->id, sizeof(s->id), "sbx-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1],
 	    rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
@@ -993,7 +1140,11 @@ sbx_prepare(char *err, size_t errsz)
 	s->drv = sv[0];
 	s->go = go[1];
 	s->errr = ep[0];
-	sbx_close_all((int[]){ c.bin, sv[1], go[0], ep[1] }, 4);
+	s->serr = se[0];
+	se[0] = -1;
+	sbx_close_all((int[]){ c.bin, sv[1], go[0], ep[1], se[1] }, 5);
+	free(c.xargv);
+	free(c.xenv);
 	if ((c.devmode && sbx_wait_child(s->errr, 'D', err, errsz) == -1) ||
 	    sbx_maps(s->pid, err, errsz) == -1 || cgroup_attach(&s->cg, s->pid, err, errsz) == -1) {
 		sbx_discard(s, 0);
@@ -1001,7 +1152,9 @@ sbx_prepare(char *err, size_t errsz)
 	}
 	return s;
 fail:
-	sbx_close_all((int[]){ c.bin, sv[0], sv[1], go[0], go[1], ep[0], ep[1] }, 7);
+	sbx_close_all((int[]){ c.bin, sv[0], sv[1], go[0], go[1], ep[0], ep[1], se[0], se[1] }, 9);
+	free(c.xargv);
+	free(c.xenv);
 	sbx_discard(s, 0);
 	return NULL;
 }
@@ -1078,7 +1231,8 @@ sbx_launch(struct sbx *s, const struct sbx_launch *l, const int *fds, int nfds, 
 		return -1;
 	close(s->errr);
 	s->errr = -1;
-	sbx_send_hello(s, s->drv, l->readonly);
+	if (!s->mcp) /* an MCP server's channel speaks MCP */
+		sbx_send_hello(s, s->drv, l->readonly);
 	return 0;
 }
 
@@ -1101,7 +1255,7 @@ sbx_warm_cb(evutil_socket_t fd, short what, void *arg)
 
 	if (sbx_warm != NULL || sup.stopping || sup.devmode)
 		return;
-	if ((sbx_warm = sbx_prepare(err, sizeof(err))) == NULL)
+	if ((sbx_warm = sbx_prepare(NULL, 0, err, sizeof(err))) == NULL)
 		log_warnx("cannot prepare the next sandbox: %s", err);
 }
 
@@ -1201,7 +1355,7 @@ sbx_workspace(struct sbx *s, const struct sbx_req *req, struct sbx_launch *l, ch
 		return -1;
 	}
 	l->readonly = req->readonly;
-	if ((req->readonly && (art = sbx_artifacts_dir(ws, err, errsz)) == -1) ||
+	if ((req->readonly && req->mcp == NULL && (art = sbx_artifacts_dir(ws, err, errsz)) == -1) ||
 	    sbx_identify(l, ws, art, real, err, errsz) == -1)
 		goto out;
 	if (!sup.devmode) {
@@ -1264,6 +1418,35 @@ sbx_objects(const char *mirror, struct sbx_launch *l, int *objs, char *err, size
 	return 0;
 }
 
+/*
+ * An MCP server's paths go where the sandbox's own mounts are not: "/",
+ * /proc, /dev, /sys, /tmp itself, /workspace and /mirror are refused (the
+ * daemon's own files were refused at mcp add and are again by the caller).
+ */
+static int
+sbx_mcp_paths_ok(const struct sbx_mcp *m, char *err, size_t errsz)
+{
+	static const char *const below[] = { "/proc", "/dev", "/sys", "/workspace", "/mirror" };
+	const char *p = "";
+	size_t i, j, n;
+
+	for (i = 0; i < m->npaths; i++) {
+		p = m->paths[i];
+		if (p[0] != '/' || strcmp(p, "/") == 0 || strcmp(p, "/tmp") == 0 ||
+		    strlen(p) >= PATH_MAX)
+			goto bad;
+		for (j = 0; j < sizeof(below) / sizeof(below[0]); j++) {
+			n = strlen(below[j]);
+			if (strncmp(p, below[j], n) == 0 && (p[n] == '\0' || p[n] == '/'))
+				goto bad;
+		}
+	}
+	return 0;
+bad:
+	snprintf(err, errsz, "sandbox: path %.256s: the sandbox's own mounts are there", p);
+	return -1;
+}
+
 struct sbx *
 sbx_create(const struct sbx_req *req, int *driver_fd, char *err, size_t errsz)
 {
@@ -1277,9 +1460,11 @@ sbx_create(const struct sbx_req *req, int *driver_fd, char *err, size_t errsz)
 		    (unsigned long long)sup.conf.sandbox.max);
 		return NULL;
 	}
-	if ((s = sbx_warm) != NULL)
+	if (req->mcp != NULL && sbx_mcp_paths_ok(req->mcp, err, errsz) == -1)
+		return NULL;
+	if (req->mcp == NULL && (s = sbx_warm) != NULL)
 		sbx_warm = NULL;
-	else if ((s = sbx_prepare(err, errsz)) == NULL)
+	else if ((s = sbx_prepare(req->mcp, req->network, err, errsz)) == NULL)
 		return NULL;
 	memset(&l, 0, sizeof(l));
 	l.network = req->network;
@@ -1301,8 +1486,9 @@ sbx_create(const struct sbx_req *req, int *driver_fd, char *err, size_t errsz)
 	s->arg = req->arg;
 	sbxs[slot] = s;
 	sbx_warm_later();
-	log_info("sandbox %s started (pid %ld, %s, %s)", s->id, (long)s->pid,
-	    req->workspace ? real : "fresh workspace", req->readonly ? "read-only" : "read-write");
+	log_info("sandbox %s started (pid %ld, %s, %s%s)", s->id, (long)s->pid,
+	    req->workspace ? real : "fresh workspace", req->readonly ? "read-only" : "read-write",
+	    req->mcp != NULL ? ", an MCP server" : "");
 	return s;
 }
 
@@ -1313,6 +1499,51 @@ sbx_take_listener(struct sbx *s)
 
 	s->lis = -1;
 	return fd;
+}
+
+int
+sbx_take_stderr(struct sbx *s)
+{
+	int fd = s->serr;
+
+	s->serr = -1;
+	return fd;
+}
+
+static void
+sbx_stop_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct sbx *s = arg;
+	struct timeval tv = { s->grace_ms / 1000, (s->grace_ms % 1000) * 1000 };
+
+	(void)fd;
+	(void)what;
+	if (s->pidfd < 0)
+		return;
+	if (s->stop_stage++ == 0) {
+		log_debug("sandbox %s: SIGTERM", s->id);
+		syscall(SYS_pidfd_send_signal, s->pidfd, SIGTERM, NULL, 0);
+		evtimer_add(s->stop_ev, &tv);
+	} else {
+		log_info("sandbox %s: still there %u ms after SIGTERM; SIGKILL", s->id,
+		    s->grace_ms);
+		sbx_kill(s);
+	}
+}
+
+void
+sbx_stop(struct sbx *s, unsigned grace_ms)
+{
+	struct timeval tv = { grace_ms / 1000, (grace_ms % 1000) * 1000 };
+
+	if (s->stop_ev != NULL)
+		return; /* stopping already */
+	s->grace_ms = grace_ms;
+	if ((s->stop_ev = evtimer_new(sup.base, sbx_stop_cb, s)) == NULL ||
+	    evtimer_add(s->stop_ev, &tv) == -1) {
+		sbx_kill(s);
+		return;
+	}
 }
 
 const char *
@@ -1395,6 +1626,10 @@ sbx_reaped(pid_t pid, int status)
 			s->done(s, status, s->arg);
 		if (s->lis >= 0)
 			close(s->lis);
+		if (s->serr >= 0)
+			close(s->serr);
+		if (s->stop_ev != NULL)
+			event_free(s->stop_ev);
 		free(s);
 		return 1;
 	}

@@ -32,6 +32,21 @@ struct sbx;
 /* Called once when the sandbox has ended and everything of it is gone. */
 typedef void (*sbx_done_cb)(struct sbx *s, int status, void *arg);
 
+/*
+ * A stdio MCP server's sandbox instead of a run's (DESIGN.md section 4.2):
+ * built the same way, but its first process is "agrippa-sandbox mcp
+ * COMMAND..." (sandbox/mcphost.c), which loads the seccomp filter and
+ * starts the server with its stdin and stdout on the sandbox's end of the
+ * channel and its stderr on a pipe of its own (sbx_take_stderr).  Nothing
+ * is written on the channel: its other end speaks MCP, not IPC.
+ */
+struct sbx_mcp {
+	char *const *argv; /* the command, NULL-terminated */
+	char *const *env;  /* NAME=value entries (credentials expanded), NULL-terminated */
+	const char *const *paths; /* host directories bound read-only at the same place */
+	size_t npaths;
+};
+
 struct sbx_req {
 	const char *workspace; /* absolute directory, or NULL for a fresh empty one */
 	int readonly;          /* access: readOnly */
@@ -41,6 +56,8 @@ struct sbx_req {
 	                          read-only at /mirror/objects; NULL for none */
 	int network;           /* its network policy is not none: the sandbox listens on
 	                          127.0.0.1:3128 in its network namespace for egress */
+	const struct sbx_mcp *mcp; /* an MCP server's sandbox (readonly: all of the
+	                              workspace, no artifacts), or NULL */
 	sbx_done_cb done;
 	void *arg;
 };
@@ -60,6 +77,14 @@ const char *sbx_id(const struct sbx *s);
  * owns it; -1 when there is none. */
 int sbx_take_listener(struct sbx *s);
 pid_t sbx_pid(const struct sbx *s);
+/* An MCP server's sandbox: the read end of the server's stderr, once (the
+ * caller owns it); -1 when there is none. */
+int sbx_take_stderr(struct sbx *s);
+/* End it gently: SIGTERM to its first process after grace_ms (which
+ * passes SIGTERM to an MCP server), SIGKILL grace_ms later; done() runs
+ * once it is reaped.  The caller closes its end of the channel first, so
+ * that an MCP server sees EOF on its stdin before anything else. */
+void sbx_stop(struct sbx *s, unsigned grace_ms);
 /* Kill every process of the sandbox; done() runs once it is reaped. */
 void sbx_kill(struct sbx *s);
 /* Forget the done callback (its owner is going away); the sandbox is killed. */

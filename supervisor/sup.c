@@ -94,6 +94,9 @@ sup_self_exe(void)
 	if (fmt_ok(sup.tree_exe, sizeof(sup.tree_exe), "%.*s/agrippa-tree",
 	        (int)(slash - sup.self_exe), sup.self_exe) == -1)
 		fatalx("cannot name agrippa-tree beside %s", sup.self_exe);
+	if (fmt_ok(sup.mcpc_exe, sizeof(sup.mcpc_exe), "%.*s/agrippa-mcpc",
+	        (int)(slash - sup.self_exe), sup.self_exe) == -1)
+		fatalx("cannot name agrippa-mcpc beside %s", sup.self_exe);
 }
 
 /* The author of the commits runs push: Agrippa <agrippa@HOSTNAME>. */

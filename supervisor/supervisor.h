@@ -53,6 +53,7 @@ struct sup {
 	char sandbox_exe[PATH_MAX]; /* agrippa-sandbox, beside self_exe */
 	char git_exe[PATH_MAX];     /* agrippa-git, beside self_exe */
 	char tree_exe[PATH_MAX];    /* agrippa-tree, beside self_exe */
+	char mcpc_exe[PATH_MAX];    /* agrippa-mcpc (mcp test's MCP client), beside self_exe */
 	char git_author_name[64];   /* the author of a run's commits: "Agrippa" */
 	char git_author_email[320]; /* ... agrippa@HOSTNAME */
 	int foreground;
@@ -310,8 +311,27 @@ void disk_spare_stop(void);
 typedef void (*transient_cb)(void *arg, int status, char *out);
 pid_t transient_start(const char *role, const char *const args[], int fd, int fd2, uid_t uid,
                       gid_t gid, int chown_cap, transient_cb cb, void *arg);
+/* The same for another transient program: exe with argv[0] name and the
+ * arguments args (at most 8), fd as its fd 3, fd2 as its fd 4. */
+pid_t transient_start_exe(const char *exe, const char *name, const char *const args[], int fd,
+                          int fd2, uid_t uid, gid_t gid, transient_cb cb, void *arg);
 /* SIGCHLD: 1 when pid was a transient tool. */
 int transient_reaped(pid_t pid, int status);
+
+/* mcptest.c: agrippactl mcp test.  cb hears once: ok and the tools as the
+ * client's JSON text, or not ok and why (the server's stderr tail in it),
+ * its credentials redacted from either. */
+struct mcptest;
+struct mcpspec_ctx;
+typedef void (*mcptest_cb)(void *arg, int ok, const char *text);
+/* Start the server of the stored spec_text (checked again with ctx) with
+ * its opened credentials (creds_text[0..credslen), or NULL) and its client.
+ * The test, or NULL with err set (nothing left running). */
+struct mcptest *mcptest_start(const char *name, const char *spec_text, const char *creds_text,
+                              size_t credslen, const struct mcpspec_ctx *ctx, mcptest_cb cb,
+                              void *arg, char *err, size_t errsz);
+/* Its requester is gone: cb is forgotten, the client killed, the sandbox stopped. */
+void mcptest_abandon(struct mcptest *t);
 
 /* remove.c: trees removed off the event loop, by transient removers
  * (agrippa-tree remove) running as each tree's owner */

@@ -1,7 +1,8 @@
 /*
  * Transient tools: "agrippa-tree ROLE ARGS" (remover/main.c) started for
  * one tree and gone when it is done (the remover, remove.c; the chowner,
- * runs.c), so that the supervisor's loop never walks a tree.  A tool gets
+ * runs.c), so that the supervisor's loop never walks a tree; and, the same
+ * way, "agrippa-mcpc" (mcp test's MCP client, mcptest.c).  A tool gets
  * the tree as fd 3, optionally a file to write to as fd 4 (the chowner's
  * list of what it gave), no other descriptor but /dev/null and a pipe for
  * its stdout and stderr, an environment of PATH and the sanitizers'
@@ -88,12 +89,12 @@ tr_raise_chown(void)
 
 /* In the child: become the tool.  Never returns. */
 __attribute__((noreturn)) static void
-tr_exec(const char *role, const char *const args[], int fd, int fd2, int out, uid_t uid,
-        gid_t gid, int chown_cap, pid_t parent)
+tr_exec(const char *exe, const char *name, const char *role, const char *const args[], int fd,
+        int fd2, int out, uid_t uid, gid_t gid, int chown_cap, pid_t parent)
 {
 	static const char *const pass[] = {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"};
 	char *env[8], *argv[TRANSIENT_ARGS + 3], buf[3][512];
-	size_t i, n = 0;
+	size_t i, n = 0, k = 0;
 	const char *v;
 	int nul;
 
@@ -122,12 +123,13 @@ tr_exec(const char *role, const char *const args[], int fd, int fd2, int out, ui
 		    snprintf(buf[i], sizeof(buf[i]), "%s=%s", pass[i], v) < (int)sizeof(buf[i]))
 			env[n++] = buf[i];
 	env[n] = NULL;
-	argv[0] = "agrippa-tree";
-	argv[1] = (char *)role;
+	argv[k++] = (char *)name;
+	if (role != NULL)
+		argv[k++] = (char *)role;
 	for (i = 0; args != NULL && args[i] != NULL && i < TRANSIENT_ARGS; i++)
-		argv[2 + i] = (char *)args[i];
-	argv[2 + i] = NULL;
-	execve(sup.tree_exe, argv, env);
+		argv[k++] = (char *)args[i];
+	argv[k] = NULL;
+	execve(exe, argv, env);
 	_exit(127);
 }
 
@@ -173,23 +175,23 @@ tr_readable(evutil_socket_t fd, short what, void *arg)
 		tr_finish(t);
 }
 
-pid_t
-transient_start(const char *role, const char *const args[], int fd, int fd2, uid_t uid,
-                gid_t gid, int chown_cap, transient_cb cb, void *arg)
+static pid_t
+tr_start(const char *exe, const char *name, const char *role, const char *const args[], int fd,
+         int fd2, uid_t uid, gid_t gid, int chown_cap, transient_cb cb, void *arg)
 {
 	struct transient *t;
 	int p[2];
 	pid_t pid, self = getpid();
 
 	if (pipe2(p, O_CLOEXEC) == -1) {
-		log_warn("agrippa-tree %s: pipe", role);
+		log_warn("%s %s: pipe", name, role ? role : "");
 		close(fd);
 		if (fd2 != -1)
 			close(fd2);
 		return -1;
 	}
 	if ((pid = fork()) == -1) {
-		log_warn("agrippa-tree %s: fork", role);
+		log_warn("%s %s: fork", name, role ? role : "");
 		close(fd);
 		if (fd2 != -1)
 			close(fd2);
@@ -198,7 +200,7 @@ transient_start(const char *role, const char *const args[], int fd, int fd2, uid
 		return -1;
 	}
 	if (pid == 0)
-		tr_exec(role, args, fd, fd2, p[1], uid, gid, chown_cap, self);
+		tr_exec(exe, name, role, args, fd, fd2, p[1], uid, gid, chown_cap, self);
 	close(fd);
 	if (fd2 != -1)
 		close(fd2);
@@ -208,15 +210,30 @@ transient_start(const char *role, const char *const args[], int fd, int fd2, uid
 	if (evutil_make_socket_nonblocking(p[0]) == -1 ||
 	    (t->ev = event_new(sup.base, p[0], EV_READ | EV_PERSIST, tr_readable, t)) == NULL ||
 	    event_add(t->ev, NULL) == -1)
-		fatalx("agrippa-tree %s: event set-up", role);
+		fatalx("%s %s: event set-up", name, role ? role : "");
 	t->pid = pid;
 	t->out = p[0];
 	t->cb = cb;
 	t->arg = arg;
 	LIST_INSERT_HEAD(&transients, t, entry);
-	log_debug("agrippa-tree %s: %ld started (uid %lu%s)", role, (long)pid, (unsigned long)uid,
+	log_debug("%s %s: %ld started (uid %lu%s)", name, role ? role : "", (long)pid, (unsigned long)uid,
 	          chown_cap ? ", CAP_CHOWN" : "");
 	return pid;
+}
+
+pid_t
+transient_start(const char *role, const char *const args[], int fd, int fd2, uid_t uid,
+                gid_t gid, int chown_cap, transient_cb cb, void *arg)
+{
+	return tr_start(sup.tree_exe, "agrippa-tree", role, args, fd, fd2, uid, gid, chown_cap, cb,
+	                arg);
+}
+
+pid_t
+transient_start_exe(const char *exe, const char *name, const char *const args[], int fd,
+                    int fd2, uid_t uid, gid_t gid, transient_cb cb, void *arg)
+{
+	return tr_start(exe, name, NULL, args, fd, fd2, uid, gid, 0, cb, arg);
 }
 
 int

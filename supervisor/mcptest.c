@@ -1,0 +1,272 @@
+/*
+ * agrippactl mcp test NAME [VERSION] (agrippactl(8)): start a stdio MCP
+ * server as a run would, list its tools, stop it.
+ *
+ * The supervisor opens the server's credentials, expands its env with
+ * them (mcpspec_expand) and builds its sandbox (sbx.c, a struct sbx_mcp):
+ * the server's own environment is the only place the credentials go.  It
+ * never speaks to the server: the supervisor is privileged and the server's
+ * bytes are hostile.  The MCP client is agrippa-mcpc (mcpc/main.c), a
+ * transient tool (transient.c) running as the service user with no
+ * capability and no secret, holding the client's end of the server's
+ * stdio socket and the read end of its stderr; what it prints (the tools
+ * as JSON, or why the server failed with its stderr's tail) comes back as
+ * text, which the supervisor does not parse either: it redacts every
+ * credential of the server from it, byte for byte, and hands it on.
+ *
+ * When the client is done (it closed its end: the server's EOF), the
+ * sandbox is stopped: SIGTERM MCPTEST_GRACE_MS later if the server has not
+ * gone, SIGKILL as long again after that (sbx_stop).  Its cgroup and pid
+ * namespace go with it.
+ */
+#include <signal.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include <event2/event.h>
+
+#include "common/log.h"
+#include "common/mcpspec.h"
+#include "supervisor/sbx.h"
+#include "supervisor/supervisor.h"
+
+#define MCPTEST_GRACE_MS 2000    /* EOF to SIGTERM, SIGTERM to SIGKILL */
+#define MCPTEST_SLACK_MS 90000   /* beyond startup_timeout: the client's listing */
+#define MCPTEST_SECRETS_MAX (MCP_CREDS_KEYS_MAX + 1)
+
+struct mcptest {
+	char name[MCPSPEC_NAME_MAX + 1];
+	struct sbx *sbx;      /* until it is reaped */
+	pid_t client;         /* agrippa-mcpc, until it has exited; or -1 */
+	struct event *limit;  /* the client's time is up */
+	unsigned char *secret[MCPTEST_SECRETS_MAX]; /* sodium_malloc */
+	size_t secretlen[MCPTEST_SECRETS_MAX];
+	size_t nsecrets;
+	mcptest_cb cb;
+	void *arg;
+};
+
+static void
+mt_secret(const char *p, size_t n, void *arg)
+{
+	struct mcptest *t = arg;
+
+	if (t->nsecrets >= MCPTEST_SECRETS_MAX || n == 0)
+		return;
+	if ((t->secret[t->nsecrets] = sodium_malloc(n)) == NULL)
+		fatalx("out of memory");
+	memcpy(t->secret[t->nsecrets], p, n);
+	t->secretlen[t->nsecrets++] = n;
+}
+
+static void
+mt_forget_secrets(struct mcptest *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->nsecrets; i++)
+		sodium_free(t->secret[i]);
+	t->nsecrets = 0;
+}
+
+static void
+mt_free_if_done(struct mcptest *t)
+{
+	if (t->sbx != NULL || t->client != -1)
+		return;
+	if (t->limit != NULL)
+		event_free(t->limit);
+	mt_forget_secrets(t);
+	free(t);
+}
+
+static void
+mt_sbx_done(struct sbx *s, int status, void *arg)
+{
+	struct mcptest *t = arg;
+
+	(void)s;
+	(void)status;
+	t->sbx = NULL;
+	mt_free_if_done(t);
+}
+
+static void
+mt_client_done(void *arg, int status, char *out)
+{
+	struct mcptest *t = arg;
+	size_t i, len = strlen(out);
+	int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+
+	t->client = -1;
+	for (i = 0; i < t->nsecrets; i++)
+		secret_redact(out, len, t->secret[i], t->secretlen[i]);
+	mt_forget_secrets(t);
+	if (t->sbx != NULL)
+		sbx_stop(t->sbx, MCPTEST_GRACE_MS);
+	while (len > 0 && out[len - 1] == '\n')
+		out[--len] = '\0';
+	if (!ok && len == 0)
+		out = WIFSIGNALED(status) ? "the MCP client was killed (its time was up)"
+		                          : "the MCP client failed";
+	if (t->cb != NULL)
+		t->cb(t->arg, ok, out);
+	t->cb = NULL;
+	mt_free_if_done(t);
+}
+
+static void
+mt_limit(evutil_socket_t fd, short what, void *arg)
+{
+	struct mcptest *t = arg;
+
+	if (t->client != -1) {
+		log_warnx("mcp test %s: the client is still at work; killing it", t->name);
+		kill(t->client, SIGKILL);
+	}
+}
+
+/* The server's env, NAME=value with its credentials: sodium_malloc'd
+ * entries, NULL-terminated, in *out (free with mt_env_free).  0, or -1
+ * with err set. */
+static int
+mt_env(const struct mcpspec *s, const struct mcp_creds *creds, char ***out, char *err,
+       size_t errsz)
+{
+	char **env, *v;
+	size_t i, len, nl;
+
+	if ((env = calloc(s->nenv + 1, sizeof(char *))) == NULL)
+		fatal("calloc");
+	for (i = 0; i < s->nenv; i++) {
+		v = NULL;
+		if ((s->env[i].refs > 0 && creds == NULL) ||
+		    (v = mcpspec_expand(s->env[i].value, creds, &len)) == NULL) {
+			snprintf(err, errsz, "spec.env.%s names a credential it was not given",
+			         s->env[i].name);
+			goto fail;
+		}
+		nl = strlen(s->env[i].name);
+		if ((env[i] = sodium_malloc(nl + len + 2)) == NULL)
+			fatalx("out of memory");
+		memcpy(env[i], s->env[i].name, nl);
+		env[i][nl] = '=';
+		memcpy(env[i] + nl + 1, v, len + 1);
+		sodium_free(v);
+	}
+	*out = env;
+	return 0;
+fail:
+	for (i = 0; env[i] != NULL; i++)
+		sodium_free(env[i]);
+	free(env);
+	return -1;
+}
+
+static void
+mt_env_free(char **env)
+{
+	size_t i;
+
+	for (i = 0; env != NULL && env[i] != NULL; i++)
+		sodium_free(env[i]);
+	free(env);
+}
+
+struct mcptest *
+mcptest_start(const char *name, const char *spec_text, const char *creds_text, size_t credslen,
+              const struct mcpspec_ctx *ctx, mcptest_cb cb, void *arg, char *err, size_t errsz)
+{
+	struct mcptest *t = NULL;
+	struct mcp_creds *creds = NULL;
+	struct mcpspec *s;
+	struct sbx_mcp m;
+	struct sbx_req req;
+	char why[512], ms[16], **env = NULL;
+	const char *args[3];
+	struct timeval tv;
+	int io = -1, serr = -1;
+
+	if ((s = mcpspec_parse(spec_text, strlen(spec_text), ctx, why, sizeof(why))) == NULL) {
+		snprintf(err, errsz, "its stored spec is refused now: %s", why);
+		return NULL;
+	}
+	if (s->transport != MCPSPEC_STDIO) {
+		snprintf(err, errsz, "an http server is called by the proxy; only stdio servers "
+		                     "can be tested");
+		goto fail;
+	}
+	if (creds_text != NULL &&
+	    (creds = mcp_creds_parse(creds_text, credslen, why, sizeof(why))) == NULL) {
+		snprintf(err, errsz, "its stored credentials are unreadable: %s", why);
+		goto fail;
+	}
+	if (mt_env(s, creds, &env, err, errsz) == -1)
+		goto fail;
+	if (s->nallow > 0 || s->npresets > 0)
+		log_warnx("mcp test %s: egress for MCP servers is not built yet; the server "
+		          "runs without a network", name);
+	if ((t = calloc(1, sizeof(*t))) == NULL)
+		fatal("calloc");
+	snprintf(t->name, sizeof(t->name), "%s", name);
+	t->client = -1;
+	t->cb = cb;
+	t->arg = arg;
+	if (creds_text != NULL)
+		mcp_creds_secrets(creds_text, credslen, mt_secret, t);
+	m = (struct sbx_mcp){ .argv = (char *const *)s->argv, .env = env, .paths = s->paths,
+		              .npaths = s->npaths };
+	/* a run's workspace only for a run: here a fresh, empty one, read-only
+	 * for workspace: read */
+	req = (struct sbx_req){ .workspace = NULL, .readonly = s->workspace == MCPSPEC_WS_READ,
+		                .network = 0, .mcp = &m, .done = mt_sbx_done, .arg = t };
+	t->sbx = sbx_create(&req, &io, err, errsz);
+	mt_env_free(env);
+	env = NULL;
+	if (t->sbx == NULL)
+		goto fail;
+	serr = sbx_take_stderr(t->sbx);
+	snprintf(ms, sizeof(ms), "%u", s->startup_timeout * 1000);
+	args[0] = name;
+	args[1] = ms;
+	args[2] = NULL;
+	tv.tv_sec = s->startup_timeout + MCPTEST_SLACK_MS / 1000;
+	tv.tv_usec = 0;
+	if ((t->limit = evtimer_new(sup.base, mt_limit, t)) == NULL || evtimer_add(t->limit, &tv))
+		fatalx("mcp test: evtimer");
+	/* closes io and serr whatever happens */
+	if ((t->client = transient_start_exe(sup.mcpc_exe, "agrippa-mcpc", args, io, serr,
+	                                     (uid_t)sup.uid, (gid_t)sup.gid, mt_client_done, t)) ==
+	    -1) {
+		snprintf(err, errsz, "cannot start its MCP client");
+		t->cb = NULL;
+		sbx_stop(t->sbx, 0);
+		mcpspec_free(s);
+		mcp_creds_free(creds);
+		return NULL; /* t goes when the sandbox is reaped */
+	}
+	log_info("mcp test %s: sandbox %s, client %ld", name, sbx_id(t->sbx), (long)t->client);
+	mcpspec_free(s);
+	mcp_creds_free(creds);
+	return t;
+fail:
+	mt_env_free(env);
+	mcpspec_free(s);
+	mcp_creds_free(creds);
+	if (t != NULL) {
+		mt_forget_secrets(t);
+		free(t);
+	}
+	return NULL;
+}
+
+void
+mcptest_abandon(struct mcptest *t)
+{
+	t->cb = NULL;
+	if (t->client != -1)
+		kill(t->client, SIGKILL); /* its end closes: the server's EOF */
+}

@@ -1,0 +1,197 @@
+#!/bin/sh
+# A stdio MCP server in a sandbox of its own, through agrippactl mcp test
+# against the real daemon: @modelcontextprotocol/server-everything (the
+# host's node from /usr, the package from tests/browser/node_modules bound
+# read-only through "paths") lists its tools; a server given a credential
+# through env has it in its environment alone (not in the daemon's log,
+# redacted from what mcp test shows); the server's sandbox cannot read the
+# daemon's state or keys, has no network, cannot write its paths, sees no
+# process of the host; servers that exit at once, never answer, flood
+# stderr or write a 20 MiB line each give a clear error with the daemon
+# healthy; nothing of any server is left running or mounted afterwards.
+. tests/integration/lib.sh
+. tests/integration/ctl_lib.sh
+need_root mcp_sandbox
+
+NM=$ROOT/tests/browser/node_modules
+SE=$NM/@modelcontextprotocol/server-everything/dist/index.js
+NODE=$(command -v node)
+if [ ! -f "$SE" ] || [ -z "$NODE" ]; then
+	notok "node and server-everything are installed (make deps)"
+	finish mcp_sandbox
+	exit 1
+fi
+case $NODE in
+/usr/*) ;;
+*) NODE=/usr/bin/node ;;
+esac
+make_env
+trap cleanup_env EXIT
+start_daemon_or_finish mcp_sandbox
+
+ALL_OUT="$T/all.out"
+: >"$ALL_OUT"
+run() {
+	OUT=$("$AGRIPPACTL" -s "$CTL" "$@" 2>&1 </dev/null)
+	RC=$?
+	printf '%s\n' "$OUT" >>"$ALL_OUT"
+}
+run_in() {
+	input=$1
+	shift
+	OUT=$(printf '%s' "$input" | "$AGRIPPACTL" -s "$CTL" "$@" 2>&1)
+	RC=$?
+	printf '%s\n' "$OUT" >>"$ALL_OUT"
+}
+sandboxes() { "$AGRIPPACTL" -s "$CTL" -j status 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["sandboxes"])'; }
+# no sandbox left: the status count is 0 within 10 s
+no_sandbox_left() {
+	i=0
+	while [ "$(sandboxes)" != 0 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	[ "$(sandboxes)" = 0 ]
+}
+healthy() { [ "$(healthz_code)" = 200 ] && kill -0 "$SUP_PID"; }
+# spec NAME STARTUP CMD-JSON-ARRAY [EXTRA-FIELDS [PATHS-JSON-ARRAY]]: write $T/NAME.json
+spec() {
+	printf '{"transport":"stdio","command":%s,"paths":%s,"startup_timeout":%s%s}\n' \
+		"$3" "${5:-[\"$NM\"]}" "$2" "${4:-}" >"$T/$1.json"
+}
+
+RND=$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
+SECRET="mcpsecret_${RND}_x"
+CREDS="{\"token\":\"$SECRET\"}"
+
+# ---- server-everything ---------------------------------------------------------
+spec everything 30 "[\"$NODE\",\"$SE\",\"stdio\"]" ',"env":{"API_TOKEN":"${credentials.token}"}'
+run_in "$CREDS" mcp add everything "$T/everything.json"
+expect 0 "mcp server everything version 1 added (with credentials)" "mcp add of server-everything with a credential"
+t0=$(date +%s%N)
+run mcp test everything
+t1=$(date +%s%N)
+expect 0 "protocol 2025-11-25 (legacy)" "mcp test everything: the handshake, in its sandbox"
+for tool in echo get-sum get-env trigger-long-running-operation; do
+	check "... lists $tool" has "^$tool  *[A-Z]"
+done
+echo "# mcp test everything took $(((t1 - t0) / 1000000)) ms"
+run -j mcp test everything
+check "mcp test -j is JSON with the tools" sh -c "printf '%s' \"\$0\" | python3 -c '
+import json,sys
+d = json.load(sys.stdin)[\"data\"]
+names = [t[\"name\"] for t in d[\"tools\"]]
+assert d[\"protocol\"] == \"2025-11-25\" and d[\"era\"] == \"legacy\", d
+assert \"echo\" in names and \"get-sum\" in names and \"get-env\" in names, names
+assert d[\"shown\"] == len(names) and d[\"listed\"] >= len(names)
+'" "$OUT"
+check "no sandbox left after mcp test" no_sandbox_left
+run mcp test everything 2
+expect 1 "mcp server everything has no version 2" "mcp test of a missing version"
+run mcp test nosuch
+expect 1 "no such mcp server nosuch" "mcp test of a missing server"
+run mcp test everything x
+expect 1 "VERSION must be a number" "mcp test with a bad version"
+
+# ---- what the server's sandbox holds and reaches ---------------------------------
+# The probe is the server's command itself (argv), run by /bin/sh: no file
+# of the test's needs mounting.
+PROBE='echo "UID:$(id -u)"
+env | sort | sed "s/^/ENV:/"
+if cat "'"$T"'/keys/master.key" >/dev/null 2>&1; then echo KEY:READ; else echo KEY:unreadable; fi
+if ls "'"$T"'/state" >/dev/null 2>&1; then echo STATE:SEEN; else echo STATE:absent; fi
+if ls "'"$T"'/agrippad.yaml" >/dev/null 2>&1; then echo CONF:SEEN; else echo CONF:absent; fi
+if touch "'"$NM"'/probe-write" 2>/dev/null; then echo PATHS:WRITTEN; else echo PATHS:read-only; fi
+if ls "'"$SE"'" >/dev/null 2>&1; then echo PATHS:visible; else echo PATHS:INVISIBLE; fi
+echo "PIDS:$(ls -d /proc/[0-9]* | wc -l)"
+'"$NODE"' -e "const s=require(\"net\").connect('"$PORT"',\"127.0.0.1\");s.on(\"connect\",()=>{console.log(\"NET:CONNECTED\");process.exit(0)});s.on(\"error\",e=>{console.log(\"NET:\"+e.code);process.exit(0)})"
+echo PROBE-END
+exit 3'
+PROBE_JSON=$(printf '%s' "$PROBE" | python3 -c 'import json,sys; print(json.dumps(["/bin/sh","-c","exec >&2; "+"; ".join(sys.stdin.read().splitlines())]))')
+spec probe 10 "$PROBE_JSON" ',"env":{"API_TOKEN":"${credentials.token}"}'
+run_in "$CREDS" mcp add probe "$T/probe.json"
+expect 0 "mcp server probe version 1 added" "mcp add of a probing server"
+run mcp test probe
+expect 1 "PROBE-END" "a server that exits fails mcp test with its stderr tail"
+check "the server runs as the sandbox user (1000 inside)" has "UID:1000"
+check "the credential is in its environment, redacted in the output" has "ENV:API_TOKEN=\*\*\*\*\*\*\*\*"
+check "... and not in the clear" sh -c "! printf '%s' \"\$0\" | grep -q '$RND'" "$OUT"
+check "its environment is the server's env and the defaults only (a sanitized build: its options too)" sh -c "
+	printf '%s\n' \"\$0\" | sed -n 's/^ENV:\([^=]*\)=.*/\1/p' | grep -Ev '^(ASAN|UBSAN)_OPTIONS\$' |
+	sort | tr '\n' ' ' |
+	grep -qx 'AGRIPPA_SANDBOX API_TOKEN HOME LANG PATH PWD '" "$OUT"
+check "it cannot read the master key" has "KEY:unreadable"
+check "it cannot see the daemon's state directory" has "STATE:absent"
+check "it cannot see the daemon's configuration" has "CONF:absent"
+check "its paths are visible" has "PATHS:visible"
+check "its paths are read-only" has "PATHS:read-only"
+check "nothing was written there" [ ! -e "$NM/probe-write" ]
+check "it sees only its own processes (pid namespace)" sh -c "printf '%s\n' \"\$0\" | grep -Eq '^PIDS:[1-6]\$'" "$OUT"
+echo "# the probe's connection: $(printf '%s\n' "$OUT" | grep "^NET:")"
+check "it has no network without an allow-list (loopback of the host unreachable)" \
+	sh -c "printf '%s\n' \"\$0\" | grep -E '^NET:' | grep -qv CONNECTED" "$OUT"
+check "the daemon is healthy" healthy
+
+# ---- servers that misbehave ---------------------------------------------------------
+spec dies 10 '["/bin/sh","-c","echo dying-at-once >&2; exit 7"]'
+run mcp add dies "$T/dies.json"
+run mcp test dies
+expect 1 "dying-at-once" "a server that exits at once: its stderr in the error"
+check "... and the error says the connection ended" has "mcp test dies: "
+check "the daemon is healthy" healthy
+
+spec mute 2 '["/bin/sleep","1000"]'
+run mcp add mute "$T/mute.json"
+t0=$(date +%s)
+run mcp test mute
+t1=$(date +%s)
+expect 1 "within 2" "a server that never answers: no answer within its startup_timeout"
+check "... said within a few seconds ($((t1 - t0)) s)" [ $((t1 - t0)) -lt 10 ]
+check "... and it wrote nothing on stderr" has "wrote nothing on stderr"
+check "no sandbox left (the silent server was stopped)" no_sandbox_left
+check "the daemon is healthy" healthy
+
+spec flood 3 '["/bin/sh","-c","while :; do echo flood-line-of-stderr; done >&2"]'
+run mcp add flood "$T/flood.json"
+run mcp test flood
+expect 1 "flood-line-of-stderr" "a server flooding stderr: a clear error with the tail"
+check "... the tail is capped" [ "$(printf '%s' "$OUT" | wc -c)" -lt 4200 ]
+check "no sandbox left (the flooding server was stopped)" no_sandbox_left
+check "the daemon is healthy" healthy
+
+spec huge 10 '["/bin/sh","-c","head -c 20971520 /dev/zero | tr \"\\\\000\" x; echo; sleep 1000"]'
+run mcp add huge "$T/huge.json"
+run mcp test huge
+expect 1 "longer than" "a server writing a 20 MiB line: the line cap"
+check "no sandbox left (the server was stopped)" no_sandbox_left
+check "the daemon is healthy" healthy
+
+spec nocmd 5 '["/nonexistent/server"]'
+run mcp add nocmd "$T/nocmd.json"
+run mcp test nocmd
+expect 1 "cannot execute /nonexistent/server" "a command that does not exist: said"
+
+# ---- nothing left ---------------------------------------------------------------------
+check "no sandbox left at the end" no_sandbox_left
+# (other tests on the host may run sandboxes under the same uid: look at ours)
+descendants() {
+	for c in $(children_of "$1"); do
+		echo "$c"
+		descendants "$c"
+	done
+}
+names=$(for p in $(descendants "$SUP_PID"); do tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null; echo; done)
+check "no server, tool server or MCP client left under the daemon" sh -c \
+	"! printf '%s\n' \"\$0\" | grep -Eq 'agrippa-sandbox|agrippa-mcpc|node|sleep|flood'" "$names"
+ids=$(sed -n 's/.*sandbox \(sbx-[0-9a-f]*\) started.*an MCP server.*/\1/p' "$LOG" | sort -u)
+check "the servers' sandboxes were logged ($(echo $ids | wc -w) of them)" [ "$(echo $ids | wc -w)" -ge 8 ]
+left=""
+for id in $ids; do
+	left="$left$(find /sys/fs/cgroup -maxdepth 6 -type d -name "$id" 2>/dev/null)"
+done
+check "no cgroup of a server's sandbox left (so no process in one)" [ -z "$left" ]
+check "no mount of a server's sandbox left on the host" sh -c "! grep -q '$T/state/sandboxes' /proc/self/mountinfo"
+check "no sandbox workspace left" sh -c "[ -z \"\$(ls -A '$T/state/sandboxes' 2>/dev/null)\" ]"
+check "the credential is not in the daemon's log" sh -c "! grep -q '$RND' '$LOG'"
+check "the credential is in no agrippactl output" sh -c "! grep -q '$RND' '$ALL_OUT'"
+
+stop_daemon
+check "the daemon stopped cleanly" [ "$DAEMON_STATUS" = 0 ]
+finish mcp_sandbox
