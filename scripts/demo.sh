@@ -215,6 +215,12 @@ if [ -n "$RUN" ]; then
 	echo "demo: \$ curl $API/v1/runs/$RUN/artifacts"
 	curl -s -H "$AUTH" "$API/v1/runs/$RUN/artifacts" | head -c 400
 	echo
+	echo
+	echo "demo: the same through agrippa, the users' CLI (agrippa(1); the token from AGRIPPA_TOKEN)"
+	echo "demo: \$ agrippa -u $API runs"
+	AGRIPPA_TOKEN=$TOKEN ./build/agrippa -u "$API" runs 2>&1 | head -5 || true
+	echo "demo: \$ agrippa -u $API run watch $RUN    (the run replayed; exit status from its outcome)"
+	AGRIPPA_TOKEN=$TOKEN timeout 20 ./build/agrippa -u "$API" run watch "$RUN" 2>&1 | tail -12 || true
 fi
 
 echo
