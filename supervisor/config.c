@@ -232,8 +232,8 @@ conf_digits(const char *s, size_t n, uint64_t max, uint64_t *v)
 	return 0;
 }
 
-/* A number with an optional K (1024), M (1048576) or G (2^30) suffix when
- * allowed. */
+/* A number with an optional K (1024), M (2^20), G (2^30) or T (2^40)
+ * suffix when allowed. */
 static int
 conf_number(const char *s, size_t n, int suffixes, uint64_t *v)
 {
@@ -245,6 +245,8 @@ conf_number(const char *s, size_t n, int suffixes, uint64_t *v)
 		mult = 1024 * 1024;
 	else if (suffixes && n > 0 && s[n - 1] == 'G')
 		mult = 1024 * 1024 * 1024;
+	else if (suffixes && n > 0 && s[n - 1] == 'T')
+		mult = 1024ull * 1024 * 1024 * 1024;
 	if (mult != 1)
 		n--;
 	if (conf_digits(s, n, UINT64_MAX / mult, v) == -1)
@@ -277,7 +279,7 @@ conf_int(struct conf_parse *p, const char *label, yaml_event_t *ev, uint64_t min
 	    *out > max) {
 		conf_error(p, &ev->start_mark, "%s: expected an integer from %llu to %llu%s", label,
 		    (unsigned long long)min, (unsigned long long)max,
-		    suffixes ? " (K, M and G suffixes allowed)" : "");
+		    suffixes ? " (K, M, G and T suffixes allowed)" : "");
 		return -1;
 	}
 	return 0;

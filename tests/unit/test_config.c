@@ -212,21 +212,28 @@ test_sandbox_section(void **state)
 	assert_true(cfg.sandbox.disk == 10ull << 30);
 	assert_int_equal(parse("sandbox: { disk: 64M }\n"), 0);
 	assert_true(cfg.sandbox.disk == 64ull << 20);
+	/* T, as the ranges are written: the largest disk, memory and file size */
+	assert_int_equal(parse("sandbox: { disk: 16T, memory: 1T, file_size: 1T }\n"), 0);
+	assert_true(cfg.sandbox.disk == 16ull << 40 && cfg.sandbox.memory == 1ull << 40 &&
+	            cfg.sandbox.file_size == 1ull << 40);
+	assert_int_equal(parse("sandbox: { disk: 17T }\n"), -1);
+	assert_int_equal(parse("sandbox: { disk: 16777216T }\n"), -1); /* past 2^64 */
+	assert_int_equal(parse("sandbox: { disk: 2t }\n"), -1);
 	assert_int_equal(parse("sandbox: { disk: none }\n"), 0);
 	assert_true(cfg.sandbox.disk == 0);
 	expect_only("sandbox: { disk: 0 }\n",
 	    "1:18: sandbox.disk: expected an integer from 16777216 to 17592186044416 "
-	    "(K, M and G suffixes allowed)");
+	    "(K, M, G and T suffixes allowed)");
 	expect_only("sandbox: { disk: 1M }\n",
 	    "1:18: sandbox.disk: expected an integer from 16777216 to 17592186044416 "
-	    "(K, M and G suffixes allowed)");
+	    "(K, M, G and T suffixes allowed)");
 
 	expect_only("sandbox: { artifact_max: 0 }\n",
 	    "1:26: sandbox.artifact_max: expected an integer from 1 to 1073741824 "
-	    "(K, M and G suffixes allowed)");
+	    "(K, M, G and T suffixes allowed)");
 	expect_only("sandbox: { memory: 1M }\n",
 	    "1:20: sandbox.memory: expected an integer from 16777216 to 1099511627776 "
-	    "(K, M and G suffixes allowed)");
+	    "(K, M, G and T suffixes allowed)");
 	expect_only("sandbox: { pids: 4K }\n",
 	    "1:18: sandbox.pids: expected an integer from 16 to 65536");
 	expect_only("sandbox: { exec_timeout: 0 }\n",
@@ -237,10 +244,10 @@ test_sandbox_section(void **state)
 	    "1:17: sandbox.uid: expected an integer from 1 to 4294967294");
 	expect_only("sandbox: { output_max: unlimited }\n",
 	    "1:24: sandbox.output_max: expected an integer from 4096 to 268435456 "
-	    "(K, M and G suffixes allowed)");
+	    "(K, M, G and T suffixes allowed)");
 	expect_only("sandbox: { file_max: -1 }\n",
 	    "1:22: sandbox.file_max: expected an integer from 4096 to 67108864 "
-	    "(K, M and G suffixes allowed)");
+	    "(K, M, G and T suffixes allowed)");
 	expect_only("sandbox: { swap: 1 }\n", "1:12: unknown key 'sandbox.swap'");
 	expect_only("sandbox: { pids: 64, pids: 65 }\n", "1:22: duplicate key 'sandbox.pids'");
 	expect_only("sandbox: 5\n", "1:10: sandbox: expected a mapping, found a scalar");
@@ -857,13 +864,13 @@ test_agent_errors(void **state)
 	    "1:22: agent.max_tokens: expected an integer from 1 to 1000000");
 	expect_only("agent: { tool_output_max: 1023 }\n",
 	    "1:27: agent.tool_output_max: expected an integer from 1024 to 1048576 "
-	    "(K, M and G suffixes allowed)");
+	    "(K, M, G and T suffixes allowed)");
 	expect_only("agent: { tool_output_max: 1025K }\n",
 	    "1:27: agent.tool_output_max: expected an integer from 1024 to 1048576 "
-	    "(K, M and G suffixes allowed)");
+	    "(K, M, G and T suffixes allowed)");
 	expect_only("agent: { tool_output_max: 1G }\n",
 	    "1:27: agent.tool_output_max: expected an integer from 1024 to 1048576 "
-	    "(K, M and G suffixes allowed)");
+	    "(K, M, G and T suffixes allowed)");
 	expect_only("agent: { tool_output_max: \"32K\" }\n",
 	    "1:27: agent.tool_output_max: expected an integer, found a quoted string");
 	expect_only(PROV("") "agent: { provider: A, model: m }\n",
@@ -960,19 +967,19 @@ test_numbers(void **state)
 
 	expect_only("ipc_max_frame: 65535\n",
 	    "1:16: ipc_max_frame: expected an integer from 65536 to 268435456 "
-	    "(K, M and G suffixes allowed)");
+	    "(K, M, G and T suffixes allowed)");
 	expect_only("ipc_max_frame: 268435457\n", "1:16: ipc_max_frame: expected an integer "
-						  "from 65536 to 268435456 (K, M and G suffixes allowed)");
+						  "from 65536 to 268435456 (K, M, G and T suffixes allowed)");
 	expect_error("ipc_max_frame: 16m\n", "1:16: ipc_max_frame: expected an integer from 65536 "
-					     "to 268435456 (K, M and G suffixes allowed)");
+					     "to 268435456 (K, M, G and T suffixes allowed)");
 	expect_error("ipc_max_frame: 99999999999999999999999M\n",
 	    "1:16: ipc_max_frame: expected an integer from 65536 to 268435456 "
-	    "(K, M and G suffixes allowed)");
+	    "(K, M, G and T suffixes allowed)");
 	expect_error("ipc_max_frame: 18014398509481984M\n", /* 2^54 M wraps 2^64 */
 	    "1:16: ipc_max_frame: expected an integer from 65536 to 268435456 "
-	    "(K, M and G suffixes allowed)");
+	    "(K, M, G and T suffixes allowed)");
 	expect_error("ipc_max_frame: -16M\n", "1:16: ipc_max_frame: expected an integer from "
-					      "65536 to 268435456 (K, M and G suffixes allowed)");
+					      "65536 to 268435456 (K, M, G and T suffixes allowed)");
 	expect_only("ipc_max_frame: \"16M\"\n",
 	    "1:16: ipc_max_frame: expected an integer, found a quoted string");
 	expect_only("database: { pool: 0 }\n",
@@ -1446,6 +1453,9 @@ test_egress_section(void **state)
 	assert_int_equal(cfg.egress.connect_timeout, 300);
 	assert_int_equal(cfg.egress.idle_timeout, 86400);
 	assert_int_equal(cfg.egress.bytes_per_run, 1 << 20);
+	/* the top of its range, as agrippad.conf(5) writes it */
+	assert_int_equal(parse("egress: { bytes_per_run: 1T }\n"), 0);
+	assert_true(cfg.egress.bytes_per_run == 1ull << 40);
 	/* empty lists: no preset, no network */
 	assert_int_equal(parse("egress: { presets: {}, allow_cidrs: [] }\n"), 0);
 	assert_int_equal(cfg.egress.npresets, 0);
@@ -1507,7 +1517,7 @@ test_egress_errors(void **state)
 	    "1:25: egress.idle_timeout: expected an integer from 1 to 86400");
 	expect_only("egress: { bytes_per_run: 1K }\n",
 	    "1:26: egress.bytes_per_run: expected an integer from 1048576 to 1099511627776 "
-	    "(K, M and G suffixes allowed)");
+	    "(K, M, G and T suffixes allowed)");
 	expect_only("egress: { deny: [] }\n", "1:11: unknown key 'egress.deny'");
 	expect_only("egress: [ a ]\n", "1:9: egress: expected a mapping, found a sequence");
 	/* every error of the section, not only the first */
