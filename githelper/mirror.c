@@ -628,54 +628,57 @@ gh_mirror_update(struct gh_git *g, const char *url, const char *dir, char *err, 
 
 /* ---- a local source already mirrored ------------------------------------- */
 
-/* The branches and tags of a repository: names and ids, sorted by name. */
+/* The branches and tags of a repository, sorted by name. */
+struct gh_ref {
+	char *name;
+	git_oid id;
+};
 struct gh_reflist {
-	char **name;
-	git_oid *id;
+	struct gh_ref *r;
 	size_t n, cap;
 	int odd; /* a symbolic branch or tag, or out of memory: not compared */
 };
 
-/* l filled from repo's refs/heads/ and refs/tags/. */
+static int
+gh_ref_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct gh_ref *)a)->name, ((const struct gh_ref *)b)->name);
+}
+
+/* l filled from repo's refs/heads/ and refs/tags/, then sorted. */
 static void
 gh_reflist_fill(git_repository *repo, struct gh_reflist *l)
 {
 	git_reference_iterator *it;
 	git_reference *r;
+	struct gh_ref *nr;
+	const char *name;
 
 	if (git_reference_iterator_new(&it, repo) != 0) {
 		l->odd = 1;
 		return;
 	}
 	while (!l->odd && git_reference_next(&r, it) == 0) {
-		const char *name = git_reference_name(r);
-
-		if (strncmp(name, "refs/heads/", 11) == 0 || strncmp(name, "refs/tags/", 10) == 0) {
-			if (git_reference_type(r) != GIT_REFERENCE_DIRECT) {
-				l->odd = 1;
-			} else if (l->n == l->cap) {
-				size_t nc = l->cap == 0 ? 64 : l->cap * 2;
-				char **nn = reallocarray(l->name, nc, sizeof(*nn));
-				git_oid *ni;
-
-				if (nn != NULL)
-					l->name = nn;
-				ni = nn != NULL ? reallocarray(l->id, nc, sizeof(*ni)) : NULL;
-				if (ni == NULL)
-					l->odd = 1;
-				else {
-					l->id = ni;
-					l->cap = nc;
-				}
-			}
-			if (!l->odd && (l->name[l->n] = strdup(name)) == NULL)
-				l->odd = 1;
-			else if (!l->odd)
-				git_oid_cpy(&l->id[l->n++], git_reference_target(r));
+		name = git_reference_name(r);
+		if (strncmp(name, "refs/heads/", 11) != 0 && strncmp(name, "refs/tags/", 10) != 0) {
+			git_reference_free(r);
+			continue;
 		}
+		if (l->n == l->cap &&
+		    (nr = reallocarray(l->r, l->cap == 0 ? 64 : l->cap * 2, sizeof(*nr))) != NULL) {
+			l->r = nr;
+			l->cap = l->cap == 0 ? 64 : l->cap * 2;
+		}
+		if (git_reference_type(r) != GIT_REFERENCE_DIRECT || l->n == l->cap ||
+		    (l->r[l->n].name = strdup(name)) == NULL)
+			l->odd = 1;
+		else
+			git_oid_cpy(&l->r[l->n++].id, git_reference_target(r));
 		git_reference_free(r);
 	}
 	git_reference_iterator_free(it);
+	if (l->n > 1)
+		qsort(l->r, l->n, sizeof(*l->r), gh_ref_cmp);
 }
 
 static void
@@ -684,26 +687,21 @@ gh_reflist_free(struct gh_reflist *l)
 	size_t i;
 
 	for (i = 0; i < l->n; i++)
-		free(l->name[i]);
-	free(l->name);
-	free(l->id);
+		free(l->r[i].name);
+	free(l->r);
 }
 
-/* The same names at the same ids (the iterators give them in any order). */
+/* The same names at the same ids: one pass over the sorted lists. */
 static int
 gh_reflist_equal(const struct gh_reflist *a, const struct gh_reflist *b)
 {
-	size_t i, j;
+	size_t i;
 
 	if (a->odd || b->odd || a->n != b->n)
 		return 0;
-	for (i = 0; i < a->n; i++) {
-		for (j = 0; j < b->n; j++)
-			if (strcmp(a->name[i], b->name[j]) == 0)
-				break;
-		if (j == b->n || !git_oid_equal(&a->id[i], &b->id[j]))
+	for (i = 0; i < a->n; i++)
+		if (strcmp(a->r[i].name, b->r[i].name) != 0 || !git_oid_equal(&a->r[i].id, &b->r[i].id))
 			return 0;
-	}
 	return 1;
 }
 

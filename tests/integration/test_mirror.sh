@@ -255,6 +255,20 @@ R3=$RUN
 wait_for 60 ended "$R3"
 check "a force-push upstream is followed: the rewritten tip is the base ($(psql_q "select error from runs where id = '$R3'"))" \
 	[ "$(run_status "$R3")" = succeeded -a "$(ready_of "$R3")" = "$HEAD2 main" ]
+# A local source whose branches did not move is compared with the mirror
+# instead of fetched: a tag alone upstream (no branch moved) must still
+# reach the next run.
+(cd "$UP" && $G tag v3.0 HEAD~1) >/dev/null
+V3=$(git -C "$UP" rev-parse v3.0)
+submit quick local v3.0
+wait_for 60 ended "$RUN"
+check "a tag made upstream while no branch moved is fetched for the next run ($(psql_q "select coalesce(error, '') from runs where id = '$RUN'"))" \
+	[ "$(run_status "$RUN")" = succeeded -a "$(ready_of "$RUN")" = "$V3 v3.0" ]
+(cd "$UP" && git tag -d v3.0) >/dev/null
+submit quick local v3.0
+wait_for 60 ended "$RUN"
+check "... and a tag deleted upstream is gone from the mirror: the ref fails" \
+	[ "$(run_status "$RUN")" = failed ]
 
 # --- workspace.ref --------------------------------------------------------------
 for case in "topic topic $TOPIC" "v1.0 v1.0 $V1" "v2.0 v2.0 $V2" "$V1 $V1 $V1"; do
