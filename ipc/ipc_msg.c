@@ -504,6 +504,21 @@ ipc_is_model_name(const char *s, size_t len)
 }
 
 /* A string that passes is_name (or is empty, when empty_ok) into out. */
+/* An MCP server's name: [a-z0-9][a-z0-9_-]{0,63}, as mcp add takes it. */
+static int
+ipc_is_mcp_name(const char *s, size_t len)
+{
+	size_t i;
+
+	if (len == 0 || len > IPC_MCP_NAME_MAX || !((s[0] >= 'a' && s[0] <= 'z') ||
+	    (s[0] >= '0' && s[0] <= '9')))
+		return 0;
+	for (i = 1; i < len; i++)
+		if (s[i] == '\0' || strchr("abcdefghijklmnopqrstuvwxyz0123456789_-", s[i]) == NULL)
+			return 0;
+	return 1;
+}
+
 static int
 ipc_get_name(struct ipc_cur *c, char *out, size_t max, int (*is_name)(const char *, size_t),
     int empty_ok)
@@ -636,6 +651,10 @@ ipc_dec_runner_proxy(const msgpack_object *body, struct ipc_runner_proxy *out)
 	if (ipc_get_name(&c, out->provider, IPC_PROVIDER_NAME_MAX, ipc_is_provider_name, 1) == -1 ||
 	    ipc_get_name(&c, out->model, IPC_MODEL_NAME_MAX, ipc_is_model_name, 1) == -1 ||
 	    ipc_get_u32(&c, &out->max_tokens) == -1 || ipc_get_u32(&c, &out->tool_output_max) == -1 ||
+	    ipc_get_u32(&c, &out->mcp_tools_max) == -1 ||
+	    ipc_get_u32(&c, &out->mcp_tool_bytes_max) == -1 ||
+	    out->mcp_tools_max > IPC_MCP_TOOLS_MAX || out->mcp_tool_bytes_max < 1024 ||
+	    out->mcp_tool_bytes_max > IPC_MCP_TOOL_BYTES_MAX ||
 	    ipc_end(&c) == -1 || out->max_tokens == 0 || out->tool_output_max < 1024 ||
 	    out->tool_output_max > 1048576 || (out->provider[0] == '\0') != (out->model[0] == '\0'))
 		return -1;
@@ -1372,6 +1391,59 @@ ipc_dec_egress_totals(const msgpack_object *body, struct ipc_egress_totals *out)
 	return 0;
 }
 
+/* ---- MCP servers of runs --------------------------------------------- */
+
+int
+ipc_dec_mcp_start(const msgpack_object *body, struct ipc_mcp_start *out)
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	/* an MCP server's name is a provider's name but longer */
+	if (ipc_get_name(&c, out->server, IPC_MCP_NAME_MAX, ipc_is_mcp_name, 0) == -1 ||
+	    ipc_get_step_id(&c, out->step) == -1 || ipc_end(&c) == -1)
+		return -1;
+	return 0;
+}
+
+int
+ipc_dec_mcp_channel(const msgpack_object *body, struct ipc_mcp_channel *out)
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_u32(&c, &out->what) == -1 || ipc_get_u32(&c, &out->transport) == -1 ||
+	    ipc_get_u32(&c, &out->startup_ms) == -1 || ipc_get_u32(&c, &out->call_ms) == -1 ||
+	    ipc_end(&c) == -1 || out->what > IPC_MCP_FD_STDERR ||
+	    (out->transport != IPC_MCP_STDIO && out->transport != IPC_MCP_HTTP) ||
+	    (out->transport == IPC_MCP_HTTP && out->what == IPC_MCP_FD_STDERR) ||
+	    out->startup_ms < 1000 || out->startup_ms > 600000 || out->call_ms < 1000 ||
+	    out->call_ms > 3600000)
+		return -1;
+	return 0;
+}
+
+int
+ipc_dec_mcp_failed(const msgpack_object *body, struct ipc_mcp_failed *out)
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_str(&c, &out->error, &out->errlen, IPC_ERRMSG_MAX) == -1 || out->errlen == 0 ||
+	    ipc_get_bool(&c, &out->absent) == -1 || ipc_end(&c) == -1)
+		return -1;
+	return 0;
+}
+
+int
+ipc_dec_mcp_stop(const msgpack_object *body)
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	return ipc_end(&c);
+}
+
 /* ---- validators: one per IPC_MSG_LIST symbol -------------------------- */
 
 static int
@@ -1911,6 +1983,36 @@ val_IMSG_EGRESS_TOTALS(const msgpack_object *body)
 	struct ipc_egress_totals r;
 
 	return ipc_dec_egress_totals(body, &r);
+}
+
+static int
+val_IMSG_MCP_START(const msgpack_object *body)
+{
+	struct ipc_mcp_start s;
+
+	return ipc_dec_mcp_start(body, &s);
+}
+
+static int
+val_IMSG_MCP_CHANNEL(const msgpack_object *body)
+{
+	struct ipc_mcp_channel ch;
+
+	return ipc_dec_mcp_channel(body, &ch);
+}
+
+static int
+val_IMSG_MCP_FAILED(const msgpack_object *body)
+{
+	struct ipc_mcp_failed f;
+
+	return ipc_dec_mcp_failed(body, &f);
+}
+
+static int
+val_IMSG_MCP_STOP(const msgpack_object *body)
+{
+	return ipc_dec_mcp_stop(body);
 }
 
 /* ---- catalog ---------------------------------------------------------- */

@@ -238,7 +238,10 @@
  *              channel: every call on it is that run's
  *  RUNNER_PROXY [provider str (a provider name, or "" for none), model str (a model
  *              name, or ""), max_tokens u32 (>= 1), tool_output_max u32
- *              (1024..1048576)]  + the runner's end of its model channel; again
+ *              (1024..1048576), mcp_tools_max u32 (0..IPC_MCP_TOOLS_MAX: the MCP
+ *              tools one step offers), mcp_tool_bytes_max u32
+ *              (1024..IPC_MCP_TOOL_BYTES_MAX: bytes of their definitions)]
+ *              + the runner's end of its model channel; again
  *              whenever a new proxy is ready, with a channel to it (the runner
  *              keeps the values of the first)
  *  MODEL_CALL  [step str(1..64), attempt u32 (>= 1), provider str, model str,
@@ -253,6 +256,22 @@
  *              stop u32 (0 end, 1 tool_use, 2 max_tokens, 3 other), content str (the
  *              response's content blocks, JSON; "" unless code is 0)]  proxy -> runner,
  *              the same id.  worst: what the proxy held the call could cost.
+ *
+ * MCP servers of a run's steps (DESIGN 4.2; supervisor/mcp_runs.c):
+ *  MCP_START   [server str (an MCP server's name, [a-z0-9][a-z0-9_-]{0,63}), step str
+ *              (1..64, the step's id)]  runner -> supervisor: start that server as it
+ *              is pinned on the run, for the step; the id names the server's
+ *              instance from now on (no two live at once)
+ *  MCP_CHANNEL [what u32 (IPC_MCP_FD_*), transport u32 (1 stdio, 2 http), startup_ms
+ *              u32 (1000..600000), call_ms u32 (1000..3600000)]  + a descriptor;
+ *              supervisor -> runner, the start's id: for a stdio server the read end
+ *              of its stderr first, then its channel (its stdin and stdout, as
+ *              newline-delimited JSON-RPC), which ends the answer
+ *  MCP_FAILED  [error str(1..IPC_ERRMSG_MAX), absent bool (the server is not pinned
+ *              on the run)]  supervisor -> runner, the start's id: nothing was started
+ *              (or what was started is gone)
+ *  MCP_STOP    []  runner -> supervisor, the start's id: the runner has closed its
+ *              ends; the server is stopped (EOF, then SIGTERM, then SIGKILL)
  */
 #define IPC_MSG_LIST(X)                                                                     \
 	X(IMSG_HELLO, 1, SUP, CHILDREN_ALL, 0)                                              \
@@ -320,7 +339,11 @@
 	X(IMSG_EGRESS_EVENT, 63, ROLE_BIT(ROLE_EGRESS), SUP, 0)                              \
 	X(IMSG_HTTPD_CONF, 64, SUP, ROLE_BIT(ROLE_HTTPD), 0)                                 \
 	X(IMSG_EGRESS_STEP, 65, SUP, ROLE_BIT(ROLE_EGRESS), 0)                               \
-	X(IMSG_EGRESS_TOTALS, 66, ROLE_BIT(ROLE_EGRESS), SUP, 0)
+	X(IMSG_EGRESS_TOTALS, 66, ROLE_BIT(ROLE_EGRESS), SUP, 0)                              \
+	X(IMSG_MCP_START, 67, ROLE_BIT(ROLE_RUNNER), SUP, 0)                                 \
+	X(IMSG_MCP_CHANNEL, 68, SUP, ROLE_BIT(ROLE_RUNNER), IPC_F_FD)                        \
+	X(IMSG_MCP_FAILED, 69, SUP, ROLE_BIT(ROLE_RUNNER), 0)                                \
+	X(IMSG_MCP_STOP, 70, ROLE_BIT(ROLE_RUNNER), SUP, 0)
 
 enum ipc_msg_type {
 #define IPC_X_ENUM(sym, num, snd, rcv, fl) sym = num,
@@ -607,8 +630,30 @@ struct ipc_runner_proxy {
 	char provider[IPC_PROVIDER_NAME_MAX + 1];
 	char model[IPC_MODEL_NAME_MAX + 1];
 	uint32_t max_tokens, tool_output_max;
+	uint32_t mcp_tools_max, mcp_tool_bytes_max;
 };
 int ipc_dec_runner_proxy(const msgpack_object *body, struct ipc_runner_proxy *out);
+#define IPC_MCP_NAME_MAX 64
+#define IPC_MCP_TOOLS_MAX 1024                 /* mcp_tools_max */
+#define IPC_MCP_TOOL_BYTES_MAX (16u * 1024 * 1024) /* mcp_tool_bytes_max */
+enum { IPC_MCP_FD_CHANNEL = 0, IPC_MCP_FD_STDERR = 1 };
+enum { IPC_MCP_STDIO = 1, IPC_MCP_HTTP = 2 };
+struct ipc_mcp_start {
+	char server[IPC_MCP_NAME_MAX + 1];
+	char step[65];
+};
+int ipc_dec_mcp_start(const msgpack_object *body, struct ipc_mcp_start *out);
+struct ipc_mcp_channel {
+	uint32_t what, transport, startup_ms, call_ms;
+};
+int ipc_dec_mcp_channel(const msgpack_object *body, struct ipc_mcp_channel *out);
+struct ipc_mcp_failed {
+	const char *error; /* into the message, not NUL-terminated */
+	size_t errlen;
+	int absent;
+};
+int ipc_dec_mcp_failed(const msgpack_object *body, struct ipc_mcp_failed *out);
+int ipc_dec_mcp_stop(const msgpack_object *body);
 struct ipc_model_call {
 	char step[65];
 	uint32_t attempt;

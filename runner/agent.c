@@ -47,6 +47,7 @@ struct agent_step {
 	int readonly;           /* access: readOnly (no bash) */
 	json_t *produces;       /* the step's contract (borrowed) */
 	json_t *skills;         /* names of the step's skills (borrowed) */
+	json_t *mcp;            /* the step's requires.mcp_servers (borrowed), or NULL */
 	int64_t reserved;       /* the attempt's reservation, micro-dollars */
 	const char *resume;     /* the session of the attempt this one takes over, or NULL */
 };
@@ -68,6 +69,7 @@ static struct agent {
 	json_t *messages;       /* the conversation (neutral format) */
 	json_t *system;         /* the system prompt (string) */
 	json_t *tools;
+	int tools_stale;        /* the MCP tools changed: the next call sends all again */
 	char *skills_text;
 	int turns;              /* model answers so far */
 	int stores;             /* agent_turn operations in flight */
@@ -92,6 +94,7 @@ static struct agent {
 
 static void agent_turn(void);
 static void tool_next(void);
+static void tools_build(void);
 
 /* ---- helpers ------------------------------------------------------------- */
 
@@ -114,6 +117,7 @@ static void
 agent_over(const char *status, const char *error, json_t *extra, int no_retry)
 {
 	ag.state = AG_DONE;
+	amcp_end();
 	json_decref(ag.messages);
 	json_decref(ag.calls);
 	json_decref(ag.results);
@@ -424,17 +428,19 @@ tool_answer(json_t *content, int is_error)
 {
 	json_t *call = json_array_get(ag.calls, ag.tool_cur);
 	const char *text = json_string_value(content);
+	const char *server = amcp_server_of(json_string_value(json_object_get(call, "name")));
 	int cut;
 	json_t *shown = text_cut(text, strlen(text), AGENT_EVENT_RESULT_MAX, &cut);
-
-	json_t *events = json_array();
+	json_t *events = json_array(), *p;
 
 	json_array_append_new(ag.results, json_pack("{s:s, s:O, s:O, s:b}", "type", "tool_result",
 	    "tool_use_id", json_object_get(call, "id"), "content", content, "is_error", is_error));
-	json_array_append_new(events, ev("agent.tool_result", json_pack("{s:O, s:O, s:b, s:o, "
-	    "s:b, s:I}", "id", json_object_get(call, "id"), "name", json_object_get(call, "name"),
-	    "is_error", is_error, "content", shown, "content_truncated", cut,
-	    "bytes", (json_int_t)strlen(text))));
+	p = json_pack("{s:O, s:O, s:b, s:o, s:b, s:I}", "id", json_object_get(call, "id"), "name",
+	    json_object_get(call, "name"), "is_error", is_error, "content", shown,
+	    "content_truncated", cut, "bytes", (json_int_t)strlen(text));
+	if (server != NULL)
+		json_object_set_new(p, "server", json_string(server));
+	json_array_append_new(events, ev("agent.tool_result", p));
 	json_decref(content);
 	ag.tool_cur++;
 	/* every result is stored as it comes: the round's message grows */
@@ -589,6 +595,20 @@ tool_bash(json_t *in)
 	return 0;
 }
 
+/* An MCP tool's answer (already cut at tool_output_max, with the marker). */
+static void
+mcp_answered(const char *server, const char *text, size_t len, int is_error)
+{
+	json_t *content;
+
+	(void)server;
+	if (ag.state != AG_TOOLS)
+		return;
+	if ((content = json_stringn(text, len)) == NULL)
+		content = json_string("(the MCP server's answer is not valid UTF-8)");
+	tool_answer(content, is_error);
+}
+
 /* Start the round's next tool call, or, when all are answered (each
  * result was stored as it came), the next model call. */
 static void
@@ -624,6 +644,17 @@ tool_next(void)
 	if (strcmp(name, "bash") == 0 && interrupted) {
 		tool_error("this command was interrupted when the runner stopped; whether it ran, "
 		    "and what it changed, is unknown: check before running it again");
+		return;
+	}
+	if (amcp_server_of(name) != NULL) {
+		/* a tool of an MCP server may act outside: it is not made twice */
+		if (interrupted) {
+			tool_error("this call to the MCP server %s was interrupted when the runner "
+			    "stopped; whether it was carried out is unknown: check before making it "
+			    "again", amcp_server_of(name));
+			return;
+		}
+		amcp_call(name, in, mcp_answered);
 		return;
 	}
 	if (strcmp(name, "bash") == 0)
@@ -834,6 +865,7 @@ static json_t *
 call_event(json_t *b)
 {
 	char *s = json_dumps(json_object_get(b, "input"), JSON_COMPACT);
+	const char *server;
 	json_t *o;
 	int cut;
 
@@ -847,6 +879,9 @@ call_event(json_t *b)
 		    json_object_get(b, "name"), "input", text_cut(s, strlen(s), AGENT_EVENT_TEXT_MAX,
 		    &cut), "input_truncated", 1, "input_bytes", (json_int_t)strlen(s));
 	free(s);
+	if (json_is_string(json_object_get(b, "name")) &&
+	    (server = amcp_server_of(json_string_value(json_object_get(b, "name")))) != NULL)
+		json_object_set_new(o, "server", json_string(server));
 	return o;
 }
 
@@ -1091,6 +1126,11 @@ agent_turn(void)
 		proxy_wait();
 		return;
 	}
+	if (ag.tools_stale) {
+		/* the proxy holds the conversation with the old tools */
+		ag.tools_stale = 0;
+		ag.proxy_has = 0;
+	}
 	req = call_request();
 	if (req == NULL || (s = json_dumps(req, JSON_COMPACT)) == NULL)
 		fatalx("out of memory");
@@ -1180,6 +1220,8 @@ session_loaded(struct child *c, const struct ipc_db_result *r, void *arg)
 	agent_continue();
 }
 
+static void mcp_begin(void);
+
 static void
 skills_loaded(struct child *c, const struct ipc_db_result *r, void *arg)
 {
@@ -1205,6 +1247,13 @@ skills_loaded(struct child *c, const struct ipc_db_result *r, void *arg)
 		fatal("skills");
 	ag.skills_text = buf;
 	prompt_build();
+	mcp_begin();
+}
+
+/* The conversation begins, or goes on from where a crashed attempt left it. */
+static void
+conversation_begin(void)
+{
 	if (ag.resume) {
 		struct qop *q = runner_op("runner_agent_session", 1);
 
@@ -1214,6 +1263,55 @@ skills_loaded(struct child *c, const struct ipc_db_result *r, void *arg)
 	}
 	store(json_pack("{s:s, s:[{s:s, s:s}]}", "role", "user", "content", "type", "text", "text",
 	    ag.a.prompt), json_array(), agent_turn);
+}
+
+/* Every MCP server of the step has listed its tools, or failed. */
+static void
+mcp_ready(void)
+{
+	const char *why;
+
+	if (rn.cancel) {
+		agent_over("cancelled", "cancelled", NULL, 1);
+		return;
+	}
+	if ((why = amcp_missing()) != NULL) {
+		agent_over("failed", why, NULL, 0);
+		return;
+	}
+	amcp_add_tools(ag.tools);
+	conversation_begin();
+}
+
+/* The MCP tools offered changed: the next model call has the new ones. */
+static void
+mcp_changed(void)
+{
+	if (ag.state == AG_DONE || ag.state == AG_LOADING)
+		return;
+	json_decref(ag.tools);
+	tools_build();
+	amcp_add_tools(ag.tools);
+	ag.tools_stale = 1;
+}
+
+/* The step's MCP servers start before its first model call. */
+static void
+mcp_begin(void)
+{
+	struct amcp_conf mc;
+	char err[512];
+	int rv;
+
+	mc.result_max = ag.conf.tool_output_max;
+	mc.tools_max = ag.conf.mcp_tools_max;
+	mc.bytes_max = ag.conf.mcp_tool_bytes_max;
+	if ((rv = amcp_begin(ag.a.mcp, &mc, mcp_ready, mcp_changed, err, sizeof(err))) == -1) {
+		agent_over("failed", err, NULL, 1);
+		return;
+	}
+	if (rv == 0)
+		conversation_begin();
 }
 
 static void
@@ -1233,6 +1331,7 @@ agent_start(const struct agent_step *a)
 	ag.a.prompt = ag.prompt;
 	ag.a.skills = NULL;
 	ag.a.resume = NULL;
+	ag.tools_stale = 0;
 	ag.turns = 0;
 	ag.spent = 0;
 	ag.proxy_has = 0;
@@ -1268,6 +1367,8 @@ agent_cancel(void)
 		ipc_wbuf_begin(&w, IMSG_SBX_KILL, ag.sbx_id, 0);
 		runner_sbx_send(&w);
 	}
+	if (ag.state == AG_TOOLS)
+		amcp_cancel();
 }
 
 /* RUNNER_PROXY: the model channel and what agent steps use.  It comes
@@ -1280,6 +1381,8 @@ agent_proxy(struct ipc_msg *m)
 {
 	struct ipc_runner_proxy conf;
 
+	if (amcp_sup_msg(m))
+		return 1;
 	if (m->type != IMSG_RUNNER_PROXY)
 		return 0;
 	if (m->fd < 0 || ipc_dec_runner_proxy(m->body, &conf) == -1)
@@ -1337,6 +1440,7 @@ agent_begin(struct rstep *s)
 	a.readonly = strcmp(runner_jstr(ws, "access", "readWrite"), "readOnly") == 0;
 	a.produces = json_object_get(s->j, "produces");
 	a.skills = skills;
+	a.mcp = json_object_get(json_object_get(s->j, "requires"), "mcp_servers");
 	a.reserved = rn.reserved;
 	a.resume = s->session;
 	s->session = NULL;

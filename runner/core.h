@@ -177,6 +177,40 @@ void runner_art_result(const struct ipc_msg *m);
 /* A RUNNER_REPLY to the artifact sent to the store: 1 when id was it. */
 int runner_art_put_reply(uint64_t id, const struct ipc_runner_reply *rr);
 
+/* ---- agent_mcp.c: the MCP servers of an agent step ---------------------- */
+
+struct amcp_conf {
+	uint32_t result_max; /* agent.tool_output_max */
+	uint32_t tools_max;  /* agent.mcp_tools_max */
+	uint32_t bytes_max;  /* agent.mcp_tool_bytes_max */
+};
+/* Every server of the step has listed its tools or failed. */
+typedef void (*amcp_ready_cb)(void);
+/* The tools offered changed after that (a server's list_changed, or a
+ * restart): the model must be sent them again. */
+typedef void (*amcp_changed_cb)(void);
+/* A call's answer, text[0..len) already cut at result_max. */
+typedef void (*amcp_result_cb)(const char *server, const char *text, size_t len, int is_error);
+/* Start the servers requires names (the step's requires.mcp_servers).
+ * Returns 1 (ready comes later), 0 when there are none (ready does not
+ * come), or -1 with err. */
+int amcp_begin(json_t *requires, const struct amcp_conf *conf, amcp_ready_cb ready,
+    amcp_changed_cb changed, char *err, size_t errsz);
+/* Once ready: why a required server is not there, or NULL. */
+const char *amcp_missing(void);
+/* Append the offered tools' definitions to tools. */
+void amcp_add_tools(json_t *tools);
+/* The server of offered tool name, or NULL when name is not one. */
+const char *amcp_server_of(const char *name);
+/* Call offered tool name; cb answers once.  -1 when name is not offered. */
+int amcp_call(const char *name, json_t *input, amcp_result_cb cb);
+/* Give up the call in flight: it answers "cancelled" soon. */
+void amcp_cancel(void);
+/* Close every server (each gets EOF, the supervisor stops it). */
+void amcp_end(void);
+/* MCP_CHANNEL and MCP_FAILED: 1 when m was one. */
+int amcp_sup_msg(struct ipc_msg *m);
+
 /* ---- kinds.c: the table of step kinds ------------------------------------ */
 
 /*

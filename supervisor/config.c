@@ -1363,6 +1363,8 @@ static const struct conf_key conf_agent_keys[] = {
     {"model", "agent.model", conf_set_agent_model, 0, 0},
     CONF_AGENT(max_tokens),
     CONF_AGENT(tool_output_max),
+    CONF_AGENT(mcp_tools_max),
+    CONF_AGENT(mcp_tool_bytes_max),
 };
 /* Ranges, in the order of conf_agent_keys. */
 static const struct conf_range conf_agent_ranges[] = {
@@ -1370,6 +1372,8 @@ static const struct conf_range conf_agent_ranges[] = {
     {0, 0, 0},                /* model: a name */
     {1, 1000000, 0},          /* max_tokens: a count, not bytes: no suffix */
     {1024, 1024 * 1024, 1},   /* tool_output_max: 1K..1M */
+    {0, 1024, 0},             /* mcp_tools_max: a count */
+    {1024, 16 * 1024 * 1024, 1}, /* mcp_tool_bytes_max: 1K..16M */
 };
 _Static_assert(CONF_NKEYS(conf_agent_keys) == CONF_NKEYS(conf_agent_ranges), "one range per key");
 
@@ -1868,6 +1872,8 @@ config_defaults(struct config *c)
 	c->engine.step_budget = 10000000; /* 10 USD */
 	c->agent.max_tokens = 8192;
 	c->agent.tool_output_max = 32 * 1024;
+	c->agent.mcp_tools_max = 128;
+	c->agent.mcp_tool_bytes_max = 256 * 1024;
 	conf_egress_defaults(&c->egress);
 	conf_strlcpy(c->ui_dir, AGRIPPA_DATADIR "/ui", sizeof(c->ui_dir));
 	c->session_lifetime = 43200;

@@ -90,6 +90,8 @@ struct conf_agent {
 	char model[CONF_MODEL_MAX];               /* agent.model: one of its models */
 	uint64_t max_tokens;       /* agent.max_tokens: per call, 1..1000000, default 8192 */
 	uint64_t tool_output_max;  /* agent.tool_output_max: 1K..1M, default 32K */
+	uint64_t mcp_tools_max;    /* agent.mcp_tools_max: 0..1024, default 128 */
+	uint64_t mcp_tool_bytes_max; /* agent.mcp_tool_bytes_max: 1K..16M, default 256K */
 };
 
 /* One named allow list templates may use (network.presets). */

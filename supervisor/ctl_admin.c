@@ -1033,16 +1033,6 @@ prep_skill_add(struct admin_req *r, struct admin_args *a, char *err, size_t sz)
 	return 0;
 }
 
-/* Host paths no MCP server may mount: the daemon's state, key,
- * configuration, socket, pidfile and providers' key files, as configured
- * (the checks also resolve the paths a spec names). */
-#define MCP_FORBIDDEN_MAX (5 + CONF_MAX_PROVIDERS)
-struct mcp_forbidden {
-	const char *p[2 * MCP_FORBIDDEN_MAX];
-	char real[MCP_FORBIDDEN_MAX][PATH_MAX];
-	size_t n, nreal;
-};
-
 /* path, and what it resolves to when that differs (a link must not hide
  * an overlap). */
 static void
@@ -1060,7 +1050,7 @@ mcp_forbid(struct mcp_forbidden *f, const char *path)
 	}
 }
 
-static void
+void
 mcp_forbidden_paths(struct mcp_forbidden *f)
 {
 	size_t i;

@@ -130,11 +130,11 @@ mt_limit(evutil_socket_t fd, short what, void *arg)
 }
 
 /* The server's env, NAME=value with its credentials: sodium_malloc'd
- * entries, NULL-terminated, in *out (free with mt_env_free).  0, or -1
+ * entries, NULL-terminated, in *out (free with mcp_server_env_free).  0, or -1
  * with err set. */
-static int
-mt_env(const struct mcpspec *s, const struct mcp_creds *creds, char ***out, char *err,
-       size_t errsz)
+int
+mcp_server_env(const struct mcpspec *s, const struct mcp_creds *creds, char ***out, char *err,
+               size_t errsz)
 {
 	char **env, *v;
 	size_t i, len, nl;
@@ -166,8 +166,8 @@ fail:
 	return -1;
 }
 
-static void
-mt_env_free(char **env)
+void
+mcp_server_env_free(char **env)
 {
 	size_t i;
 
@@ -204,7 +204,7 @@ mcptest_start(const char *name, const char *spec_text, const char *creds_text, s
 		snprintf(err, errsz, "its stored credentials are unreadable: %s", why);
 		goto fail;
 	}
-	if (mt_env(s, creds, &env, err, errsz) == -1)
+	if (mcp_server_env(s, creds, &env, err, errsz) == -1)
 		goto fail;
 	if (s->nallow > 0 || s->npresets > 0)
 		log_warnx("mcp test %s: egress for MCP servers is not built yet; the server "
@@ -224,7 +224,7 @@ mcptest_start(const char *name, const char *spec_text, const char *creds_text, s
 	req = (struct sbx_req){ .workspace = NULL, .readonly = s->workspace == MCPSPEC_WS_READ,
 		                .network = 0, .mcp = &m, .done = mt_sbx_done, .arg = t };
 	t->sbx = sbx_create(&req, &io, err, errsz);
-	mt_env_free(env);
+	mcp_server_env_free(env);
 	env = NULL;
 	if (t->sbx == NULL)
 		goto fail;
@@ -253,7 +253,7 @@ mcptest_start(const char *name, const char *spec_text, const char *creds_text, s
 	mcp_creds_free(creds);
 	return t;
 fail:
-	mt_env_free(env);
+	mcp_server_env_free(env);
 	mcpspec_free(s);
 	mcp_creds_free(creds);
 	if (t != NULL) {

@@ -282,7 +282,8 @@ static void
 srun_maybe_free(struct srun *r)
 {
 	if (!r->ended || r->p.pid > 0 || r->p.inflight > 0 || r->setup_ops > 0 ||
-	    r->sbx != NULL || r->gitrun != NULL || r->mwait != NULL || r->djob != NULL)
+	    r->sbx != NULL || r->gitrun != NULL || r->mwait != NULL || r->djob != NULL ||
+	    mcp_runs_live(r->p.run) > 0)
 		return;
 	LIST_REMOVE(r, entry);
 	if (r->finished && r->dir[0] != '\0') {
@@ -300,6 +301,18 @@ srun_maybe_free(struct srun *r)
 	mcp_free(r);
 	egress_runs_end(r->p.run);
 	free(r);
+}
+
+void
+runs_mcp_gone(const char *run)
+{
+	struct srun *r;
+
+	LIST_FOREACH(r, &sruns, entry)
+		if (strcmp(r->p.run, run) == 0 && r->ended) {
+			srun_maybe_free(r);
+			return;
+		}
 }
 
 static void
@@ -341,6 +354,7 @@ srun_end(struct srun *r, uint32_t outcome)
 	}
 	if (r->sbx != NULL)
 		sbx_kill(r->sbx);
+	mcp_runs_end(r->p.run);
 	if (r->p.pid > 0)
 		kill(r->p.pid, SIGKILL);
 	r->finished = outcome == IPC_RUN_FINISHED;
@@ -843,11 +857,13 @@ runner_send_proxy(struct srun *r)
 		kill(r->p.pid, SIGKILL);
 		return;
 	}
-	ipc_wbuf_begin(&w, IMSG_RUNNER_PROXY, 0, 4);
+	ipc_wbuf_begin(&w, IMSG_RUNNER_PROXY, 0, 6);
 	ipc_put_str(&w, a->provider);
 	ipc_put_str(&w, a->model);
 	ipc_put_u64(&w, a->max_tokens);
 	ipc_put_u64(&w, a->tool_output_max);
+	ipc_put_u64(&w, a->mcp_tools_max);
+	ipc_put_u64(&w, a->mcp_tool_bytes_max);
 	if (proc_send(&r->p, &w, fd) == -1)
 		kill(r->p.pid, SIGKILL);
 	close(fd);
@@ -915,6 +931,13 @@ runner_on_msg(struct ipc_chan *ch, struct ipc_msg *m, void *arg)
 		return;
 	case IMSG_PR_OPEN:
 		pr_open(r, m);
+		return;
+	case IMSG_MCP_START:
+		mcp_runs_start(&r->p, r->p.run, r->ws, r->readonly,
+		               r->mirror[0] != '\0' ? r->mirror : NULL, m);
+		return;
+	case IMSG_MCP_STOP:
+		mcp_runs_stop(r->p.run, m);
 		return;
 	case IMSG_RUNNER_DONE:
 		if (ipc_dec_runner_done(m->body, &outcome) == 0 && !r->said) {
@@ -1034,6 +1057,7 @@ runs_reaped(pid_t pid, int status)
 		}
 		if (r->sbx != NULL)
 			sbx_kill(r->sbx);
+		mcp_runs_end(r->p.run); /* a new runner's servers are fresh ones */
 		/* either frees r (srun_end ends with srun_maybe_free): r is not
 		 * touched after */
 		if (r->ended)

@@ -332,6 +332,41 @@ struct mcptest *mcptest_start(const char *name, const char *spec_text, const cha
                               void *arg, char *err, size_t errsz);
 /* Its requester is gone: cb is forgotten, the client killed, the sandbox stopped. */
 void mcptest_abandon(struct mcptest *t);
+/* A stdio server's environment: NAME=value entries with its credentials
+ * expanded (sodium_malloc'd, NULL-terminated) in *out.  0, or -1 with err
+ * naming the entry that names a credential it was not given. */
+struct mcpspec;
+struct mcp_creds;
+int mcp_server_env(const struct mcpspec *s, const struct mcp_creds *creds, char ***out,
+                   char *err, size_t errsz);
+void mcp_server_env_free(char **env);
+
+/* ctl_admin.c: what no MCP server spec may name or mount: the state
+ * directory, the master key, the configuration, the control socket, the
+ * pidfile and providers' key files, as configured, and what each resolves
+ * to (a link must not hide one).  For struct mcpspec_ctx's forbidden. */
+#define MCP_FORBIDDEN_MAX (5 + CONF_MAX_PROVIDERS)
+struct mcp_forbidden {
+	const char *p[2 * MCP_FORBIDDEN_MAX];
+	char real[MCP_FORBIDDEN_MAX][PATH_MAX];
+	size_t n, nreal;
+};
+void mcp_forbidden_paths(struct mcp_forbidden *f);
+
+/* mcp_runs.c: the MCP servers of runs' steps (DESIGN.md section 4.2).
+ * MCP_START from a run's runner (ws: its workspace; readonly: the
+ * template's access is readOnly); MCP_STOP; the runner is gone (every
+ * server of the run is killed and nothing more is sent); how many servers
+ * of the run are not yet reaped (its workspace must outlive them). */
+struct proc;
+struct ipc_msg;
+void mcp_runs_start(struct proc *runner, const char *run, const char *ws, int readonly,
+                    const char *mirror, struct ipc_msg *m);
+void mcp_runs_stop(const char *run, struct ipc_msg *m);
+void mcp_runs_end(const char *run);
+int mcp_runs_live(const char *run);
+/* runs.c: the last server of an ended run's runner was reaped. */
+void runs_mcp_gone(const char *run);
 
 /* remove.c: trees removed off the event loop, by transient removers
  * (agrippa-tree remove) running as each tree's owner */

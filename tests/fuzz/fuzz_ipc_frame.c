@@ -195,7 +195,8 @@ fuzz_decoders(const struct ipc_msg *m)
 		    !ipc_is_uuid(run, strlen(run)))
 			__builtin_trap();
 		if ((ok[IMSG_RUNNER_PROXY] = ipc_dec_runner_proxy(m->body, &rpx) == 0) &&
-		    ((rpx.provider[0] == '\0') != (rpx.model[0] == '\0') || rpx.max_tokens == 0))
+		    ((rpx.provider[0] == '\0') != (rpx.model[0] == '\0') || rpx.max_tokens == 0 ||
+			rpx.mcp_tools_max > IPC_MCP_TOOLS_MAX || rpx.mcp_tool_bytes_max < 1024))
 			__builtin_trap();
 		if ((ok[IMSG_MODEL_CALL] = ipc_dec_model_call(m->body, &mcall) == 0) &&
 		    (mcall.step[0] == '\0' || mcall.reqlen == 0 || mcall.attempt == 0 ||
@@ -224,6 +225,28 @@ fuzz_decoders(const struct ipc_msg *m)
 		if ((ok[IMSG_EGRESS_EVENT] = ipc_dec_egress_event(m->body, &eev) == 0) &&
 		    (eev.kind >= IPC_EGRESS_EV__COUNT || eev.port > 65535))
 			__builtin_trap();
+		ok[IMSG_EGRESS_STEP] = ipc_dec_egress_step(m->body, run) == 0;
+		{
+			struct ipc_egress_totals et;
+
+			ok[IMSG_EGRESS_TOTALS] = ipc_dec_egress_totals(m->body, &et) == 0;
+		}
+	}
+	{
+		struct ipc_mcp_start ms;
+		struct ipc_mcp_channel mc;
+		struct ipc_mcp_failed mf;
+
+		if ((ok[IMSG_MCP_START] = ipc_dec_mcp_start(m->body, &ms) == 0) &&
+		    (ms.server[0] == '\0' || ms.step[0] == '\0'))
+			__builtin_trap();
+		if ((ok[IMSG_MCP_CHANNEL] = ipc_dec_mcp_channel(m->body, &mc) == 0) &&
+		    (mc.what > IPC_MCP_FD_STDERR || mc.startup_ms < 1000 || mc.call_ms < 1000))
+			__builtin_trap();
+		if ((ok[IMSG_MCP_FAILED] = ipc_dec_mcp_failed(m->body, &mf) == 0) &&
+		    (mf.errlen == 0 || mf.errlen > IPC_ERRMSG_MAX))
+			__builtin_trap();
+		ok[IMSG_MCP_STOP] = ipc_dec_mcp_stop(m->body) == 0;
 	}
 	if (mi != NULL && m->type != IMSG_SHUTDOWN && m->type != IMSG_SBX_KILL &&
 	    ok[m->type] != (mi->validate(m->body) == 0))

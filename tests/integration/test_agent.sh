@@ -104,7 +104,7 @@ tmpl turns2 readWrite '{ id: think, kind: agent, prompt: "Loop.", max_turns: 2 }
 tmpl ro readOnly '{ id: think, kind: agent, prompt: "Look." }'
 tmpl poor readWrite '{ id: think, kind: agent, prompt: "Spend." }' 'budget: { usd: 0.001 }'
 tmpl modest readWrite '{ id: think, kind: agent, prompt: "Spend some." }' 'budget: { usd: 0.05 }'
-tmpl mcpuser readWrite '{ id: think, kind: agent, prompt: "Use gh.", requires: { mcp_servers: [ gh ] } }'
+tmpl mcpuser readWrite '{ id: think, kind: agent, prompt: "Use gh.", requires: { mcp_servers: [ { name: gh, optional: true } ] } }'
 tmpl skilled readWrite '{ id: think, kind: agent, prompt: "Style.", requires: { skills: [ tidy ] } }'
 printf '# tidy\nVERSION-ONE-RULES: keep it tidy.\n' >"$T/tidy1.md"
 printf '# tidy\nVERSION-TWO-RULES: newer.\n' >"$T/tidy2.md"
@@ -231,7 +231,7 @@ script "[{\"reply\": {\"text\": \"creds: $MCPA, see? $MCPB\"}}]"
 submit mcpuser
 RM=$RUN
 wait_for 30 ended "$RM"
-check "a step of a run with an MCP server succeeds ($(run_status "$RM"))" is_status "$RM" succeeded
+check "a step of a run with an optional MCP server that cannot start succeeds ($(run_status "$RM"))" is_status "$RM" succeeded
 check "the MCP server's credentials the model echoed are redacted in agent.message" \
 	pyj "$(payloads "$RM" agent.message)" "'$MCPA' not in d[0]['text'] and d[0]['text'] == 'creds: ' + '*' * ${#MCPA} + ', see? ' + '*' * ${#MCPB}"
 check "... and in the stored conversation" \

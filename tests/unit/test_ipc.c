@@ -1611,9 +1611,9 @@ t_v_proxy_names(void **state)
 	p.model = "9:a/b@c.d-e_f";
 	assert_int_equal(pv_valid(&p, 1), 0);
 	/* a NUL inside a name, where the name travels as a str */
-	assert_int_equal(valid(IMSG_RUNNER_PROXY, 4, "Ssuu", "ab\0c", (size_t)4, "m", 1u, 1024u),
+	assert_int_equal(valid(IMSG_RUNNER_PROXY, 6, "Ssuuuu", "ab\0c", (size_t)4, "m", 1u, 1024u, 128u, 262144u),
 	    -1);
-	assert_int_equal(valid(IMSG_RUNNER_PROXY, 4, "sSuu", "ab", "m\0", (size_t)2, 1u, 1024u),
+	assert_int_equal(valid(IMSG_RUNNER_PROXY, 6, "sSuuuu", "ab", "m\0", (size_t)2, 1u, 1024u, 128u, 262144u),
 	    -1);
 	free(pmax);
 	free(mmax);
@@ -1801,9 +1801,9 @@ t_v_runner_proxy(void **state)
 	struct ipc_runner_proxy rp;
 	struct ipc_msg m;
 
-	types_refused(IMSG_RUNNER_PROXY, 4, "ssuu", "anthropic", "claude-sonnet-4-5", 4096u,
-	    65536u);
-	build(&m, IMSG_RUNNER_PROXY, 4, "ssuu", "openai-2", "gpt-4o", 8192u, 1048576u);
+	types_refused(IMSG_RUNNER_PROXY, 6, "ssuuuu", "anthropic", "claude-sonnet-4-5", 4096u,
+	    65536u, 128u, 262144u);
+	build(&m, IMSG_RUNNER_PROXY, 6, "ssuuuu", "openai-2", "gpt-4o", 8192u, 1048576u, 128u, 262144u);
 	check_is(&m, ROLE_SUPERVISOR, ROLE_RUNNER, 1, NULL);
 	assert_int_equal(ipc_dec_runner_proxy(m.body, &rp), 0);
 	assert_string_equal(rp.provider, "openai-2");
@@ -1816,34 +1816,45 @@ t_v_runner_proxy(void **state)
 	check_is(&m, ROLE_SUPERVISOR, ROLE_PROXY, 1, "receiver");
 	ipc_msg_free(&m);
 	/* no default model: both empty, never one alone */
-	build(&m, IMSG_RUNNER_PROXY, 4, "ssuu", "", "", 1u, 1024u);
+	build(&m, IMSG_RUNNER_PROXY, 6, "ssuuuu", "", "", 1u, 1024u, 128u, 262144u);
 	check_is(&m, ROLE_SUPERVISOR, ROLE_RUNNER, 1, NULL);
 	assert_int_equal(ipc_dec_runner_proxy(m.body, &rp), 0);
 	assert_string_equal(rp.provider, "");
 	assert_string_equal(rp.model, "");
 	ipc_msg_free(&m);
-	assert_int_equal(valid(IMSG_RUNNER_PROXY, 4, "ssuu", "anthropic", "", 1u, 1024u), -1);
-	assert_int_equal(valid(IMSG_RUNNER_PROXY, 4, "ssuu", "", "gpt-4o", 1u, 1024u), -1);
+	assert_int_equal(valid(IMSG_RUNNER_PROXY, 6, "ssuuuu", "anthropic", "", 1u, 1024u, 128u, 262144u), -1);
+	assert_int_equal(valid(IMSG_RUNNER_PROXY, 6, "ssuuuu", "", "gpt-4o", 1u, 1024u, 128u, 262144u), -1);
 	/* names */
-	assert_int_equal(valid(IMSG_RUNNER_PROXY, 4, "ssuu", pname, "m", 1u, 1024u), -1);
+	assert_int_equal(valid(IMSG_RUNNER_PROXY, 6, "ssuuuu", pname, "m", 1u, 1024u, 128u, 262144u), -1);
 	pname[IPC_PROVIDER_NAME_MAX] = '\0';
-	assert_int_equal(valid(IMSG_RUNNER_PROXY, 4, "ssuu", pname, "m", 1u, 1024u), 0);
-	assert_int_equal(valid(IMSG_RUNNER_PROXY, 4, "ssuu", "p", mname, 1u, 1024u), -1);
+	assert_int_equal(valid(IMSG_RUNNER_PROXY, 6, "ssuuuu", pname, "m", 1u, 1024u, 128u, 262144u), 0);
+	assert_int_equal(valid(IMSG_RUNNER_PROXY, 6, "ssuuuu", "p", mname, 1u, 1024u, 128u, 262144u), -1);
 	mname[IPC_MODEL_NAME_MAX] = '\0';
-	assert_int_equal(valid(IMSG_RUNNER_PROXY, 4, "ssuu", "p", mname, 1u, 1024u), 0);
-	assert_int_equal(valid(IMSG_RUNNER_PROXY, 4, "ssuu", "Anthropic", "m", 1u, 1024u), -1);
-	assert_int_equal(valid(IMSG_RUNNER_PROXY, 4, "ssuu", "p", "-m", 1u, 1024u), -1);
+	assert_int_equal(valid(IMSG_RUNNER_PROXY, 6, "ssuuuu", "p", mname, 1u, 1024u, 128u, 262144u), 0);
+	assert_int_equal(valid(IMSG_RUNNER_PROXY, 6, "ssuuuu", "Anthropic", "m", 1u, 1024u, 128u, 262144u), -1);
+	assert_int_equal(valid(IMSG_RUNNER_PROXY, 6, "ssuuuu", "p", "-m", 1u, 1024u, 128u, 262144u), -1);
 	/* max_tokens >= 1; tool_output_max 1024..1048576 */
-	assert_int_equal(valid(IMSG_RUNNER_PROXY, 4, "ssuu", "p", "m", 0u, 1024u), -1);
-	assert_int_equal(valid(IMSG_RUNNER_PROXY, 4, "ssuu", "p", "m", UINT32_MAX, 1024u), 0);
-	assert_int_equal(valid(IMSG_RUNNER_PROXY, 4, "ssuu", "p", "m", 1u, 1023u), -1);
-	assert_int_equal(valid(IMSG_RUNNER_PROXY, 4, "ssuu", "p", "m", 1u, 1048577u), -1);
-	assert_int_equal(valid(IMSG_RUNNER_PROXY, 4, "ssuu", "", "", 0u, 1024u), -1);
-	assert_int_equal(valid(IMSG_RUNNER_PROXY, 4, "ssuU", "p", "m", 1u,
-	    ((uint64_t)1 << 32) + 1024), -1);
+	assert_int_equal(valid(IMSG_RUNNER_PROXY, 6, "ssuuuu", "p", "m", 0u, 1024u, 128u, 262144u), -1);
+	assert_int_equal(valid(IMSG_RUNNER_PROXY, 6, "ssuuuu", "p", "m", UINT32_MAX, 1024u, 128u, 262144u), 0);
+	assert_int_equal(valid(IMSG_RUNNER_PROXY, 6, "ssuuuu", "p", "m", 1u, 1023u, 128u, 262144u), -1);
+	assert_int_equal(valid(IMSG_RUNNER_PROXY, 6, "ssuuuu", "p", "m", 1u, 1048577u, 128u, 262144u), -1);
+	assert_int_equal(valid(IMSG_RUNNER_PROXY, 6, "ssuuuu", "", "", 0u, 1024u, 128u, 262144u), -1);
+	assert_int_equal(valid(IMSG_RUNNER_PROXY, 6, "ssuUuu", "p", "m", 1u,
+	    ((uint64_t)1 << 32) + 1024, 128u, 262144u), -1);
 	/* too few, trailing */
 	assert_int_equal(valid(IMSG_RUNNER_PROXY, 3, "ssu", "p", "m", 1u), -1);
-	assert_int_equal(valid(IMSG_RUNNER_PROXY, 5, "ssuun", "p", "m", 1u, 1024u), -1);
+	assert_int_equal(valid(IMSG_RUNNER_PROXY, 4, "ssuu", "p", "m", 1u, 1024u), -1);
+	assert_int_equal(valid(IMSG_RUNNER_PROXY, 7, "ssuuuun", "p", "m", 1u, 1024u, 1u, 1024u),
+	    -1);
+	/* mcp_tools_max 0..IPC_MCP_TOOLS_MAX; mcp_tool_bytes_max 1024..IPC_MCP_TOOL_BYTES_MAX */
+	assert_int_equal(valid(IMSG_RUNNER_PROXY, 6, "ssuuuu", "p", "m", 1u, 1024u, 0u, 1024u), 0);
+	assert_int_equal(valid(IMSG_RUNNER_PROXY, 6, "ssuuuu", "p", "m", 1u, 1024u,
+	    (unsigned)IPC_MCP_TOOLS_MAX, (unsigned)IPC_MCP_TOOL_BYTES_MAX), 0);
+	assert_int_equal(valid(IMSG_RUNNER_PROXY, 6, "ssuuuu", "p", "m", 1u, 1024u,
+	    (unsigned)IPC_MCP_TOOLS_MAX + 1, 1024u), -1);
+	assert_int_equal(valid(IMSG_RUNNER_PROXY, 6, "ssuuuu", "p", "m", 1u, 1024u, 1u, 1023u), -1);
+	assert_int_equal(valid(IMSG_RUNNER_PROXY, 6, "ssuuuu", "p", "m", 1u, 1024u, 1u,
+	    (unsigned)IPC_MCP_TOOL_BYTES_MAX + 1), -1);
 	free(pname);
 	free(mname);
 }

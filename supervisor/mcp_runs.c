@@ -1,0 +1,357 @@
+/*
+ * The MCP servers of runs' steps (DESIGN.md section 4.2).
+ *
+ * A runner asks for a server by name (MCP_START) when an agent step that
+ * requires it begins.  The supervisor loads the version pinned in the
+ * run's manifest (sup_run_mcp_server: never the registry's latest, never
+ * one the run was not granted), opens its credentials, checks its spec
+ * again as mcp add did, and builds a sandbox of the server's own
+ * (sbx.c, a struct sbx_mcp) with them in its environment only.  The
+ * runner gets the read end of the server's stderr and its end of the
+ * server's channel (MCP_CHANNEL, twice); the supervisor never reads a
+ * byte of either: it is privileged and the server's bytes are hostile.
+ *
+ * The server sees a workspace only when its spec says so: "none" is a
+ * fresh empty directory, "read" the run's workspace read-only, "write" the
+ * run's workspace as the run's sandbox has it (read-only still when the
+ * template's access is readOnly).  It never shares a namespace with the
+ * run's sandbox.
+ *
+ * MCP_STOP (the runner closed its ends, so the server has seen EOF on its
+ * stdin) stops the sandbox: SIGTERM MCP_RUNS_GRACE_MS later if the server
+ * has not gone, SIGKILL as long after that.  When the runner goes, every
+ * other server of its run is killed at once, and a server still being
+ * loaded is never started.  The run's directory and disk are released only after
+ * its servers are reaped (mcp_runs_live).
+ */
+#include <sys/queue.h>
+
+#include <signal.h>
+#include <sodium.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <libpq-fe.h>
+
+#include "common/log.h"
+#include "common/mcpspec.h"
+#include "ipc/ipc.h"
+#include "ipc/ipc_msg.h"
+#include "supervisor/db.h"
+#include "supervisor/sbx.h"
+#include "supervisor/secret.h"
+#include "supervisor/supervisor.h"
+
+#define MCP_RUNS_GRACE_MS 2000 /* EOF to SIGTERM, SIGTERM to SIGKILL */
+#define MCP_RUNS_PER_RUN 16    /* servers of one run not yet reaped */
+
+struct mserver {
+	LIST_ENTRY(mserver) entry;
+	char run[IPC_UUID_LEN + 1];
+	uint64_t id;               /* the runner's, from MCP_START */
+	char name[IPC_MCP_NAME_MAX + 1];
+	char step[65];
+	struct proc *runner;       /* NULL once the runner is gone or the answer is given */
+	char ws[PATH_MAX];         /* the run's workspace */
+	char mirror[PATH_MAX];     /* its mirror, "" for none */
+	int readonly;              /* the template's access is readOnly */
+	int loading;               /* its row is being read */
+	int stopping;              /* MCP_STOP came, or the runner went */
+	struct sbx *sbx;           /* until it is reaped */
+};
+static LIST_HEAD(, mserver) mservers = LIST_HEAD_INITIALIZER(mservers);
+
+static struct mserver *
+ms_find(const char *run, uint64_t id)
+{
+	struct mserver *s;
+
+	LIST_FOREACH(s, &mservers, entry)
+		if (s->id == id && strcmp(s->run, run) == 0)
+			return s;
+	return NULL;
+}
+
+int
+mcp_runs_live(const char *run)
+{
+	struct mserver *s;
+	int n = 0;
+
+	LIST_FOREACH(s, &mservers, entry)
+		if (strcmp(s->run, run) == 0)
+			n++;
+	return n;
+}
+
+/* s is done with (nothing loading, no sandbox): it goes, and the run hears
+ * when it was the last of a runner that is gone. */
+static void
+ms_free_if_done(struct mserver *s)
+{
+	char run[IPC_UUID_LEN + 1];
+	int orphan;
+
+	if (s->loading || s->sbx != NULL)
+		return;
+	orphan = s->stopping && s->runner == NULL;
+	memcpy(run, s->run, sizeof(run));
+	LIST_REMOVE(s, entry);
+	free(s);
+	if (orphan && mcp_runs_live(run) == 0)
+		runs_mcp_gone(run);
+}
+
+static void
+ms_failed(struct proc *runner, uint64_t id, int absent, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void
+ms_failed(struct proc *runner, uint64_t id, int absent, const char *fmt, ...)
+{
+	struct ipc_wbuf w;
+	char err[IPC_ERRMSG_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, sizeof(err), fmt, ap);
+	va_end(ap);
+	if (runner == NULL)
+		return;
+	ipc_wbuf_begin(&w, IMSG_MCP_FAILED, id, 2);
+	ipc_put_str(&w, err);
+	ipc_put_bool(&w, absent);
+	proc_send(runner, &w, -1);
+}
+
+static void
+ms_sbx_done(struct sbx *sbx, int status, void *arg)
+{
+	struct mserver *s = arg;
+
+	(void)sbx;
+	log_debug("run %s: mcp server %s (step %s) ended with status %d", s->run, s->name,
+	          s->step, status);
+	s->sbx = NULL;
+	s->stopping = 1;
+	ms_free_if_done(s);
+}
+
+/* The pinned row is here: the server's sandbox, and its descriptors to
+ * the runner. */
+static void
+ms_build(struct mserver *s, PGresult *res)
+{
+	struct mcp_forbidden fb;
+	struct mcpspec_ctx ctx;
+	struct mcpspec *spec;
+	struct mcp_creds *creds = NULL;
+	struct sbx_mcp m;
+	struct sbx_req req;
+	struct ipc_wbuf w;
+	unsigned char *ctext = NULL;
+	size_t clen = 0;
+	char why[512], err[IPC_ERRMSG_MAX - 128], **env = NULL;
+	const char *text;
+	int io = -1, serr = -1;
+	uint32_t startup_ms, call_ms;
+
+	text = PQgetvalue(res, 0, 0);
+	mcp_forbidden_paths(&fb);
+	ctx = (struct mcpspec_ctx){ .flags = MCPSPEC_F_RESOLVE, .forbidden = fb.p,
+		                    .nforbidden = fb.n };
+	if ((spec = mcpspec_parse(text, strlen(text), &ctx, why, sizeof(why))) == NULL) {
+		log_warnx("run %s: mcp server %s: its stored spec is refused now: %s", s->run,
+		          s->name, why);
+		ms_failed(s->runner, s->id, 0, "mcp server %s: its stored spec is refused now: %s",
+		          s->name, why);
+		return;
+	}
+	if (spec->transport != MCPSPEC_STDIO) {
+		ms_failed(s->runner, s->id, 0, "mcp server %s: http servers are not served yet",
+		          s->name);
+		mcpspec_free(spec);
+		return;
+	}
+	if (sealed_open(res, 0, 1, SECRET_CTX_MCP, &ctext, &clen) == -1) {
+		log_warnx("run %s: mcp server %s: its credentials do not open with this master "
+		          "key", s->run, s->name);
+		ms_failed(s->runner, s->id, 0, "mcp server %s: its credentials do not open with "
+		          "this master key", s->name);
+		mcpspec_free(spec);
+		return;
+	}
+	if (ctext != NULL &&
+	    (creds = mcp_creds_parse((const char *)ctext, clen, why, sizeof(why))) == NULL) {
+		ms_failed(s->runner, s->id, 0, "mcp server %s: its stored credentials are "
+		          "unreadable: %s", s->name, why);
+		goto out;
+	}
+	if (mcp_server_env(spec, creds, &env, err, sizeof(err)) == -1) {
+		ms_failed(s->runner, s->id, 0, "mcp server %s: %s", s->name, err);
+		goto out;
+	}
+	if (spec->nallow > 0 || spec->npresets > 0)
+		log_warnx("run %s: mcp server %s: egress for MCP servers is not built yet; the "
+		          "server runs without a network", s->run, s->name);
+	m = (struct sbx_mcp){ .argv = (char *const *)spec->argv, .env = env,
+		              .paths = spec->paths, .npaths = spec->npaths };
+	memset(&req, 0, sizeof(req));
+	if (spec->workspace != MCPSPEC_WS_NONE) {
+		req.workspace = s->ws;
+		req.trusted = 1;
+		req.mirror = s->mirror[0] != '\0' ? s->mirror : NULL;
+		req.readonly = spec->workspace == MCPSPEC_WS_READ || s->readonly;
+	}
+	req.mcp = &m;
+	req.done = ms_sbx_done;
+	req.arg = s;
+	s->sbx = sbx_create(&req, &io, err, sizeof(err));
+	mcp_server_env_free(env);
+	if (s->sbx == NULL) {
+		log_warnx("run %s: mcp server %s: no sandbox: %s", s->run, s->name, err);
+		ms_failed(s->runner, s->id, 0, "mcp server %s: no sandbox: %s", s->name, err);
+		goto out;
+	}
+	serr = sbx_take_stderr(s->sbx);
+	startup_ms = spec->startup_timeout * 1000;
+	call_ms = spec->call_timeout * 1000;
+	log_info("run %s: mcp server %s version %s for step %s in sandbox %s", s->run, s->name,
+	         PQgetvalue(res, 0, 3), s->step, sbx_id(s->sbx));
+	if (serr != -1) {
+		ipc_wbuf_begin(&w, IMSG_MCP_CHANNEL, s->id, 4);
+		ipc_put_u64(&w, IPC_MCP_FD_STDERR);
+		ipc_put_u64(&w, IPC_MCP_STDIO);
+		ipc_put_u64(&w, startup_ms);
+		ipc_put_u64(&w, call_ms);
+		proc_send(s->runner, &w, serr);
+		close(serr);
+	}
+	ipc_wbuf_begin(&w, IMSG_MCP_CHANNEL, s->id, 4);
+	ipc_put_u64(&w, IPC_MCP_FD_CHANNEL);
+	ipc_put_u64(&w, IPC_MCP_STDIO);
+	ipc_put_u64(&w, startup_ms);
+	ipc_put_u64(&w, call_ms);
+	proc_send(s->runner, &w, io);
+	close(io);
+out:
+	mcp_creds_free(creds);
+	if (ctext != NULL)
+		sodium_free(ctext);
+	mcpspec_free(spec);
+}
+
+static void
+ms_loaded(uint64_t reqid, int code, const char *err, void *pgres, void *arg)
+{
+	struct mserver *s = arg;
+	PGresult *res = pgres;
+
+	(void)reqid;
+	s->loading = 0;
+	if (s->stopping || s->runner == NULL) {
+		ms_free_if_done(s);
+		return;
+	}
+	if (code != DB_OK)
+		ms_failed(s->runner, s->id, 0, "mcp server %s: the database failed: %s", s->name,
+		          err);
+	else if (PQntuples(res) != 1)
+		ms_failed(s->runner, s->id, 1, "mcp server %s is not pinned on this run (it was "
+		          "not granted to its project, or not registered, when the run was "
+		          "submitted)", s->name);
+	else
+		ms_build(s, res);
+	if (s->sbx == NULL)
+		s->stopping = 1;
+	ms_free_if_done(s);
+}
+
+void
+mcp_runs_start(struct proc *runner, const char *run, const char *ws, int readonly,
+               const char *mirror, struct ipc_msg *m)
+{
+	const struct sql_op *op = db_op_lookup("sup_run_mcp_server");
+	struct ipc_mcp_start st;
+	struct db_params params;
+	struct mserver *s;
+
+	if (ipc_dec_mcp_start(m->body, &st) == -1) {
+		log_warnx("run %s: runner sent a bad MCP_START", run);
+		kill(runner->pid, SIGKILL);
+		return;
+	}
+	if (ms_find(run, m->id) != NULL) {
+		ms_failed(runner, m->id, 0, "mcp server %s: request %llu is in use", st.server,
+		          (unsigned long long)m->id);
+		return;
+	}
+	if (mcp_runs_live(run) >= MCP_RUNS_PER_RUN) {
+		ms_failed(runner, m->id, 0, "mcp server %s: the run has %d servers already",
+		          st.server, MCP_RUNS_PER_RUN);
+		return;
+	}
+	if (op == NULL)
+		fatalx("no op sup_run_mcp_server");
+	if ((s = calloc(1, sizeof(*s))) == NULL)
+		fatal("calloc");
+	snprintf(s->run, sizeof(s->run), "%s", run);
+	s->id = m->id;
+	memcpy(s->name, st.server, sizeof(s->name));
+	memcpy(s->step, st.step, sizeof(s->step));
+	s->runner = runner;
+	snprintf(s->ws, sizeof(s->ws), "%s", ws);
+	snprintf(s->mirror, sizeof(s->mirror), "%s", mirror != NULL ? mirror : "");
+	s->readonly = readonly;
+	memset(&params, 0, sizeof(params));
+	if ((params.values[0] = strdup(run)) == NULL || (params.values[1] = strdup(s->name)) == NULL)
+		fatal("strdup");
+	params.n = 2;
+	s->loading = 1;
+	LIST_INSERT_HEAD(&mservers, s, entry);
+	if (db_pool_submit(op, &params, ms_loaded, s) == 0) {
+		db_params_free(&params);
+		s->loading = 0;
+		ms_failed(runner, s->id, 0, "mcp server %s: the database is unavailable", s->name);
+		s->stopping = 1;
+		s->runner = NULL;
+		ms_free_if_done(s);
+	}
+}
+
+void
+mcp_runs_stop(const char *run, struct ipc_msg *m)
+{
+	struct mserver *s;
+
+	if (ipc_dec_mcp_stop(m->body) == -1 || (s = ms_find(run, m->id)) == NULL)
+		return; /* nothing of that id runs (it failed, or ended): nothing to do */
+	s->stopping = 1;
+	s->runner = NULL; /* nothing more is said of it */
+	if (s->sbx != NULL)
+		sbx_stop(s->sbx, MCP_RUNS_GRACE_MS);
+	else
+		ms_free_if_done(s);
+}
+
+void
+mcp_runs_end(const char *run)
+{
+	struct mserver *s, *next;
+
+	for (s = LIST_FIRST(&mservers); s != NULL; s = next) {
+		next = LIST_NEXT(s, entry);
+		if (strcmp(s->run, run) != 0)
+			continue;
+		if (s->stopping && s->sbx != NULL)
+			continue; /* being stopped already: SIGKILL comes in its time */
+		s->stopping = 1;
+		s->runner = NULL;
+		if (s->sbx != NULL)
+			sbx_kill(s->sbx); /* done() comes once it is reaped */
+		else
+			ms_free_if_done(s);
+	}
+}

@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""A small stdio MCP server (JSON-RPC 2.0, one message a line) for the
+hostile cases of the agent's MCP servers (tests/integration/test_agent_mcp.sh),
+which the real servers cannot be made to show.  It speaks the legacy era
+(initialize with 2025-11-25); server/discover, which the 2026-07-28 clients
+send first, gets -32601 as a legacy server answers it.
+
+  fake_mcp.py ok              tools "say" (echoes "said: TEXT") and "whoami"
+  fake_mcp.py crash-on-call   as ok, but a tools/call makes it write
+                              "crashing on purpose" to stderr and exit 1
+  fake_mcp.py many N          N tools (t0 .. tN-1), 1000 a page, each "say"
+  fake_mcp.py exit            "bad config: FAKE_MCP_NEEDS is not set" on
+                              stderr, exit 2 before reading anything
+  fake_mcp.py silent          reads and never answers
+
+It refuses to run outside a sandbox (AGRIPPA_SANDBOX unset): it is started
+only by the daemon under test.
+"""
+import json
+import os
+import sys
+
+
+def send(msg):
+    sys.stdout.write(json.dumps(msg, separators=(",", ":")) + "\n")
+    sys.stdout.flush()
+
+
+def tool(name):
+    return {"name": name, "description": "Say something back.",
+            "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}}
+
+
+def main():
+    if os.environ.get("AGRIPPA_SANDBOX") is None:
+        sys.stderr.write("fake_mcp.py: only inside an Agrippa sandbox\n")
+        return 2
+    mode = sys.argv[1] if len(sys.argv) > 1 else "ok"
+    if mode == "exit":
+        sys.stderr.write("bad config: FAKE_MCP_NEEDS is not set\n")
+        sys.stderr.flush()
+        return 2
+    if mode == "many":
+        names = ["t%d" % i for i in range(int(sys.argv[2]))]
+    else:
+        names = ["say", "whoami"]
+    for line in sys.stdin:
+        if mode == "silent":
+            continue
+        try:
+            req = json.loads(line)
+        except ValueError:
+            continue
+        method, rid = req.get("method"), req.get("id")
+        if rid is None:
+            continue  # a notification
+        if method == "initialize":
+            send({"jsonrpc": "2.0", "id": rid, "result": {
+                "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                "serverInfo": {"name": "fake-mcp", "version": "1.0"}}})
+        elif method == "tools/list":
+            start = int((req.get("params") or {}).get("cursor") or 0)
+            page = names[start:start + 1000]
+            res = {"tools": [tool(n) for n in page]}
+            if start + 1000 < len(names):
+                res["nextCursor"] = str(start + 1000)
+            send({"jsonrpc": "2.0", "id": rid, "result": res})
+        elif method == "tools/call":
+            if mode == "crash-on-call":
+                sys.stderr.write("crashing on purpose\n")
+                sys.stderr.flush()
+                return 1
+            p = req.get("params") or {}
+            if p.get("name") == "whoami":
+                text = "uid=%d" % os.getuid()
+            else:
+                text = "said: " + str((p.get("arguments") or {}).get("text", ""))
+            send({"jsonrpc": "2.0", "id": rid,
+                  "result": {"content": [{"type": "text", "text": text}], "isError": False}})
+        else:
+            send({"jsonrpc": "2.0", "id": rid,
+                  "error": {"code": -32601, "message": "Method not found: %s" % method}})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
