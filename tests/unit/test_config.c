@@ -496,6 +496,13 @@ test_providers_full(void **state)
 	assert_int_equal(cfg.providers[0].timeout, 3600);
 	assert_int_equal(cfg.agent.max_tokens, 1000000);
 	assert_int_equal(cfg.agent.tool_output_max, 1 << 20);
+	/* the MCP tools a step offers: 0 .. 1024 of them, 1K .. 16M of definitions */
+	assert_int_equal(parse("agent: { mcp_tools_max: 0, mcp_tool_bytes_max: 1K }\n"), 0);
+	assert_int_equal(cfg.agent.mcp_tools_max, 0);
+	assert_int_equal(cfg.agent.mcp_tool_bytes_max, 1024);
+	assert_int_equal(parse("agent: { mcp_tools_max: 1024, mcp_tool_bytes_max: 16M }\n"), 0);
+	assert_int_equal(cfg.agent.mcp_tools_max, 1024);
+	assert_int_equal(cfg.agent.mcp_tool_bytes_max, 16 << 20);
 	/* prices: 0 and USD_MAX are allowed */
 	assert_int_equal(
 	    parse(MODEL("name: m, input: 100000, output: 0, cache_write: 0.000001")), 0);
@@ -520,6 +527,8 @@ test_providers_defaults(void **state)
 	assert_string_equal(def.agent.model, "");
 	assert_int_equal(def.agent.max_tokens, 8192);
 	assert_int_equal(def.agent.tool_output_max, 32768);
+	assert_int_equal(def.agent.mcp_tools_max, 128);
+	assert_int_equal(def.agent.mcp_tool_bytes_max, 256 * 1024);
 	assert_int_equal(parse(minimal), 0);
 	assert_int_equal(cfg.nproviders, 0);
 	assert_string_equal(cfg.agent.provider, "");
@@ -862,6 +871,16 @@ test_agent_errors(void **state)
 	    "1:22: agent.max_tokens: expected an integer from 1 to 1000000");
 	expect_only("agent: { max_tokens: 8K }\n",
 	    "1:22: agent.max_tokens: expected an integer from 1 to 1000000");
+	expect_only("agent: { mcp_tools_max: 1025 }\n",
+	    "1:25: agent.mcp_tools_max: expected an integer from 0 to 1024");
+	expect_only("agent: { mcp_tools_max: 1K }\n",
+	    "1:25: agent.mcp_tools_max: expected an integer from 0 to 1024");
+	expect_only("agent: { mcp_tool_bytes_max: 1023 }\n",
+	    "1:30: agent.mcp_tool_bytes_max: expected an integer from 1024 to 16777216 "
+	    "(K, M, G and T suffixes allowed)");
+	expect_only("agent: { mcp_tool_bytes_max: 17M }\n",
+	    "1:30: agent.mcp_tool_bytes_max: expected an integer from 1024 to 16777216 "
+	    "(K, M, G and T suffixes allowed)");
 	expect_only("agent: { tool_output_max: 1023 }\n",
 	    "1:27: agent.tool_output_max: expected an integer from 1024 to 1048576 "
 	    "(K, M, G and T suffixes allowed)");

@@ -1859,6 +1859,85 @@ t_v_runner_proxy(void **state)
 	free(mname);
 }
 
+/* MCP_START, MCP_CHANNEL, MCP_FAILED, MCP_STOP: the MCP servers of a run's
+ * steps between its runner and the supervisor. */
+static void
+t_v_mcp(void **state)
+{
+	char *name = strfill(IPC_MCP_NAME_MAX + 1, 'n');
+	char *err = strfill(IPC_ERRMSG_MAX + 1, 'e');
+	struct ipc_mcp_start st;
+	struct ipc_mcp_channel ch;
+	struct ipc_mcp_failed f;
+	struct ipc_msg m;
+
+	types_refused(IMSG_MCP_START, 2, "ss", "everything", "think");
+	build(&m, IMSG_MCP_START, 2, "ss", "git-hub_2", "step-1");
+	check_is(&m, ROLE_RUNNER, ROLE_SUPERVISOR, 0, NULL);
+	check_is(&m, ROLE_ENGINE, ROLE_SUPERVISOR, 0, "sender");
+	check_is(&m, ROLE_RUNNER, ROLE_SUPERVISOR, 1, "descriptor");
+	assert_int_equal(ipc_dec_mcp_start(m.body, &st), 0);
+	assert_string_equal(st.server, "git-hub_2");
+	assert_string_equal(st.step, "step-1");
+	ipc_msg_free(&m);
+	/* the name as mcp add takes it, at most IPC_MCP_NAME_MAX bytes */
+	assert_int_equal(valid(IMSG_MCP_START, 2, "ss", name, "s"), -1);
+	name[IPC_MCP_NAME_MAX] = '\0';
+	assert_int_equal(valid(IMSG_MCP_START, 2, "ss", name, "s"), 0);
+	assert_int_equal(valid(IMSG_MCP_START, 2, "ss", "", "s"), -1);
+	assert_int_equal(valid(IMSG_MCP_START, 2, "ss", "Everything", "s"), -1);
+	assert_int_equal(valid(IMSG_MCP_START, 2, "ss", "-x", "s"), -1);
+	assert_int_equal(valid(IMSG_MCP_START, 2, "ss", "a/../b", "s"), -1);
+	assert_int_equal(valid(IMSG_MCP_START, 2, "Ss", "ab\0c", (size_t)4, "s"), -1);
+	assert_int_equal(valid(IMSG_MCP_START, 2, "ss", "a", ""), -1);
+	assert_int_equal(valid(IMSG_MCP_START, 2, "ss", "a", "Step"), -1);
+	assert_int_equal(valid(IMSG_MCP_START, 1, "s", "a"), -1);
+	assert_int_equal(valid(IMSG_MCP_START, 3, "ssn", "a", "s"), -1);
+
+	types_refused(IMSG_MCP_CHANNEL, 4, "uuuu", 0u, 1u, 30000u, 60000u);
+	build(&m, IMSG_MCP_CHANNEL, 4, "uuuu", 1u, 1u, 1000u, 3600000u);
+	check_is(&m, ROLE_SUPERVISOR, ROLE_RUNNER, 1, NULL);
+	check_is(&m, ROLE_SUPERVISOR, ROLE_RUNNER, 0, "descriptor missing");
+	check_is(&m, ROLE_PROXY, ROLE_RUNNER, 1, "sender");
+	check_is(&m, ROLE_SUPERVISOR, ROLE_ENGINE, 1, "receiver");
+	assert_int_equal(ipc_dec_mcp_channel(m.body, &ch), 0);
+	assert_int_equal(ch.what, IPC_MCP_FD_STDERR);
+	assert_int_equal(ch.call_ms, 3600000);
+	ipc_msg_free(&m);
+	assert_int_equal(valid(IMSG_MCP_CHANNEL, 4, "uuuu", 2u, 1u, 1000u, 1000u), -1);
+	assert_int_equal(valid(IMSG_MCP_CHANNEL, 4, "uuuu", 0u, 0u, 1000u, 1000u), -1);
+	assert_int_equal(valid(IMSG_MCP_CHANNEL, 4, "uuuu", 0u, 3u, 1000u, 1000u), -1);
+	assert_int_equal(valid(IMSG_MCP_CHANNEL, 4, "uuuu", 0u, 2u, 1000u, 1000u), 0);
+	/* an http server has no stderr */
+	assert_int_equal(valid(IMSG_MCP_CHANNEL, 4, "uuuu", 1u, 2u, 1000u, 1000u), -1);
+	assert_int_equal(valid(IMSG_MCP_CHANNEL, 4, "uuuu", 0u, 1u, 999u, 1000u), -1);
+	assert_int_equal(valid(IMSG_MCP_CHANNEL, 4, "uuuu", 0u, 1u, 600001u, 1000u), -1);
+	assert_int_equal(valid(IMSG_MCP_CHANNEL, 4, "uuuu", 0u, 1u, 600000u, 999u), -1);
+	assert_int_equal(valid(IMSG_MCP_CHANNEL, 4, "uuuu", 0u, 1u, 1000u, 3600001u), -1);
+	assert_int_equal(valid(IMSG_MCP_CHANNEL, 3, "uuu", 0u, 1u, 1000u), -1);
+
+	types_refused(IMSG_MCP_FAILED, 2, "sb", "no sandbox", 0);
+	build(&m, IMSG_MCP_FAILED, 2, "sb", "not pinned", 1);
+	check_is(&m, ROLE_SUPERVISOR, ROLE_RUNNER, 0, NULL);
+	check_is(&m, ROLE_SUPERVISOR, ROLE_RUNNER, 1, "descriptor");
+	assert_int_equal(ipc_dec_mcp_failed(m.body, &f), 0);
+	assert_int_equal(f.absent, 1);
+	assert_int_equal(f.errlen, strlen("not pinned"));
+	ipc_msg_free(&m);
+	assert_int_equal(valid(IMSG_MCP_FAILED, 2, "sb", "", 0), -1);
+	assert_int_equal(valid(IMSG_MCP_FAILED, 2, "sb", err, 0), -1);
+	err[IPC_ERRMSG_MAX] = '\0';
+	assert_int_equal(valid(IMSG_MCP_FAILED, 2, "sb", err, 0), 0);
+
+	build(&m, IMSG_MCP_STOP, 0, "");
+	check_is(&m, ROLE_RUNNER, ROLE_SUPERVISOR, 0, NULL);
+	check_is(&m, ROLE_SUPERVISOR, ROLE_RUNNER, 0, "sender");
+	ipc_msg_free(&m);
+	assert_int_equal(valid(IMSG_MCP_STOP, 1, "u", 1u), -1);
+	free(name);
+	free(err);
+}
+
 #define MC_FMT "suss" "uUs"
 /* MODEL_CALL: one call of a run's step, runner -> proxy. */
 static void
@@ -3743,6 +3822,7 @@ main(void)
 		cmocka_unit_test(t_v_proxy_conf_bounds),
 		cmocka_unit_test(t_v_proxy_channel),
 		cmocka_unit_test(t_v_runner_proxy),
+		cmocka_unit_test(t_v_mcp),
 		cmocka_unit_test(t_v_model_call),
 		cmocka_unit_test(t_v_model_reply),
 		cmocka_unit_test(t_v_model_reply_cost_bound),
