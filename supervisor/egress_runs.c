@@ -50,7 +50,11 @@ struct egnet {
 
 struct egrun {
 	LIST_ENTRY(egrun) entry;
-	char run[IPC_UUID_LEN + 1];
+	char run[IPC_UUID_LEN + 1]; /* the run, or an MCP server's own id */
+	/* an MCP server's (egress_mcp_add): its run, where its events go, and
+	 * its name; "" for a run's own */
+	char owner[IPC_UUID_LEN + 1];
+	char server[IPC_MCP_NAME_MAX + 1];
 	int fd;                /* the listener, -1 until the sandbox made it */
 	struct egnet *nets;
 	size_t nnets;
@@ -212,9 +216,44 @@ egress_runs_listener(const char *run, int fd)
 	if (e->fd >= 0)
 		close(e->fd);
 	e->fd = fd;
-	e->cur = NULL;
+	/* an MCP server's one list is in force from the start */
+	e->cur = e->owner[0] != '\0' && e->nnets > 0 ? &e->nets[0] : NULL;
 	if (p != NULL && p->ready)
 		egress_send_run(p, e);
+}
+
+int
+egress_mcp_add(const char *id, const char *run, const char *server,
+               const struct egress_rule *allow, size_t nallow, const char *const *presets,
+               size_t npresets, char *err, size_t errsz)
+{
+	char buf[EGRESS_RULE_TEXT_MAX + 1];
+	struct egrun *e;
+	struct egnet *n;
+	size_t i;
+
+	if (!sup.conf.egress.enabled || (nallow == 0 && npresets == 0))
+		return 0;
+	if ((e = calloc(1, sizeof(*e))) == NULL)
+		fatal("calloc");
+	snprintf(e->run, sizeof(e->run), "%s", id);
+	snprintf(e->owner, sizeof(e->owner), "%s", run);
+	snprintf(e->server, sizeof(e->server), "%s", server);
+	e->fd = -1;
+	LIST_INSERT_HEAD(&egruns, e, entry);
+	n = egrun_net(e, "");
+	for (i = 0; i < nallow; i++) {
+		egress_rule_format(&allow[i], buf, sizeof(buf));
+		egnet_add(n, buf);
+	}
+	for (i = 0; i < npresets; i++)
+		if (egnet_preset(n, presets[i]) == -1) {
+			snprintf(err, errsz, "network.presets: no preset %s in egress.presets",
+			         presets[i]);
+			egrun_free(e);
+			return -1;
+		}
+	return 1;
 }
 
 int
@@ -368,14 +407,16 @@ egress_store_next(void)
  * (op sup_run_network_event); the payload's fields per kind are those of
  * docs/events.md. */
 static void
-egress_store(const char *type, const struct ipc_egress_event *ev)
+egress_store(const char *type, const struct ipc_egress_event *ev, const struct egrun *e)
 {
+	const char *run = e->owner[0] != '\0' ? e->owner : ev->run;
+
 	struct egev *q;
 	json_t *o;
 	char *s;
 
 	if (egev_pending >= EGEV_PENDING_MAX) {
-		log_warnx("run %s: %s not stored: %d events wait for the database", ev->run,
+		log_warnx("run %s: %s not stored: %d events wait for the database", run,
 		    type, EGEV_PENDING_MAX);
 		return;
 	}
@@ -393,11 +434,13 @@ egress_store(const char *type, const struct ipc_egress_event *ev)
 	}
 	if (ev->suppressed > 0)
 		json_object_set_new(o, "suppressed", json_integer((json_int_t)ev->suppressed));
+	if (e->server[0] != '\0')
+		json_object_set_new(o, "mcp_server", json_string(e->server));
 	if ((s = json_dumps(o, JSON_COMPACT)) == NULL)
 		fatalx("json_dumps");
 	json_decref(o);
 	if ((q = calloc(1, sizeof(*q))) == NULL ||
-	    (q->params.values[0] = strdup(ev->run)) == NULL ||
+	    (q->params.values[0] = strdup(run)) == NULL ||
 	    (q->params.values[1] = strdup(type)) == NULL)
 		fatal("egress_store");
 	q->params.values[2] = s;
@@ -435,8 +478,16 @@ egress_event_in(struct proc *p, struct ipc_msg *m)
 		e->st_up += ev.up;
 		e->st_down += ev.down;
 	}
-	if (ev.kind != IPC_EGRESS_EV_UP && ev.kind != IPC_EGRESS_EV_DOWN)
-		egress_store(names[ev.kind], &ev);
+	if (ev.kind == IPC_EGRESS_EV_UP || ev.kind == IPC_EGRESS_EV_DOWN)
+		return;
+	if (e->owner[0] != '\0' && strcmp(e->owner, "-") == 0) {
+		/* an MCP server of agrippactl mcp test: no run to write to */
+		log_info("egress: mcp server %s: %s %s:%u%s%s", e->server, names[ev.kind], ev.host,
+		         ev.port, ev.kind == IPC_EGRESS_EV_DENIED ? ": " : "",
+		         ev.kind == IPC_EGRESS_EV_DENIED ? ev.reason : "");
+		return;
+	}
+	egress_store(names[ev.kind], &ev, e);
 }
 
 size_t

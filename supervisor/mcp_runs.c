@@ -15,7 +15,9 @@
  * fresh empty directory, "read" the run's workspace read-only, "write" the
  * run's workspace as the run's sandbox has it (read-only still when the
  * template's access is readOnly).  It never shares a namespace with the
- * run's sandbox.
+ * run's sandbox.  A server whose spec lists a network reaches it through
+ * egress with its own list, under an id of its own (egress_mcp_add): its
+ * network events are the run's, naming the server.
  *
  * MCP_STOP (the runner closed its ends, so the server has seen EOF on its
  * stdin) stops the sandbox: SIGTERM MCP_RUNS_GRACE_MS later if the server
@@ -61,8 +63,23 @@ struct mserver {
 	int loading;               /* its row is being read */
 	int stopping;              /* MCP_STOP came, or the runner went */
 	struct sbx *sbx;           /* until it is reaped */
+	char egress[IPC_UUID_LEN + 1]; /* its id in egress, "" when it has no network */
 };
 static LIST_HEAD(, mserver) mservers = LIST_HEAD_INITIALIZER(mservers);
+
+void
+mcp_egress_id(char id[IPC_UUID_LEN + 1])
+{
+	unsigned char b[16];
+
+	randombytes_buf(b, sizeof(b));
+	b[6] = (b[6] & 0x0f) | 0x40; /* version 4 */
+	b[8] = (b[8] & 0x3f) | 0x80; /* the RFC 4122 variant */
+	snprintf(id, IPC_UUID_LEN + 1,
+	         "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+	         b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+	         b[14], b[15]);
+}
 
 static struct mserver *
 ms_find(const char *run, uint64_t id)
@@ -135,6 +152,9 @@ ms_sbx_done(struct sbx *sbx, int status, void *arg)
 	log_debug("run %s: mcp server %s (step %s) ended with status %d", s->run, s->name,
 	          s->step, status);
 	s->sbx = NULL;
+	if (s->egress[0] != '\0')
+		egress_runs_end(s->egress);
+	s->egress[0] = '\0';
 	s->stopping = 1;
 	ms_free_if_done(s);
 }
@@ -193,12 +213,25 @@ ms_build(struct mserver *s, PGresult *res)
 		ms_failed(s->runner, s->id, 0, "mcp server %s: %s", s->name, err);
 		goto out;
 	}
-	if (spec->nallow > 0 || spec->npresets > 0)
-		log_warnx("run %s: mcp server %s: egress for MCP servers is not built yet; the "
-		          "server runs without a network", s->run, s->name);
+	memset(&req, 0, sizeof(req));
+	mcp_egress_id(s->egress);
+	switch (egress_mcp_add(s->egress, s->run, s->name, spec->allow, spec->nallow,
+	                       spec->presets, spec->npresets, err, sizeof(err))) {
+	case -1:
+		ms_failed(s->runner, s->id, 0, "mcp server %s: %s", s->name, err);
+		s->egress[0] = '\0';
+		goto out;
+	case 0:
+		if (spec->nallow > 0 || spec->npresets > 0)
+			log_warnx("run %s: mcp server %s: egress is disabled (egress.enabled); the "
+			          "server runs without a network", s->run, s->name);
+		s->egress[0] = '\0';
+		break;
+	default:
+		req.network = 1;
+	}
 	m = (struct sbx_mcp){ .argv = (char *const *)spec->argv, .env = env,
 		              .paths = spec->paths, .npaths = spec->npaths };
-	memset(&req, 0, sizeof(req));
 	if (spec->workspace != MCPSPEC_WS_NONE) {
 		req.workspace = s->ws;
 		req.trusted = 1;
@@ -210,12 +243,18 @@ ms_build(struct mserver *s, PGresult *res)
 	req.arg = s;
 	s->sbx = sbx_create(&req, &io, err, sizeof(err));
 	mcp_server_env_free(env);
+	env = NULL;
 	if (s->sbx == NULL) {
+		if (s->egress[0] != '\0')
+			egress_runs_end(s->egress);
+		s->egress[0] = '\0';
 		log_warnx("run %s: mcp server %s: no sandbox: %s", s->run, s->name, err);
 		ms_failed(s->runner, s->id, 0, "mcp server %s: no sandbox: %s", s->name, err);
 		goto out;
 	}
 	serr = sbx_take_stderr(s->sbx);
+	if (req.network)
+		egress_runs_listener(s->egress, sbx_take_listener(s->sbx));
 	startup_ms = spec->startup_timeout * 1000;
 	call_ms = spec->call_timeout * 1000;
 	log_info("run %s: mcp server %s version %s for step %s in sandbox %s", s->run, s->name,
@@ -237,6 +276,7 @@ ms_build(struct mserver *s, PGresult *res)
 	proc_send(s->runner, &w, io);
 	close(io);
 out:
+	mcp_server_env_free(env);
 	mcp_creds_free(creds);
 	if (ctext != NULL)
 		sodium_free(ctext);

@@ -40,6 +40,7 @@
 struct mcptest {
 	char name[MCPSPEC_NAME_MAX + 1];
 	struct sbx *sbx;      /* until it is reaped */
+	char egress[IPC_UUID_LEN + 1]; /* its id in egress, "" for no network */
 	pid_t client;         /* agrippa-mcpc, until it has exited; or -1 */
 	struct event *limit;  /* the client's time is up */
 	unsigned char *secret[MCPTEST_SECRETS_MAX]; /* sodium_malloc */
@@ -91,6 +92,9 @@ mt_sbx_done(struct sbx *s, int status, void *arg)
 	(void)s;
 	(void)status;
 	t->sbx = NULL;
+	if (t->egress[0] != '\0')
+		egress_runs_end(t->egress);
+	t->egress[0] = '\0';
 	mt_free_if_done(t);
 }
 
@@ -206,11 +210,22 @@ mcptest_start(const char *name, const char *spec_text, const char *creds_text, s
 	}
 	if (mcp_server_env(s, creds, &env, err, errsz) == -1)
 		goto fail;
-	if (s->nallow > 0 || s->npresets > 0)
-		log_warnx("mcp test %s: egress for MCP servers is not built yet; the server "
-		          "runs without a network", name);
 	if ((t = calloc(1, sizeof(*t))) == NULL)
 		fatal("calloc");
+	/* its network as in a run; its events only in the log */
+	mcp_egress_id(t->egress);
+	switch (egress_mcp_add(t->egress, "-", name, s->allow, s->nallow, s->presets, s->npresets,
+	                       err, errsz)) {
+	case -1:
+		free(t);
+		t = NULL;
+		goto fail;
+	case 0:
+		if (s->nallow > 0 || s->npresets > 0)
+			log_warnx("mcp test %s: egress is disabled (egress.enabled); the server "
+			          "runs without a network", name);
+		t->egress[0] = '\0';
+	}
 	snprintf(t->name, sizeof(t->name), "%s", name);
 	t->client = -1;
 	t->cb = cb;
@@ -222,13 +237,19 @@ mcptest_start(const char *name, const char *spec_text, const char *creds_text, s
 	/* a run's workspace only for a run: here a fresh, empty one, read-only
 	 * for workspace: read */
 	req = (struct sbx_req){ .workspace = NULL, .readonly = s->workspace == MCPSPEC_WS_READ,
-		                .network = 0, .mcp = &m, .done = mt_sbx_done, .arg = t };
+		                .network = t->egress[0] != '\0', .mcp = &m, .done = mt_sbx_done,
+		                .arg = t };
 	t->sbx = sbx_create(&req, &io, err, errsz);
 	mcp_server_env_free(env);
 	env = NULL;
-	if (t->sbx == NULL)
+	if (t->sbx == NULL) {
+		if (t->egress[0] != '\0')
+			egress_runs_end(t->egress);
 		goto fail;
+	}
 	serr = sbx_take_stderr(t->sbx);
+	if (req.network)
+		egress_runs_listener(t->egress, sbx_take_listener(t->sbx));
 	snprintf(ms, sizeof(ms), "%u", s->startup_timeout * 1000);
 	args[0] = name;
 	args[1] = ms;

@@ -1028,8 +1028,9 @@ sbx_env_has(char *const *env, size_t n, const char *e)
 /*
  * An MCP server's tool server: argv "agrippa-sandbox mcp COMMAND...", and
  * an environment of the server's own entries, then PATH, HOME and LANG
- * where the server sets none, the sandbox's markers and (sanitized builds)
- * the sanitizers' options.  Pointer arrays only, into mcp's strings and
+ * where the server sets none, the sandbox's markers, with a network the
+ * proxy variables where the server sets none, and (sanitized builds) the
+ * sanitizers' options.  Pointer arrays only, into mcp's strings and
  * the supervisor's environment, which the child copies with the rest of
  * the supervisor's memory.  0, or -1 with err set.
  */
@@ -1038,6 +1039,13 @@ sbx_mcp_exec(struct sbx_child *c, int network, char *err, size_t errsz)
 {
 	static char *const dflt[] = { "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/workspace",
 		"LANG=C.UTF-8" };
+	/* with a network, the proxy variables a run's commands get (sandbox/exec.c) */
+	static char *const proxy[] = { "HTTP_PROXY=http://127.0.0.1:3128",
+		"HTTPS_PROXY=http://127.0.0.1:3128", "http_proxy=http://127.0.0.1:3128",
+		"https_proxy=http://127.0.0.1:3128", "NO_PROXY=localhost,127.0.0.1,::1",
+		"no_proxy=localhost,127.0.0.1,::1", "NODE_USE_ENV_PROXY=1",
+		"JAVA_TOOL_OPTIONS=-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=3128 "
+		"-Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=3128" };
 	size_t na = 0, ne = 0, i, n = 0;
 
 	while (c->mcp->argv[na] != NULL)
@@ -1049,7 +1057,7 @@ sbx_mcp_exec(struct sbx_child *c, int network, char *err, size_t errsz)
 		return -1;
 	}
 	if ((c->xargv = calloc(na + 3, sizeof(char *))) == NULL ||
-	    (c->xenv = calloc(ne + 10, sizeof(char *))) == NULL) {
+	    (c->xenv = calloc(ne + 24, sizeof(char *))) == NULL) {
 		snprintf(err, errsz, "out of memory");
 		return -1;
 	}
@@ -1065,8 +1073,11 @@ sbx_mcp_exec(struct sbx_child *c, int network, char *err, size_t errsz)
 	c->xenv[n++] = "AGRIPPA_SANDBOX=1";
 	if (network)
 		c->xenv[n++] = "AGRIPPA_EGRESS=1";
+	for (i = 0; network && i < sizeof(proxy) / sizeof(proxy[0]); i++)
+		if (!sbx_env_has(c->mcp->env, ne, proxy[i]))
+			c->xenv[n++] = proxy[i];
 #ifdef AGRIPPA_SANITIZE
-	for (char **e = environ; *e != NULL && n < ne + 9; e++)
+	for (char **e = environ; *e != NULL && n < ne + 23; e++)
 		if (strncmp(*e, "ASAN_OPTIONS=", 13) == 0 || strncmp(*e, "UBSAN_OPTIONS=", 14) == 0)
 			c->xenv[n++] = *e;
 #endif

@@ -151,6 +151,16 @@ void egress_runs_listener(const char *run, int fd);
 /* The run's step starts: its list is put in force. */
 void egress_runs_step(const char *run, const char *step);
 void egress_runs_end(const char *run);
+/* An MCP server's way out (DESIGN.md 4.2): its own list (allow and the
+ * presets resolved) under id, a UUID of its own, given as a run's is
+ * (egress_runs_listener, egress_runs_end); its events go to run (or, for
+ * run "-", agrippactl mcp test's, only to the log) with mcp_server set.
+ * 1 when the server gets a listener, 0 when it has no network (none
+ * listed, or egress.enabled false), -1 with err naming a missing preset. */
+struct egress_rule;
+int egress_mcp_add(const char *id, const char *run, const char *server,
+                   const struct egress_rule *allow, size_t nallow, const char *const *presets,
+                   size_t npresets, char *err, size_t errsz);
 void egress_ready(struct proc *p);
 void egress_reconfigure(void);
 struct sql_op;
@@ -365,6 +375,8 @@ void mcp_runs_start(struct proc *runner, const char *run, const char *ws, int re
 void mcp_runs_stop(const char *run, struct ipc_msg *m);
 void mcp_runs_end(const char *run);
 int mcp_runs_live(const char *run);
+/* A fresh id (a version 4 UUID) for an MCP server's sandbox in egress. */
+void mcp_egress_id(char id[IPC_UUID_LEN + 1]);
 /* runs.c: the last server of an ended run's runner was reaped. */
 void runs_mcp_gone(const char *run);
 

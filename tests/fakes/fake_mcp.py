@@ -5,7 +5,10 @@ which the real servers cannot be made to show.  It speaks the legacy era
 (initialize with 2025-11-25); server/discover, which the 2026-07-28 clients
 send first, gets -32601 as a legacy server answers it.
 
-  fake_mcp.py ok              tools "say" (echoes "said: TEXT") and "whoami"
+  fake_mcp.py ok              tools "say" (echoes "said: TEXT"), "whoami" and
+                              "fetch" (GET of its url through the proxy the
+                              environment names, or with direct: true around
+                              it: "STATUS BODY" or an error)
   fake_mcp.py crash-on-call   as ok, but a tools/call makes it write
                               "crashing on purpose" to stderr and exit 1
   fake_mcp.py many N          N tools (t0 .. tN-1), 1000 a page, each "say"
@@ -19,6 +22,7 @@ only by the daemon under test.
 import json
 import os
 import sys
+import urllib.request
 
 
 def send(msg):
@@ -29,6 +33,15 @@ def send(msg):
 def tool(name):
     return {"name": name, "description": "Say something back.",
             "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}}
+
+
+def fetch(url, direct):
+    handlers = [urllib.request.ProxyHandler({})] if direct else []
+    try:
+        with urllib.request.build_opener(*handlers).open(url, timeout=5) as r:
+            return "%d %s" % (r.status, r.read(200).decode("utf-8", "replace")), False
+    except Exception as e:  # the model sees why
+        return "error: %s" % e, True
 
 
 def main():
@@ -43,7 +56,7 @@ def main():
     if mode == "many":
         names = ["t%d" % i for i in range(int(sys.argv[2]))]
     else:
-        names = ["say", "whoami"]
+        names = ["say", "whoami", "fetch"]
     for line in sys.stdin:
         if mode == "silent":
             continue
@@ -71,12 +84,16 @@ def main():
                 sys.stderr.flush()
                 return 1
             p = req.get("params") or {}
+            args = p.get("arguments") or {}
+            failed = False
             if p.get("name") == "whoami":
                 text = "uid=%d" % os.getuid()
+            elif p.get("name") == "fetch":
+                text, failed = fetch(str(args.get("url", "")), bool(args.get("direct")))
             else:
-                text = "said: " + str((p.get("arguments") or {}).get("text", ""))
+                text = "said: " + str(args.get("text", ""))
             send({"jsonrpc": "2.0", "id": rid,
-                  "result": {"content": [{"type": "text", "text": text}], "isError": False}})
+                  "result": {"content": [{"type": "text", "text": text}], "isError": failed}})
         else:
             send({"jsonrpc": "2.0", "id": rid,
                   "error": {"code": -32601, "message": "Method not found: %s" % method}})

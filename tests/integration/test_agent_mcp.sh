@@ -18,10 +18,28 @@
 #    error; a server of 10,000 tools is cut at agent.mcp_tools_max; a
 #    server that never answers initialize times out; the daemon stays
 #    healthy and no server's sandbox is left;
+#  - a server whose spec lists a network reaches an allowed test host
+#    through egress with its own list, and nothing else; its decisions
+#    are the run's network events, naming the server;
 #  - a runner killed in the middle of a call resumes: the new attempt's
 #    server is a fresh one, and the interrupted call is not made again.
+#
+# The whole test runs in a network and mount namespace of its own (it
+# re-executes itself under unshare), as test_egress_proxy does: the test
+# host is a dummy interface on 10.77.0.0/24, its names come from a hosts
+# file bound over /etc/hosts there.  No traffic leaves it.
+if [ -z "$AGRIPPA_MCP_NS" ]; then
+	[ "$(id -u)" = 0 ] || { echo "1..0 # SKIP agent_mcp: needs root"; exit 0; }
+	AGRIPPA_MCP_NS=1 exec unshare -n -m --propagation private sh "$0" "$@"
+fi
 . tests/integration/lib.sh
 need_root agent_mcp
+ip link set lo up
+if ip link add dummy0 type dummy 2>/dev/null; then
+	ip addr add 10.77.0.1/24 dev dummy0 && ip link set dummy0 up
+else
+	ip addr add 10.77.0.1/24 dev lo
+fi
 
 NM=$ROOT/tests/browser/node_modules
 SE=$NM/@modelcontextprotocol/server-everything/dist/index.js
@@ -37,7 +55,14 @@ case $NODE in
 *) NODE=/usr/bin/node ;;
 esac
 make_env
-trap 'kill $FAKE_PID 2>/dev/null; cleanup_env' EXIT
+trap 'kill $FAKE_PID $SRV 2>/dev/null; cleanup_env' EXIT
+printf '127.0.0.1 localhost\n10.77.0.1 allowed.test denied.test\n' >"$T/hosts"
+chmod 0644 "$T/hosts"
+mount --bind "$T/hosts" /etc/hosts
+mkdir -p "$T/www" && echo "hello from allowed.test" >"$T/www/hello"
+(cd "$T/www" && exec python3 -m http.server --bind 10.77.0.1 8080) >"$T/www.log" 2>&1 &
+SRV=$!
+wait_for 10 sh -c "curl -s --noproxy '*' http://10.77.0.1:8080/hello | grep -q hello"
 
 PY=$(python3 -c 'import sys; print(sys.executable)')
 FAKE_LOG="$T/fake.log"
@@ -68,6 +93,7 @@ providers:
     models:
       - { name: fake-model, input: 3, output: 15 }
 agent: { provider: fake, model: fake-model, max_tokens: 1000, tool_output_max: 4K, mcp_tools_max: 20 }
+egress: { allow_cidrs: [ 10.77.0.0/24 ] }
 EOC
 start_daemon_or_finish agent_mcp
 
@@ -104,6 +130,8 @@ spec broken "\"command\":[\"/usr/bin/python3\",\"$FAKE\",\"exit\"],\"paths\":[\"
 spec many "\"command\":[\"/usr/bin/python3\",\"$FAKE\",\"many\",\"10000\"],\"paths\":[\"$ROOT/tests/fakes\"]"
 spec silent "\"command\":[\"/usr/bin/python3\",\"$FAKE\",\"silent\"],\"paths\":[\"$ROOT/tests/fakes\"],\"startup_timeout\":2"
 spec ungranted "\"command\":[\"/usr/bin/python3\",\"$FAKE\",\"ok\"],\"paths\":[\"$ROOT/tests/fakes\"]"
+spec netty "\"command\":[\"/usr/bin/python3\",\"$FAKE\",\"ok\"],\"paths\":[\"$ROOT/tests/fakes\"],\"network\":{\"allow\":[\"allowed.test:8080\"]}"
+spec offline "\"command\":[\"/usr/bin/python3\",\"$FAKE\",\"ok\"],\"paths\":[\"$ROOT/tests/fakes\"]"
 ctl user add alice && ctl project add p1 && ctl member add p1 alice admin &&
 	ctl repo add p1 clean "$T/repos/clean" </dev/null &&
 	printf '{"token": "%s"}' "$SECRET" | ctl mcp add everything "$T/everything.json" &&
@@ -113,7 +141,9 @@ ctl user add alice && ctl project add p1 && ctl member add p1 alice admin &&
 	ctl mcp add many "$T/many.json" </dev/null &&
 	ctl mcp add silent "$T/silent.json" </dev/null &&
 	ctl mcp add ungranted "$T/ungranted.json" </dev/null &&
-	for s in everything files crashy broken many silent; do ctl grant add p1 mcp $s || exit 1; done
+	ctl mcp add netty "$T/netty.json" </dev/null &&
+	ctl mcp add offline "$T/offline.json" </dev/null &&
+	for s in everything files crashy broken many silent netty offline; do ctl grant add p1 mcp $s || exit 1; done
 SETUP=$?
 tmpl every '[ everything ]'
 tmpl files '[ files ]'
@@ -122,9 +152,10 @@ tmpl broken '[ broken ]'
 tmpl many '[ many, everything ]'
 tmpl silent '[ silent ]'
 tmpl optional '[ { name: ungranted, optional: true }, everything ]'
+tmpl net '[ netty, offline ]'
 TA=$(new_token alice)
 P1=$(psql_q "select id from projects where name = 'p1'")
-check "set-up: seven MCP servers, six granted, seven templates" [ "$SETUP" = 0 -a -n "$TA" ]
+check "set-up: nine MCP servers, eight granted, eight templates" [ "$SETUP" = 0 -a -n "$TA" ]
 
 J='Content-Type: application/json'
 submit() {
@@ -283,7 +314,32 @@ check "agent.mcp_tools_dropped names what was left out, and the other server's a
 	pyj "$(payloads "$R8" agent.mcp_tools_dropped)" \
 	"any(e['server'] == 'many' and e['dropped'] >= 9980 for e in d) and any(e['server'] == 'everything' for e in d)"
 
-# --- 7. a runner killed in the middle of a call ---------------------------------------------
+# --- 7. a server's own network, through egress ---------------------------------------------
+script '[
+ {"reply": {"tool_calls": [
+   {"id": "n_ok", "name": "mcp__netty__fetch", "input": {"url": "http://allowed.test:8080/hello"}},
+   {"id": "n_port", "name": "mcp__netty__fetch", "input": {"url": "http://allowed.test:8081/hello"}},
+   {"id": "n_deny", "name": "mcp__netty__fetch", "input": {"url": "http://denied.test:8080/hello"}},
+   {"id": "n_direct", "name": "mcp__netty__fetch", "input": {"url": "http://10.77.0.1:8080/hello", "direct": true}},
+   {"id": "n_none", "name": "mcp__offline__fetch", "input": {"url": "http://allowed.test:8080/hello"}}]}},
+ {"reply": {"text": "fetched"}}]'
+: >"$T/www.log"
+submit net
+R10=$RUN
+wait_for 60 ended "$R10"
+check "a step with a networked server succeeds ($(run_status "$R10"): $(step_err "$R10"))" is_status "$R10" succeeded
+check "the server reaches the allowed test host through egress" flog "$(res 1)['n_ok'] == ('200 hello from allowed.test\\n', False)"
+check "... not the allowed name on another port" flog "$(res 1)['n_port'][1]"
+check "... nor a name not on its list" flog "$(res 1)['n_deny'][1]"
+check "... nor the host directly, around the proxy (no route)" flog "$(res 1)['n_direct'][1]"
+check "a server without a network reaches nothing, even a name another server may" flog "$(res 1)['n_none'][1]"
+check "the test host saw one request, the allowed one" [ "$(grep -c 'GET /hello' "$T/www.log")" = 1 ]
+check "network.allowed is the run's, naming the server" pyj "$(payloads "$R10" network.allowed)" \
+	"[(e['host'], e['port'], e.get('mcp_server')) for e in d] == [('allowed.test', 8080, 'netty')]"
+check "network.denied names the server and why" pyj "$(payloads "$R10" network.denied)" \
+	"sorted((e['host'], e['port'], e.get('mcp_server')) for e in d) == [('allowed.test', 8081, 'netty'), ('denied.test', 8080, 'netty')]"
+
+# --- 8. a runner killed in the middle of a call ---------------------------------------------
 script '[
  {"reply": {"tool_calls": [{"id": "long", "name": "mcp__everything__trigger-long-running-operation", "input": {"duration": 6, "steps": 6}}]}},
  {"reply": {"text": "after the restart"}}]'
