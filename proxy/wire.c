@@ -22,6 +22,8 @@
 #define WIRE_LINE_MAX (16u * 1024 * 1024) /* longest event-stream line */
 #define WIRE_ID_MAX 256                   /* longest tool-use id or tool name */
 #define WIRE_BLOCKS_MAX 4096              /* most content blocks or tool calls in a response */
+#define WIRE_RESULT_BLOCKS_MAX 16         /* blocks of one tool result's content */
+#define WIRE_IMAGE_MAX (8u * 1024 * 1024) /* base64 bytes of one image in a tool result */
 #define WIRE_JSON_FLAGS (JSON_REJECT_DUPLICATES | JSON_DECODE_ANY)
 #define WIRE_NITEMS(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -401,6 +403,72 @@ req_check_use(const json_t *b, const char *where, char *err, size_t errsz)
 	return req_members(b, members, where, err, errsz);
 }
 
+/* An image of a tool result: {type: image, source: {type: base64, media_type, data}},
+ * png, jpeg, gif or webp, data base64 of at most WIRE_IMAGE_MAX bytes. */
+static int
+req_check_image(const json_t *b, const char *where, char *err, size_t errsz)
+{
+	static const char *const members[] = {"type", "source", NULL};
+	static const char *const smembers[] = {"type", "media_type", "data", NULL};
+	static const char *const media[] = {"image/png", "image/jpeg", "image/gif", "image/webp"};
+	json_t *src = json_object_get(b, "source"), *data = json_object_get(src, "data");
+	const char *d;
+	size_t i, n;
+
+	if (!json_is_object(src) || !wire_str_is(json_object_get(src, "type"), "base64"))
+		return wire_fail(err, errsz, "%s: source is not an object of type base64", where);
+	for (i = 0; i < WIRE_NITEMS(media); i++)
+		if (wire_str_is(json_object_get(src, "media_type"), media[i]))
+			break;
+	if (i == WIRE_NITEMS(media))
+		return wire_fail(err, errsz, "%s: media_type is not image/png, image/jpeg, "
+		                 "image/gif or image/webp", where);
+	if (!json_is_string(data) || (n = json_string_length(data)) == 0 || n % 4 != 0 ||
+	    n > WIRE_IMAGE_MAX)
+		return wire_fail(err, errsz, "%s: data is not base64 of 1 to %u bytes", where,
+		                 WIRE_IMAGE_MAX);
+	d = json_string_value(data);
+	/* padding: at most two '=', at the end only */
+	for (i = 0; i < n && d[i] != '='; i++)
+		if (!((d[i] >= 'A' && d[i] <= 'Z') || (d[i] >= 'a' && d[i] <= 'z') ||
+		      (d[i] >= '0' && d[i] <= '9') || d[i] == '+' || d[i] == '/'))
+			return wire_fail(err, errsz, "%s: data is not base64", where);
+	if (i < n - 2 || (i < n && strspn(d + i, "=") != n - i))
+		return wire_fail(err, errsz, "%s: data is not base64", where);
+	if (req_members(src, smembers, where, err, errsz) == -1)
+		return -1;
+	return req_members(b, members, where, err, errsz);
+}
+
+/* A tool result's content: a string, or text and image blocks. */
+static int
+req_check_result_content(const json_t *content, const char *where, char *err, size_t errsz)
+{
+	char sub[96];
+	json_t *b;
+	size_t i;
+
+	if (json_is_string(content))
+		return 0;
+	if (!json_is_array(content) || json_array_size(content) == 0 ||
+	    json_array_size(content) > WIRE_RESULT_BLOCKS_MAX)
+		return wire_fail(err, errsz, "%s: content is not a string or an array of 1 to %d "
+		                 "text and image blocks", where, WIRE_RESULT_BLOCKS_MAX);
+	json_array_foreach(content, i, b)
+	{
+		snprintf(sub, sizeof(sub), "%.60s.content[%zu]", where, i);
+		if (wire_str_is(json_object_get(b, "type"), "text")) {
+			if (req_check_text(b, sub, err, errsz) == -1)
+				return -1;
+		} else if (wire_str_is(json_object_get(b, "type"), "image")) {
+			if (req_check_image(b, sub, err, errsz) == -1)
+				return -1;
+		} else
+			return wire_fail(err, errsz, "%s is not a text or an image block", sub);
+	}
+	return 0;
+}
+
 static int
 req_check_result(const json_t *b, const char *where, char *err, size_t errsz)
 {
@@ -411,8 +479,8 @@ req_check_result(const json_t *b, const char *where, char *err, size_t errsz)
 		return wire_fail(err, errsz,
 		                 "%s: tool_use_id is missing or not 1-%d printable bytes", where,
 		                 WIRE_ID_MAX);
-	if (content != NULL && !json_is_string(content))
-		return wire_fail(err, errsz, "%s: content is not a string", where);
+	if (content != NULL && req_check_result_content(content, where, err, errsz) == -1)
+		return -1;
 	if (is_error != NULL && !json_is_boolean(is_error))
 		return wire_fail(err, errsz, "%s: is_error is not a boolean", where);
 	return req_members(b, members, where, err, errsz);
@@ -519,18 +587,42 @@ req_check(const json_t *req, char *err, size_t errsz)
 
 /* ---- OpenAI request ------------------------------------------------------- */
 
+#define OAI_IMAGE_NOTE "[an image the tool returned is left out: tool results take no images here]"
+
 /* A tool_result block as a tool message; is_error has no field there, so
- * the content says it. */
+ * the content says it.  A tool message takes text only: the text blocks of
+ * a content array are joined by newlines, each image is a note. */
 static json_t *
 oai_tool_msg(const json_t *b)
 {
-	json_t *c = json_object_get(b, "content");
-	const char *s = c != NULL ? json_string_value(c) : "";
-	size_t n = c != NULL ? json_string_length(c) : 0;
+	json_t *c = json_object_get(b, "content"), *x, *m;
+	struct wire_buf t = {0};
+	const char *s = "";
+	size_t n = 0, i;
 
-	return json_pack("{s:s, s:O, s:s+%}", "role", "tool", "tool_call_id",
-	                 json_object_get(b, "tool_use_id"), "content",
-	                 json_is_true(json_object_get(b, "is_error")) ? "error: " : "", s, n);
+	if (json_is_string(c)) {
+		s = json_string_value(c);
+		n = json_string_length(c);
+	} else if (json_is_array(c)) {
+		json_array_foreach(c, i, x)
+		{
+			if ((t.p != NULL && wire_buf_add(&t, "\n", 1) == -1) ||
+			    (wire_str_is(json_object_get(x, "type"), "text")
+			         ? wire_buf_add(&t, json_string_value(json_object_get(x, "text")),
+			                        json_string_length(json_object_get(x, "text")))
+			         : wire_buf_add(&t, OAI_IMAGE_NOTE, strlen(OAI_IMAGE_NOTE))) == -1) {
+				wire_buf_free(&t);
+				return NULL;
+			}
+		}
+		s = t.p != NULL ? t.p : "";
+		n = t.len;
+	}
+	m = json_pack("{s:s, s:O, s:s+%}", "role", "tool", "tool_call_id",
+	              json_object_get(b, "tool_use_id"), "content",
+	              json_is_true(json_object_get(b, "is_error")) ? "error: " : "", s, n);
+	free(t.p);
+	return m;
 }
 
 /* Append text block b's text to t, after a newline when t has one already

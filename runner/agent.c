@@ -422,12 +422,15 @@ tools_build(void)
 		    "[\"command\"]");
 }
 
-/* The tool round's current call is answered: content for the model. */
+/* The tool round's current call is answered: content for the model (a
+ * string, or for an MCP result with images text and image blocks). */
 static void
 tool_answer(json_t *content, int is_error)
 {
 	json_t *call = json_array_get(ag.calls, ag.tool_cur);
-	const char *text = json_string_value(content);
+	/* a string, or blocks whose first is the text (an MCP result with images) */
+	const char *text = json_is_string(content) ? json_string_value(content) :
+	    json_string_value(json_object_get(json_array_get(content, 0), "text"));
 	const char *server = amcp_server_of(json_string_value(json_object_get(call, "name")));
 	int cut;
 	json_t *shown = text_cut(text, strlen(text), AGENT_EVENT_RESULT_MAX, &cut);
@@ -597,15 +600,23 @@ tool_bash(json_t *in)
 
 /* An MCP tool's answer (already cut at tool_output_max, with the marker). */
 static void
-mcp_answered(const char *server, const char *text, size_t len, int is_error)
+mcp_answered(const char *server, const char *text, size_t len, int is_error, json_t *images)
 {
 	json_t *content;
 
 	(void)server;
-	if (ag.state != AG_TOOLS)
+	if (ag.state != AG_TOOLS) {
+		json_decref(images);
 		return;
+	}
 	if ((content = json_stringn(text, len)) == NULL)
 		content = json_string("(the MCP server's answer is not valid UTF-8)");
+	if (images != NULL) {
+		/* the text first, then the images, for providers that take them */
+		json_array_insert_new(images, 0, json_pack("{s:s, s:o}", "type", "text", "text",
+		    content));
+		content = images;
+	}
 	tool_answer(content, is_error);
 }
 

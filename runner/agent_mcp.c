@@ -52,6 +52,7 @@
 
 #define AMCP_SERVERS_MAX 16      /* servers one step may require */
 #define AMCP_STDERR_TAIL 2048    /* bytes of a server's stderr kept */
+#define AMCP_IMAGES_BYTES (256u * 1024) /* base64 bytes of a result's images the model gets */
 #define AMCP_WHY_MAX 512         /* bytes of a failure's own reason */
 #define AMCP_ERROR_MAX (AMCP_WHY_MAX + 640) /* ... with the stderr tail */
 
@@ -569,6 +570,34 @@ amcp_server_of(const char *name)
 
 /* ---- calls ------------------------------------------------------------------ */
 
+/* The images of res the model is given (new), or NULL: in order, while
+ * their data stays within AMCP_IMAGES_BYTES (the conversation is stored
+ * message by message, each at most IPC_DB_ARG_MAX); the text describes
+ * every image in a line of its own either way. */
+static json_t *
+result_images(const struct mcp_result *res)
+{
+	json_t *out = NULL, *b;
+	size_t i, bytes = 0, n;
+
+	if (res->images == 0)
+		return NULL;
+	json_array_foreach(res->content, i, b)
+	{
+		if (!json_is_string(json_object_get(b, "type")) ||
+		    strcmp(json_string_value(json_object_get(b, "type")), "image") != 0)
+			continue;
+		n = json_string_length(json_object_get(json_object_get(b, "source"), "data"));
+		if (bytes + n > AMCP_IMAGES_BYTES)
+			break;
+		bytes += n;
+		if (out == NULL)
+			out = json_array();
+		json_array_append(out, b);
+	}
+	return out;
+}
+
 static void
 call_done(void *arg, uint64_t call, struct mcp_result *res)
 {
@@ -585,7 +614,7 @@ call_done(void *arg, uint64_t call, struct mcp_result *res)
 	am.call_tool = NULL;
 	json_decref(am.call_args);
 	am.call_args = NULL;
-	cb(s->name, res->text, res->text_len, res->is_error);
+	cb(s->name, res->text, res->text_len, res->is_error, result_images(res));
 	mcp_result_free(res);
 }
 

@@ -189,8 +189,10 @@ typedef void (*amcp_ready_cb)(void);
 /* The tools offered changed after that (a server's list_changed, or a
  * restart): the model must be sent them again. */
 typedef void (*amcp_changed_cb)(void);
-/* A call's answer, text[0..len) already cut at result_max. */
-typedef void (*amcp_result_cb)(const char *server, const char *text, size_t len, int is_error);
+/* A call's answer, text[0..len) already cut at result_max, and the image
+ * blocks the model is given with it (owned by the callee), or NULL. */
+typedef void (*amcp_result_cb)(const char *server, const char *text, size_t len, int is_error,
+    json_t *images);
 /* Start the servers requires names (the step's requires.mcp_servers).
  * Returns 1 (ready comes later), 0 when there are none (ready does not
  * come), or -1 with err. */

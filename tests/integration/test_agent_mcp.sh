@@ -191,6 +191,7 @@ script '[
    {"id": "c_sum", "name": "mcp__everything__get-sum", "input": {"a": 2, "b": 3}},
    {"id": "c_env", "name": "mcp__everything__get-env", "input": {}},
    {"id": "c_bad", "name": "mcp__everything__get-sum", "input": {"a": "two"}},
+   {"id": "c_img", "name": "mcp__everything__get-tiny-image", "input": {}},
    {"id": "c_ps", "name": "bash", "input": {"command": "echo TOKEN=$(cat /proc/[0-9]*/environ 2>/dev/null | tr \"\\\\0\" \"\\\\n\" | grep -c API_TOKEN) NODE=$(ps ax -o comm= 2>/dev/null | grep -cx node) NODES=$(for p in /proc/[0-9]*; do readlink $p/exe; done 2>/dev/null | grep -c node)"}}]}},
  {"reply": {"text": "done"}}]'
 submit every
@@ -206,15 +207,18 @@ check "... at most agent.mcp_tools_max (20) of them" \
 check "echo answers the model" flog "$(res 1)['c_echo'] == ('Echo: hello mcp', False)"
 check "get-sum answers 5" flog "'5' in $(res 1)['c_sum'][0] and not $(res 1)['c_sum'][1]"
 check "a call with bad arguments is a tool error the model sees" flog "$(res 1)['c_bad'][1]"
+IMG='[b for m in L[1]["body"]["messages"] if m["role"] == "user" and isinstance(m["content"], list) for b in m["content"] if b.get("tool_use_id") == "c_img"][0]["content"]'
+check "an image result reaches the model as text and an image block" \
+	flog "isinstance($IMG, list) and $IMG[0]['type'] == 'text' and '[image: image/png' in $IMG[0]['text'] and any(b['type'] == 'image' and b['source']['media_type'] == 'image/png' and len(b['source']['data']) > 100 for b in $IMG)"
 check "get-env shows the server's environment, API_TOKEN in it" flog "'API_TOKEN' in $(res 1)['c_env'][0]"
 check "... the credential redacted before the model saw it" \
 	flog "'$RND' not in json.dumps(L) and '*' * ${#SECRET} in $(res 1)['c_env'][0]"
 check "... and nowhere in the run's events or conversation" \
 	[ "$(psql_q "select count(*) from run_events where payload::text like '%$RND%'") $(psql_q "select count(*) from agent_messages where message::text like '%$RND%'")" = "0 0" ]
 check "agent.tool_call names the server" pyj "$(payloads "$R1" agent.tool_call)" \
-	"[c.get('server') for c in d] == ['everything'] * 4 + [None]"
+	"[c.get('server') for c in d] == ['everything'] * 5 + [None]"
 check "agent.tool_result names the server" pyj "$(payloads "$R1" agent.tool_result)" \
-	"[c.get('server') for c in d] == ['everything'] * 4 + [None] and d[0]['content'] == 'Echo: hello mcp'"
+	"[c.get('server') for c in d] == ['everything'] * 5 + [None] and d[0]['content'] == 'Echo: hello mcp'"
 check "agent.mcp_server says it was ready, with its protocol" pyj "$(payloads "$R1" agent.mcp_server)" \
 	"len(d) == 1 and d[0]['server'] == 'everything' and d[0]['status'] == 'ready' and d[0]['protocol_version'] == '2025-11-25'"
 check "the agent's sandbox sees no process of the server, and no API_TOKEN" \

@@ -581,6 +581,41 @@ t_oai_request_order(void **state)
 	free(s);
 }
 
+/* A tool result of text and an image (an MCP server's): Anthropic takes
+ * the blocks as they are; OpenAI's tool message takes text only, so the
+ * texts are joined and the image is a note. */
+static void
+t_result_image(void **state)
+{
+	static const char req[] =
+	    "{\"messages\":[{\"role\":\"assistant\",\"content\":[{\"type\":\"tool_use\",\"id\":"
+	    "\"call_1\",\"name\":\"shot\",\"input\":{}}]},{\"role\":\"user\",\"content\":["
+	    "{\"type\":\"tool_result\",\"tool_use_id\":\"call_1\",\"content\":[{\"type\":"
+	    "\"text\",\"text\":\"a shot:\"},{\"type\":\"image\",\"source\":{\"type\":\"base64\","
+	    "\"media_type\":\"image/png\",\"data\":\"iVBORw0KGgo=\"}},{\"type\":\"text\","
+	    "\"text\":\"done\"}]}]}]}";
+	json_t *got;
+	char *s;
+
+	s = request(WIRE_ANTHROPIC, req, 0);
+	got = jparse(s);
+	assert_json_is(json_object_get(json_array_get(json_object_get(json_array_get(
+	                   json_object_get(got, "messages"), 1), "content"), 0), "content"),
+	               "[{\"type\":\"text\",\"text\":\"a shot:\"},{\"type\":\"image\",\"source\":"
+	               "{\"type\":\"base64\",\"media_type\":\"image/png\",\"data\":"
+	               "\"iVBORw0KGgo=\"}},{\"type\":\"text\",\"text\":\"done\"}]");
+	json_decref(got);
+	free(s);
+	s = request(WIRE_OPENAI, req, 0);
+	got = jparse(s);
+	assert_json_is(json_array_get(json_object_get(got, "messages"), 1),
+	               "{\"role\":\"tool\",\"tool_call_id\":\"call_1\",\"content\":\"a shot:\\n"
+	               "[an image the tool returned is left out: tool results take no images "
+	               "here]\\ndone\"}");
+	json_decref(got);
+	free(s);
+}
+
 /* A response's content goes back as the assistant's turn and its tool
  * results follow: the ids and inputs survive the trip both ways. */
 static void
@@ -783,7 +818,33 @@ static const struct {
      "tool_use_id is missing"},
     {"{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\","
      "\"tool_use_id\":\"a\",\"content\":5}]}]}",
-     "content is not a string"},
+     "content is not a string or an array"},
+    {"{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\","
+     "\"tool_use_id\":\"a\",\"content\":[]}]}]}",
+     "content is not a string or an array of 1 to 16"},
+    {"{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\","
+     "\"tool_use_id\":\"a\",\"content\":[{\"type\":\"tool_use\",\"id\":\"b\"}]}]}]}",
+     "messages[0].content[0].content[0] is not a text or an image block"},
+    {"{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\","
+     "\"tool_use_id\":\"a\",\"content\":[{\"type\":\"image\",\"source\":{\"type\":"
+     "\"url\",\"url\":\"http://x/\"}}]}]}]}",
+     "source is not an object of type base64"},
+    {"{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\","
+     "\"tool_use_id\":\"a\",\"content\":[{\"type\":\"image\",\"source\":{\"type\":"
+     "\"base64\",\"media_type\":\"image/svg+xml\",\"data\":\"AAAA\"}}]}]}]}",
+     "media_type is not image/png"},
+    {"{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\","
+     "\"tool_use_id\":\"a\",\"content\":[{\"type\":\"image\",\"source\":{\"type\":"
+     "\"base64\",\"media_type\":\"image/png\",\"data\":\"AA=A\"}}]}]}]}",
+     "data is not base64"},
+    {"{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\","
+     "\"tool_use_id\":\"a\",\"content\":[{\"type\":\"image\",\"source\":{\"type\":"
+     "\"base64\",\"media_type\":\"image/png\",\"data\":\"AAA\"}}]}]}]}",
+     "data is not base64 of 1 to"},
+    {"{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\","
+     "\"tool_use_id\":\"a\",\"content\":[{\"type\":\"image\",\"source\":{\"type\":"
+     "\"base64\",\"media_type\":\"image/png\",\"data\":\"AAAA\",\"url\":\"x\"}}]}]}]}",
+     "unknown member \"url\""},
     {"{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\","
      "\"tool_use_id\":\"a\",\"is_error\":\"yes\"}]}]}",
      "is_error is not a boolean"},
@@ -1656,6 +1717,7 @@ main(void)
 	    cmocka_unit_test(t_anth_request),
 	    cmocka_unit_test(t_oai_request),
 	    cmocka_unit_test(t_oai_request_order),
+	    cmocka_unit_test(t_result_image),
 	    cmocka_unit_test(t_conv),
 	    cmocka_unit_test(t_roundtrip),
 	    cmocka_unit_test(t_request_rejects),
