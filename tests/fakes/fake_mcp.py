@@ -8,7 +8,9 @@ send first, gets -32601 as a legacy server answers it.
   fake_mcp.py ok              tools "say" (echoes "said: TEXT"), "whoami" and
                               "fetch" (GET of its url through the proxy the
                               environment names, or with direct: true around
-                              it: "STATUS BODY" or an error)
+                              it: "STATUS BODY" or an error), and "probe"
+                              (what its sandbox shows: the command lines of
+                              every process it sees, /workspace's entries)
   fake_mcp.py crash-on-call   as ok, but a tools/call makes it write
                               "crashing on purpose" to stderr and exit 1
   fake_mcp.py many N          N tools (t0 .. tN-1), 1000 a page, each "say"
@@ -35,6 +37,22 @@ def tool(name):
             "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}}
 
 
+def probe():
+    procs = []
+    for pid in sorted(os.listdir("/proc")):
+        if pid.isdigit():
+            try:
+                with open("/proc/%s/cmdline" % pid, "rb") as f:
+                    procs.append(f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip())
+            except OSError:
+                pass
+    try:
+        ws = sorted(os.listdir("/workspace"))
+    except OSError as e:
+        ws = "error: %s" % e
+    return {"procs": procs, "workspace": ws}
+
+
 def fetch(url, direct):
     handlers = [urllib.request.ProxyHandler({})] if direct else []
     try:
@@ -56,7 +74,7 @@ def main():
     if mode == "many":
         names = ["t%d" % i for i in range(int(sys.argv[2]))]
     else:
-        names = ["say", "whoami", "fetch"]
+        names = ["say", "whoami", "fetch", "probe"]
     for line in sys.stdin:
         if mode == "silent":
             continue
@@ -88,6 +106,8 @@ def main():
             failed = False
             if p.get("name") == "whoami":
                 text = "uid=%d" % os.getuid()
+            elif p.get("name") == "probe":
+                text = json.dumps(probe())
             elif p.get("name") == "fetch":
                 text, failed = fetch(str(args.get("url", "")), bool(args.get("direct")))
             else:

@@ -325,7 +325,8 @@ script '[
    {"id": "n_port", "name": "mcp__netty__fetch", "input": {"url": "http://allowed.test:8081/hello"}},
    {"id": "n_deny", "name": "mcp__netty__fetch", "input": {"url": "http://denied.test:8080/hello"}},
    {"id": "n_direct", "name": "mcp__netty__fetch", "input": {"url": "http://10.77.0.1:8080/hello", "direct": true}},
-   {"id": "n_none", "name": "mcp__offline__fetch", "input": {"url": "http://allowed.test:8080/hello"}}]}},
+   {"id": "n_none", "name": "mcp__offline__fetch", "input": {"url": "http://allowed.test:8080/hello"}},
+   {"id": "n_probe", "name": "mcp__offline__probe", "input": {}}]}},
  {"reply": {"text": "fetched"}}]'
 : >"$T/www.log"
 submit net
@@ -337,6 +338,10 @@ check "... not the allowed name on another port" flog "$(res 1)['n_port'][1]"
 check "... nor a name not on its list" flog "$(res 1)['n_deny'][1]"
 check "... nor the host directly, around the proxy (no route)" flog "$(res 1)['n_direct'][1]"
 check "a server without a network reaches nothing, even a name another server may" flog "$(res 1)['n_none'][1]"
+PROBE="json.loads($(res 1)['n_probe'][0])"
+check "a server's sandbox sees its own two processes only, none of the agent's or the other server's" \
+	flog "[p.split()[0:2] for p in $PROBE['procs']] == [['agrippa-sandbox', 'mcp'], ['/usr/bin/python3', '$FAKE']]"
+check "... and, with workspace none, an empty /workspace, not the run's" flog "$PROBE['workspace'] == []"
 check "the test host saw one request, the allowed one" [ "$(grep -c 'GET /hello' "$T/www.log")" = 1 ]
 check "network.allowed is the run's, naming the server" pyj "$(payloads "$R10" network.allowed)" \
 	"[(e['host'], e['port'], e.get('mcp_server')) for e in d] == [('allowed.test', 8080, 'netty')]"
