@@ -3,6 +3,11 @@
  * in order at start under an advisory lock so several hosts sharing one
  * database never apply the same migration twice.  Each migration and its
  * schema_migrations row commit in one transaction.
+ *
+ * A database that has a migration this binary does not have (a newer
+ * release migrated it, or another build whose migration of the same
+ * number differs) is refused before anything is applied: this binary's
+ * queries would run against a schema it does not know.
  */
 #include <libpq-fe.h>
 #include <stdio.h>
@@ -76,6 +81,45 @@ fail:
 	return -1;
 }
 
+/* Every migration the database has must be one of this binary's, by
+ * number and name.  0, or -1 (logged, saying which and what to do). */
+static int
+migrations_known(PGconn *pg)
+{
+	PGresult *res;
+	const char *v, *name;
+	size_t j;
+	int i, rv = 0;
+
+	res = PQexec(pg, "SELECT version::text, name FROM schema_migrations ORDER BY version");
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		log_warnx("db: schema_migrations: %s", PQresultErrorMessage(res));
+		PQclear(res);
+		return -1;
+	}
+	for (i = 0; i < PQntuples(res) && rv == 0; i++) {
+		v = PQgetvalue(res, i, 0);
+		name = PQgetvalue(res, i, 1);
+		for (j = 0; j < sql_nmigrations; j++)
+			if (sql_migrations[j].version == atoi(v))
+				break;
+		if (j == sql_nmigrations) {
+			log_warnx("db: the database has migration %s, which this agrippad (%s, "
+			          "migrations up to %s) does not know: a newer release migrated it. "
+			          "Run that release, or restore a backup made for this one; nothing "
+			          "was changed", name, AGRIPPA_VERSION,
+			          sql_nmigrations > 0 ? sql_migrations[sql_nmigrations - 1].name : "none");
+			rv = -1;
+		} else if (strcmp(sql_migrations[j].name, name) != 0) {
+			log_warnx("db: the database's migration %s is %s here: another build migrated "
+			          "it; nothing was changed", name, sql_migrations[j].name);
+			rv = -1;
+		}
+	}
+	PQclear(res);
+	return rv;
+}
+
 static int
 migrate_locked(PGconn *pg)
 {
@@ -87,6 +131,8 @@ migrate_locked(PGconn *pg)
 		" version integer PRIMARY KEY, name text NOT NULL,"
 		" applied_at timestamptz NOT NULL DEFAULT now())",
 		"schema_migrations") == -1)
+		return -1;
+	if (migrations_known(pg) == -1)
 		return -1;
 	for (i = 0; i < sql_nmigrations; i++) {
 		if (i > 0 && sql_migrations[i].version <= sql_migrations[i - 1].version) {
