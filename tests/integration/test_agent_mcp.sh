@@ -200,6 +200,8 @@ wait_for 60 ended "$R1"
 check "a step with server-everything succeeds ($(run_status "$R1"): $(step_err "$R1"))" is_status "$R1" succeeded
 check "its tools are offered as mcp__everything__TOOL after the built-in ones" \
 	flog "[t['name'] for t in L[0]['body']['tools']][:7] == ['read_file', 'write_file', 'edit_file', 'list_dir', 'glob', 'grep', 'bash'] and {'mcp__everything__echo', 'mcp__everything__get-sum', 'mcp__everything__get-env'} <= {t['name'] for t in L[0]['body']['tools']}"
+check "a tool the server registers after initialization (list_changed) is offered by the next call at the latest" \
+	flog "'mcp__everything__simulate-research-query' in [t['name'] for t in L[-1]['body']['tools']]"
 check "... with their descriptions and input schemas" \
 	flog "[t for t in L[0]['body']['tools'] if t['name'] == 'mcp__everything__get-sum'][0]['input_schema']['properties'].keys() >= {'a', 'b'}"
 check "... at most agent.mcp_tools_max (20) of them" \
