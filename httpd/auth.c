@@ -15,10 +15,12 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <sodium.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "httpd/httpd.h"
 
 #define AUTH_PREFIX "agr_"
@@ -68,6 +70,7 @@ static void
 auth_accept(struct hreq *h)
 {
 	json_t *id = json_object_get(h->user, "id");
+	unsigned wait;
 
 	h->roles = json_object_get(h->user, "projects");
 	if (!json_is_string(id) || !router_is_uuid(json_string_value(id)) ||
@@ -77,6 +80,17 @@ auth_accept(struct hreq *h)
 		return;
 	}
 	memcpy(h->uid, json_string_value(id), sizeof(h->uid));
+	if (user_limit_take(h->uid, mono_ms(), &wait) == -1) {
+		char secs[16];
+
+		snprintf(secs, sizeof(secs), "%u", wait);
+		if (h->req != NULL)
+			evhttp_add_header(evhttp_request_get_output_headers(h->req), "Retry-After",
+			                  secs);
+		hreq_error(h, 429, "too_many_requests",
+		           "too many requests from this user; retry later");
+		return;
+	}
 	router_continue(h);
 }
 

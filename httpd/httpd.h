@@ -254,6 +254,13 @@ void api_session_create(struct hreq *h);
 void api_session_get(struct hreq *h);
 void api_session_end(struct hreq *h);
 
+/* userlimit.c: requests per user (api.user_rate, api.user_burst) */
+/* The limits (rate 0: none); forgets every bucket. */
+void user_limit_conf(unsigned rate, unsigned burst);
+/* A request of user uid at now (ms, monotonic): 0 when it may go on, -1
+ * and the seconds until it may in *retry_after. */
+int user_limit_take(const char *uid, uint64_t now, unsigned *retry_after);
+
 /* loginlimit.c: failed logins per client address and overall (token buckets) */
 #define LOGIN_ADDR_BURST 10       /* failures an address may have at once */
 #define LOGIN_ADDR_REFILL_MS 6000 /* ... and one more every 6 s */

@@ -220,7 +220,8 @@
  *               after READY and after every reload
  *  HTTPD_CONF  [public_url str (<=IPC_PUBLIC_URL_MAX: "" or the origin, lower case),
  *               ui_dir str (an absolute path, <PATH_MAX), session_lifetime u32
- *               (60..2592000 s)]  httpd's settings, right after HELLO: it reads
+ *               (60..2592000 s), user_rate u32 (0..100000 requests a second; 0: no
+ *               limit), user_burst u32 (1..1000000)]  httpd's settings, right after HELLO: it reads
  *               the dashboard's files from ui_dir before its chroot
  *
  * Model calls (DESIGN 1: the proxy holds the provider keys):
@@ -577,6 +578,7 @@ struct ipc_httpd_conf {
 	char public_url[IPC_PUBLIC_URL_MAX + 1];
 	char ui_dir[PATH_MAX];
 	uint32_t session_lifetime;
+	uint32_t user_rate, user_burst;
 };
 int ipc_dec_httpd_conf(const msgpack_object *body, struct ipc_httpd_conf *out);
 #define IPC_INLINE_MAX (256 * 1024) /* artifacts up to this size live in the database */

@@ -497,6 +497,7 @@ static void conf_set_providers(struct conf_parse *, const struct conf_key *, yam
 static void conf_set_agent(struct conf_parse *, const struct conf_key *, yaml_event_t *);
 static void conf_set_egress(struct conf_parse *, const struct conf_key *, yaml_event_t *);
 static void conf_set_git(struct conf_parse *, const struct conf_key *, yaml_event_t *);
+static void conf_set_api(struct conf_parse *, const struct conf_key *, yaml_event_t *);
 static void conf_set_public_url(struct conf_parse *, const struct conf_key *, yaml_event_t *);
 static void conf_set_session_lifetime(struct conf_parse *, const struct conf_key *,
     yaml_event_t *);
@@ -525,6 +526,7 @@ static const struct conf_key conf_top_keys[] = {
     {"agent", "agent", conf_set_agent, 0, 0},
     {"egress", "egress", conf_set_egress, 0, 0},
     {"git", "git", conf_set_git, 0, 0},
+    {"api", "api", conf_set_api, 0, 0},
     CONF_STRING(public_url, conf_set_public_url),
     CONF_STRING(ui_dir, conf_set_path),
     {"session_lifetime", "session_lifetime", conf_set_session_lifetime,
@@ -931,6 +933,33 @@ static void
 conf_set_engine(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
 {
 	conf_section(p, k, ev, conf_eng_keys, CONF_NKEYS(conf_eng_keys), "engine.");
+}
+
+/* api: the per-user request limit */
+static void conf_set_api_num(struct conf_parse *, const struct conf_key *, yaml_event_t *);
+#define CONF_API(field)                                                                            \
+	{ #field, "api." #field, conf_set_api_num, offsetof(struct config, api.field), 0 }
+static const struct conf_key conf_api_keys[] = {
+    CONF_API(user_rate),
+    CONF_API(user_burst),
+};
+/* Ranges, in the order of conf_api_keys. */
+static const struct conf_range conf_api_ranges[] = {
+    {0, 100000, 0},  /* user_rate: requests per second (0: no limit) */
+    {1, 1000000, 0}, /* user_burst: requests */
+};
+_Static_assert(CONF_NKEYS(conf_api_keys) == CONF_NKEYS(conf_api_ranges), "one range per key");
+
+static void
+conf_set_api_num(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+{
+	conf_set_ranged(p, k, ev, &conf_api_ranges[k - conf_api_keys]);
+}
+
+static void
+conf_set_api(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+{
+	conf_section(p, k, ev, conf_api_keys, CONF_NKEYS(conf_api_keys), "api.");
 }
 
 /* Providers and the agent */
@@ -1877,6 +1906,8 @@ config_defaults(struct config *c)
 	conf_egress_defaults(&c->egress);
 	conf_strlcpy(c->ui_dir, AGRIPPA_DATADIR "/ui", sizeof(c->ui_dir));
 	c->session_lifetime = 43200;
+	c->api.user_rate = 20;
+	c->api.user_burst = 200;
 }
 
 /* Run the walker over buf into tmp.  Returns the number of errors. */

@@ -84,6 +84,12 @@ struct conf_provider {
 	size_t nmodels;                /* providers.models: >= 1, the allow-list */
 };
 
+/* api: what one user may ask of the HTTP API (a token bucket per user). */
+struct conf_api {
+	uint64_t user_rate;  /* api.user_rate: requests per second, 0..100000 (0: no limit), default 20 */
+	uint64_t user_burst; /* api.user_burst: requests at once, 1..1000000, default 200 */
+};
+
 /* agent: what agent steps use. */
 struct conf_agent {
 	char provider[CONF_PROVIDER_NAME_MAX]; /* agent.provider: "" (default): agent steps fail */
@@ -152,6 +158,7 @@ struct config {
 	                                * https:// makes the session cookie Secure */
 	char ui_dir[PATH_MAX];         /* ui_dir: PREFIX/share/agrippa/ui, the dashboard's files */
 	uint64_t session_lifetime;     /* session_lifetime: seconds, 60..2592000, default 43200 */
+	struct conf_api api;           /* api: the per-user request limit */
 };
 
 /*

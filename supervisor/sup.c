@@ -249,7 +249,7 @@ sup_reload(char *errbuf, size_t errsz)
 {
 	struct config *nc = calloc(1, sizeof(*nc));
 	char err[4096];
-	int fds[CONF_MAX_LISTEN], rv = -1;
+	int fds[CONF_MAX_LISTEN], rv = -1, restart_httpd = 0;
 	size_t nfds;
 
 	if (nc == NULL)
@@ -282,8 +282,23 @@ sup_reload(char *errbuf, size_t errsz)
 		sup.nlisten_fds = nfds;
 		memcpy(sup.conf.listen, nc->listen, sizeof(nc->listen));
 		sup.conf.nlisten = nc->nlisten;
-		proc_restart(proc_by_role(ROLE_HTTPD));
+		restart_httpd = 1;
 	}
+	/* httpd's own settings are read once, before its chroot: a change
+	 * restarts it (its SSE clients reconnect) */
+	if (strcmp(nc->public_url, sup.conf.public_url) != 0 ||
+	    strcmp(nc->ui_dir, sup.conf.ui_dir) != 0 ||
+	    nc->session_lifetime != sup.conf.session_lifetime ||
+	    nc->api.user_rate != sup.conf.api.user_rate ||
+	    nc->api.user_burst != sup.conf.api.user_burst) {
+		memcpy(sup.conf.public_url, nc->public_url, sizeof(nc->public_url));
+		memcpy(sup.conf.ui_dir, nc->ui_dir, sizeof(nc->ui_dir));
+		sup.conf.session_lifetime = nc->session_lifetime;
+		sup.conf.api = nc->api;
+		restart_httpd = 1;
+	}
+	if (restart_httpd)
+		proc_restart(proc_by_role(ROLE_HTTPD));
 	sup.conf.ipc_max_frame = nc->ipc_max_frame;
 	/* New limits apply to sandboxes built from now on.  The sandbox ids
 	 * were checked against the accounts at start and own what sandboxes

@@ -65,6 +65,7 @@ trap 'exit 1' INT TERM HUP
 cat >>"$CONF" <<EOC
 ui_dir: $ROOT/ui
 engine: { concurrency: 4, lease: 5, sweep: 1 }
+api: { user_rate: 0 }
 EOC
 start_daemon || {
 	cat "$LOG"

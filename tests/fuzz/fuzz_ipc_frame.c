@@ -248,6 +248,13 @@ fuzz_decoders(const struct ipc_msg *m)
 			__builtin_trap();
 		ok[IMSG_MCP_STOP] = ipc_dec_mcp_stop(m->body) == 0;
 	}
+	{
+		static struct ipc_httpd_conf hc;
+
+		if ((ok[IMSG_HTTPD_CONF] = ipc_dec_httpd_conf(m->body, &hc) == 0) &&
+		    (hc.ui_dir[0] != '/' || hc.user_burst == 0 || hc.user_rate > 100000))
+			__builtin_trap();
+	}
 	if (mi != NULL && m->type != IMSG_SHUTDOWN && m->type != IMSG_SBX_KILL &&
 	    ok[m->type] != (mi->validate(m->body) == 0))
 		__builtin_trap();

@@ -496,6 +496,15 @@ test_providers_full(void **state)
 	assert_int_equal(cfg.providers[0].timeout, 3600);
 	assert_int_equal(cfg.agent.max_tokens, 1000000);
 	assert_int_equal(cfg.agent.tool_output_max, 1 << 20);
+	/* the per-user request limit */
+	assert_int_equal(parse("api: {}\n"), 0);
+	assert_int_equal(cfg.api.user_rate, 20);
+	assert_int_equal(cfg.api.user_burst, 200);
+	assert_int_equal(parse("api: { user_rate: 0, user_burst: 1 }\n"), 0);
+	assert_int_equal(cfg.api.user_rate, 0);
+	assert_int_equal(cfg.api.user_burst, 1);
+	assert_int_equal(parse("api: { user_rate: 100000, user_burst: 1000000 }\n"), 0);
+	assert_int_equal(cfg.api.user_burst, 1000000);
 	/* the MCP tools a step offers: 0 .. 1024 of them, 1K .. 16M of definitions */
 	assert_int_equal(parse("agent: { mcp_tools_max: 0, mcp_tool_bytes_max: 1K }\n"), 0);
 	assert_int_equal(cfg.agent.mcp_tools_max, 0);
@@ -871,6 +880,11 @@ test_agent_errors(void **state)
 	    "1:22: agent.max_tokens: expected an integer from 1 to 1000000");
 	expect_only("agent: { max_tokens: 8K }\n",
 	    "1:22: agent.max_tokens: expected an integer from 1 to 1000000");
+	expect_only("api: { user_rate: 100001 }\n",
+	    "1:19: api.user_rate: expected an integer from 0 to 100000");
+	expect_only("api: { user_burst: 0 }\n",
+	    "1:20: api.user_burst: expected an integer from 1 to 1000000");
+	expect_only("api: { rate: 1 }\n", "1:8: unknown key 'api.rate'");
 	expect_only("agent: { mcp_tools_max: 1025 }\n",
 	    "1:25: agent.mcp_tools_max: expected an integer from 0 to 1024");
 	expect_only("agent: { mcp_tools_max: 1K }\n",

@@ -1859,6 +1859,31 @@ t_v_runner_proxy(void **state)
 	free(mname);
 }
 
+/* HTTPD_CONF: httpd's settings, with the per-user request limit. */
+static void
+t_v_httpd_conf(void **state)
+{
+	struct ipc_httpd_conf hc;
+	struct ipc_msg m;
+
+	types_refused(IMSG_HTTPD_CONF, 5, "ssuuu", "", "/usr/share/agrippa/ui", 43200u, 20u, 200u);
+	build(&m, IMSG_HTTPD_CONF, 5, "ssuuu", "https://agrippa.example", "/ui", 60u, 0u, 1u);
+	check_is(&m, ROLE_SUPERVISOR, ROLE_HTTPD, 0, NULL);
+	check_is(&m, ROLE_SUPERVISOR, ROLE_ENGINE, 0, "receiver");
+	assert_int_equal(ipc_dec_httpd_conf(m.body, &hc), 0);
+	assert_string_equal(hc.public_url, "https://agrippa.example");
+	assert_int_equal(hc.user_rate, 0);
+	assert_int_equal(hc.user_burst, 1);
+	ipc_msg_free(&m);
+	assert_int_equal(valid(IMSG_HTTPD_CONF, 5, "ssuuu", "", "/ui", 60u, 100000u, 1000000u), 0);
+	assert_int_equal(valid(IMSG_HTTPD_CONF, 5, "ssuuu", "", "/ui", 60u, 100001u, 1u), -1);
+	assert_int_equal(valid(IMSG_HTTPD_CONF, 5, "ssuuu", "", "/ui", 60u, 1u, 0u), -1);
+	assert_int_equal(valid(IMSG_HTTPD_CONF, 5, "ssuuu", "", "/ui", 60u, 1u, 1000001u), -1);
+	assert_int_equal(valid(IMSG_HTTPD_CONF, 5, "ssuuu", "", "ui", 60u, 1u, 1u), -1);
+	assert_int_equal(valid(IMSG_HTTPD_CONF, 5, "ssuuu", "", "/ui", 59u, 1u, 1u), -1);
+	assert_int_equal(valid(IMSG_HTTPD_CONF, 3, "ssu", "", "/ui", 60u), -1);
+}
+
 /* MCP_START, MCP_CHANNEL, MCP_FAILED, MCP_STOP: the MCP servers of a run's
  * steps between its runner and the supervisor. */
 static void
@@ -3823,6 +3848,7 @@ main(void)
 		cmocka_unit_test(t_v_proxy_channel),
 		cmocka_unit_test(t_v_runner_proxy),
 		cmocka_unit_test(t_v_mcp),
+		cmocka_unit_test(t_v_httpd_conf),
 		cmocka_unit_test(t_v_model_call),
 		cmocka_unit_test(t_v_model_reply),
 		cmocka_unit_test(t_v_model_reply_cost_bound),
