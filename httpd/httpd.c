@@ -474,6 +474,7 @@ httpd_conf(void)
 	ipc_msg_free(&m);
 	session_configure(hc.public_url, hc.session_lifetime);
 	user_limit_conf(hc.user_rate, hc.user_burst);
+	sse_configure((size_t)hc.sse_queued_max);
 	static_load(hc.ui_dir);
 }
 

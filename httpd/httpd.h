@@ -254,6 +254,11 @@ void api_session_create(struct hreq *h);
 void api_session_get(struct hreq *h);
 void api_session_end(struct hreq *h);
 
+/* sse.c: the bytes all event streams may hold unwritten (api.sse_queued_max),
+ * and how many streams are open */
+void sse_configure(size_t queued_max);
+unsigned sse_stream_count(void);
+
 /* userlimit.c: requests per user (api.user_rate, api.user_burst) */
 /* The limits (rate 0: none); forgets every bucket. */
 void user_limit_conf(unsigned rate, unsigned burst);

@@ -34,6 +34,13 @@
  * client: one that has that much unwritten gets nothing more until it has
  * drained it (then it catches up from its seq), and one that drains
  * nothing for SSE_STALL_SECS is dropped.
+ *
+ * All streams together hold at most about api.sse_queued_max bytes
+ * (agrippad.conf(5)): each client's share is that divided by the streams
+ * open (never under SSE_SHARE_MIN, never over SSE_OUTBUF_MAX), and a client
+ * past its share is full as above.  A client with nothing queued always
+ * gets the next event, so readers go on however many clients do not read;
+ * the bound is the sum of the shares plus one event per client.
  */
 #include <sys/queue.h>
 
@@ -58,10 +65,26 @@
 #define SSE_PAGE 1000
 #define SSE_RETRY_MS 2000
 #define SSE_OUTBUF_MAX (1024 * 1024)
+#define SSE_SHARE_MIN 4096
 #define SSE_STALL_SECS 60 /* a full client that drains nothing for this long is dropped */
 #define SSE_STREAM_TIMEOUT_SECS (24 * 3600)
 
 struct sse_run;
+
+static size_t sse_queued_max = 64u * 1024 * 1024; /* api.sse_queued_max */
+static unsigned sse_streams;                       /* clients of every run */
+
+void
+sse_configure(size_t queued_max)
+{
+	sse_queued_max = queued_max;
+}
+
+unsigned
+sse_stream_count(void)
+{
+	return sse_streams;
+}
 
 struct sse_client {
 	TAILQ_ENTRY(sse_client) entry;
@@ -120,6 +143,7 @@ sse_client_free(struct sse_client *c)
 
 	TAILQ_REMOVE(&g->clients, c, entry);
 	g->nclients--;
+	sse_streams--;
 	free(c);
 	if (g->nclients == 0 && !g->hold)
 		sse_run_free(g);
@@ -177,14 +201,19 @@ sse_now(void)
 	return ts.tv_sec;
 }
 
-/* Whether SSE_OUTBUF_MAX bytes already wait to be written to c. */
+/* Whether c's share of api.sse_queued_max already waits to be written to it. */
 static int
 sse_full(struct sse_client *c)
 {
 	struct bufferevent *bev =
 	    evhttp_connection_get_bufferevent(evhttp_request_get_connection(c->req));
+	size_t share = sse_queued_max / (sse_streams > 0 ? sse_streams : 1);
 
-	return bev != NULL && evbuffer_get_length(bufferevent_get_output(bev)) > SSE_OUTBUF_MAX;
+	if (share < SSE_SHARE_MIN)
+		share = SSE_SHARE_MIN;
+	if (share > SSE_OUTBUF_MAX)
+		share = SSE_OUTBUF_MAX;
+	return bev != NULL && evbuffer_get_length(bufferevent_get_output(bev)) > share;
 }
 
 /* Everything queued for c has been written: it may take more. */
@@ -422,6 +451,7 @@ sse_join(struct hreq *h, uint64_t after)
 	c->after = after;
 	TAILQ_INSERT_TAIL(&g->clients, c, entry);
 	g->nclients++;
+	sse_streams++;
 	evhttp_connection_set_timeout_tv(evhttp_request_get_connection(req), &forever);
 	evhttp_connection_set_closecb(evhttp_request_get_connection(req), sse_client_gone, c);
 	evhttp_send_reply_start(req, 200, "OK");

@@ -746,7 +746,8 @@ ipc_dec_httpd_conf(const msgpack_object *body, struct ipc_httpd_conf *out)
 	    ipc_get_cstr(&c, out->ui_dir, sizeof(out->ui_dir)) == -1 ||
 	    ipc_get_u32(&c, &out->session_lifetime) == -1 ||
 	    ipc_get_u32(&c, &out->user_rate) == -1 || ipc_get_u32(&c, &out->user_burst) == -1 ||
-	    ipc_end(&c) == -1 || out->ui_dir[0] != '/' || out->session_lifetime < 60 ||
+	    ipc_get_u64(&c, &out->sse_queued_max) == -1 || ipc_end(&c) == -1 ||
+	    out->sse_queued_max < 1024 * 1024 || out->sse_queued_max > (16ull << 30) || out->ui_dir[0] != '/' || out->session_lifetime < 60 ||
 	    out->session_lifetime > 2592000 || out->user_rate > 100000 || out->user_burst < 1 ||
 	    out->user_burst > 1000000)
 		return -1;

@@ -221,7 +221,7 @@
  *  HTTPD_CONF  [public_url str (<=IPC_PUBLIC_URL_MAX: "" or the origin, lower case),
  *               ui_dir str (an absolute path, <PATH_MAX), session_lifetime u32
  *               (60..2592000 s), user_rate u32 (0..100000 requests a second; 0: no
- *               limit), user_burst u32 (1..1000000)]  httpd's settings, right after HELLO: it reads
+ *               limit), user_burst u32 (1..1000000), sse_queued_max u64 (1 MiB..16 GiB)]  httpd's settings, right after HELLO: it reads
  *               the dashboard's files from ui_dir before its chroot
  *
  * Model calls (DESIGN 1: the proxy holds the provider keys):
@@ -579,6 +579,7 @@ struct ipc_httpd_conf {
 	char ui_dir[PATH_MAX];
 	uint32_t session_lifetime;
 	uint32_t user_rate, user_burst;
+	uint64_t sse_queued_max;
 };
 int ipc_dec_httpd_conf(const msgpack_object *body, struct ipc_httpd_conf *out);
 #define IPC_INLINE_MAX (256 * 1024) /* artifacts up to this size live in the database */

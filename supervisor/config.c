@@ -942,11 +942,13 @@ static void conf_set_api_num(struct conf_parse *, const struct conf_key *, yaml_
 static const struct conf_key conf_api_keys[] = {
     CONF_API(user_rate),
     CONF_API(user_burst),
+    CONF_API(sse_queued_max),
 };
 /* Ranges, in the order of conf_api_keys. */
 static const struct conf_range conf_api_ranges[] = {
     {0, 100000, 0},  /* user_rate: requests per second (0: no limit) */
     {1, 1000000, 0}, /* user_burst: requests */
+    {1024 * 1024, 16ull << 30, 1}, /* sse_queued_max: bytes */
 };
 _Static_assert(CONF_NKEYS(conf_api_keys) == CONF_NKEYS(conf_api_ranges), "one range per key");
 
@@ -1908,6 +1910,7 @@ config_defaults(struct config *c)
 	c->session_lifetime = 43200;
 	c->api.user_rate = 20;
 	c->api.user_burst = 200;
+	c->api.sse_queued_max = 64u * 1024 * 1024;
 }
 
 /* Run the walker over buf into tmp.  Returns the number of errors. */

@@ -88,6 +88,8 @@ struct conf_provider {
 struct conf_api {
 	uint64_t user_rate;  /* api.user_rate: requests per second, 0..100000 (0: no limit), default 20 */
 	uint64_t user_burst; /* api.user_burst: requests at once, 1..1000000, default 200 */
+	uint64_t sse_queued_max; /* api.sse_queued_max: bytes all event streams may hold
+	                          * unwritten, 1M..16G, default 64M */
 };
 
 /* agent: what agent steps use. */

@@ -202,12 +202,13 @@ proc_hello(struct proc *p)
 		return;
 	/* httpd reads its dashboard's files before its chroot: it needs to
 	 * know where they are before it is ready. */
-	ipc_wbuf_begin(&w, IMSG_HTTPD_CONF, 0, 5);
+	ipc_wbuf_begin(&w, IMSG_HTTPD_CONF, 0, 6);
 	ipc_put_str(&w, sup.conf.public_url);
 	ipc_put_str(&w, sup.conf.ui_dir);
 	ipc_put_u64(&w, sup.conf.session_lifetime);
 	ipc_put_u64(&w, sup.conf.api.user_rate);
 	ipc_put_u64(&w, sup.conf.api.user_burst);
+	ipc_put_u64(&w, sup.conf.api.sse_queued_max);
 	if (proc_send(p, &w, -1) == -1)
 		proc_abort(p, "cannot send httpd's configuration");
 }

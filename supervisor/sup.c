@@ -290,7 +290,8 @@ sup_reload(char *errbuf, size_t errsz)
 	    strcmp(nc->ui_dir, sup.conf.ui_dir) != 0 ||
 	    nc->session_lifetime != sup.conf.session_lifetime ||
 	    nc->api.user_rate != sup.conf.api.user_rate ||
-	    nc->api.user_burst != sup.conf.api.user_burst) {
+	    nc->api.user_burst != sup.conf.api.user_burst ||
+	    nc->api.sse_queued_max != sup.conf.api.sse_queued_max) {
 		memcpy(sup.conf.public_url, nc->public_url, sizeof(nc->public_url));
 		memcpy(sup.conf.ui_dir, nc->ui_dir, sizeof(nc->ui_dir));
 		sup.conf.session_lifetime = nc->session_lifetime;

@@ -26,6 +26,10 @@ Modes (all take --port --token --run):
             that seq; prints one JSON object.
   heartbeat opens a stream and waits for a ":" comment line; prints one
             JSON object with the time it took.
+  idle      --clients connections with a small receive buffer, each sends
+            the stream's request and then reads nothing for --hold
+            seconds; prints one JSON object: how many were accepted and
+            how many the server closed meanwhile.
 """
 
 import argparse
@@ -539,9 +543,47 @@ def mode_heartbeat(args):
     return 0
 
 
+def mode_idle(args):
+    path = "/v1/runs/%s/events/stream" % args.run
+    req = ("GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAccept: text/event-stream\r\n"
+           "Authorization: Bearer %s\r\n\r\n" % (path, args.port, args.token)).encode()
+    socks, failed = [], 0
+    for i in range(args.clients):
+        try:
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.settimeout(10)
+            s.connect(("127.0.0.1", args.port))
+            s.sendall(req)
+            socks.append(s)
+        except OSError:
+            failed += 1
+        if i % 200 == 199:
+            time.sleep(0.05)
+    if args.ready:
+        with open(args.ready, "w") as f:
+            f.write("%d\n" % len(socks))
+    time.sleep(args.hold)
+    closed = 0
+    for s in socks:
+        s.setblocking(False)
+        try:
+            # a peek: nothing was read so far, so a closed connection reads
+            # its bytes first; count the ones reset or at EOF behind them
+            if s.recv(1, socket.MSG_PEEK) == b"":
+                closed += 1
+        except BlockingIOError:
+            pass
+        except OSError:
+            closed += 1
+        s.close()
+    print(json.dumps({"connected": len(socks), "failed": failed, "closed": closed}))
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["stress", "get", "watch", "latency", "heartbeat"])
+    ap.add_argument("mode", choices=["stress", "get", "watch", "latency", "heartbeat", "idle"])
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--token", default="")
     ap.add_argument("--run", required=True)
@@ -567,13 +609,17 @@ def main():
     ap.add_argument("--settle", type=float, default=0.0)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--wait", type=float, default=8.0)
+    # idle
+    ap.add_argument("--hold", type=float, default=10.0)
+    ap.add_argument("--ready")
     args = ap.parse_args()
     if args.seed is None:
         args.seed = random.randrange(1 << 30)
     if args.mode == "stress":
         print("seed: %d" % args.seed)
     return {"stress": mode_stress, "get": mode_get, "watch": mode_watch,
-            "latency": mode_latency, "heartbeat": mode_heartbeat}[args.mode](args)
+            "latency": mode_latency, "heartbeat": mode_heartbeat,
+            "idle": mode_idle}[args.mode](args)
 
 
 if __name__ == "__main__":

@@ -1866,8 +1866,10 @@ t_v_httpd_conf(void **state)
 	struct ipc_httpd_conf hc;
 	struct ipc_msg m;
 
-	types_refused(IMSG_HTTPD_CONF, 5, "ssuuu", "", "/usr/share/agrippa/ui", 43200u, 20u, 200u);
-	build(&m, IMSG_HTTPD_CONF, 5, "ssuuu", "https://agrippa.example", "/ui", 60u, 0u, 1u);
+	types_refused(IMSG_HTTPD_CONF, 6, "ssuuuU", "", "/usr/share/agrippa/ui", 43200u, 20u, 200u,
+	    (uint64_t)64 << 20);
+	build(&m, IMSG_HTTPD_CONF, 6, "ssuuuU", "https://agrippa.example", "/ui", 60u, 0u, 1u,
+	    (uint64_t)1 << 20);
 	check_is(&m, ROLE_SUPERVISOR, ROLE_HTTPD, 0, NULL);
 	check_is(&m, ROLE_SUPERVISOR, ROLE_ENGINE, 0, "receiver");
 	assert_int_equal(ipc_dec_httpd_conf(m.body, &hc), 0);
@@ -1875,13 +1877,18 @@ t_v_httpd_conf(void **state)
 	assert_int_equal(hc.user_rate, 0);
 	assert_int_equal(hc.user_burst, 1);
 	ipc_msg_free(&m);
-	assert_int_equal(valid(IMSG_HTTPD_CONF, 5, "ssuuu", "", "/ui", 60u, 100000u, 1000000u), 0);
-	assert_int_equal(valid(IMSG_HTTPD_CONF, 5, "ssuuu", "", "/ui", 60u, 100001u, 1u), -1);
-	assert_int_equal(valid(IMSG_HTTPD_CONF, 5, "ssuuu", "", "/ui", 60u, 1u, 0u), -1);
-	assert_int_equal(valid(IMSG_HTTPD_CONF, 5, "ssuuu", "", "/ui", 60u, 1u, 1000001u), -1);
-	assert_int_equal(valid(IMSG_HTTPD_CONF, 5, "ssuuu", "", "ui", 60u, 1u, 1u), -1);
-	assert_int_equal(valid(IMSG_HTTPD_CONF, 5, "ssuuu", "", "/ui", 59u, 1u, 1u), -1);
-	assert_int_equal(valid(IMSG_HTTPD_CONF, 3, "ssu", "", "/ui", 60u), -1);
+#define HC_MIB ((uint64_t)1 << 20)
+	assert_int_equal(valid(IMSG_HTTPD_CONF, 6, "ssuuuU", "", "/ui", 60u, 100000u, 1000000u,
+	    (uint64_t)16 << 30), 0);
+	assert_int_equal(valid(IMSG_HTTPD_CONF, 6, "ssuuuU", "", "/ui", 60u, 100001u, 1u, HC_MIB), -1);
+	assert_int_equal(valid(IMSG_HTTPD_CONF, 6, "ssuuuU", "", "/ui", 60u, 1u, 0u, HC_MIB), -1);
+	assert_int_equal(valid(IMSG_HTTPD_CONF, 6, "ssuuuU", "", "/ui", 60u, 1u, 1000001u, HC_MIB), -1);
+	assert_int_equal(valid(IMSG_HTTPD_CONF, 6, "ssuuuU", "", "ui", 60u, 1u, 1u, HC_MIB), -1);
+	assert_int_equal(valid(IMSG_HTTPD_CONF, 6, "ssuuuU", "", "/ui", 59u, 1u, 1u, HC_MIB), -1);
+	assert_int_equal(valid(IMSG_HTTPD_CONF, 6, "ssuuuU", "", "/ui", 60u, 1u, 1u, HC_MIB - 1), -1);
+	assert_int_equal(valid(IMSG_HTTPD_CONF, 6, "ssuuuU", "", "/ui", 60u, 1u, 1u,
+	    ((uint64_t)16 << 30) + 1), -1);
+	assert_int_equal(valid(IMSG_HTTPD_CONF, 5, "ssuuu", "", "/ui", 60u, 1u, 1u), -1);
 }
 
 /* MCP_START, MCP_CHANNEL, MCP_FAILED, MCP_STOP: the MCP servers of a run's

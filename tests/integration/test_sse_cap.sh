@@ -1,0 +1,84 @@
+#!/bin/sh
+# The cap on what all event streams hold unwritten (agrippad.conf(5)
+# api.sse_queued_max): 2,000 clients that open a run's stream and never
+# read, on a run of 8 MiB of events, make httpd hold about the cap (each
+# its share, plus one event), not the 1 MiB each that a stream may hold
+# alone (2 GiB); meanwhile clients that read get every event to the end,
+# and the non-reading ones are still connected.  The same with the cap at
+# its top shows what it saves.
+. tests/integration/lib.sh
+need_root sse_cap
+ulimit -n 8192 2>/dev/null
+SSE="python3 $ROOT/tests/tools/sse_clients.py"
+IDLE=2000
+trap cleanup_env EXIT
+
+# run_case CAP: a daemon with api.sse_queued_max CAP, its run, IDLE idle
+# clients and three readers; sets RSS_KB (httpd's, at the end), READERS
+# (how many read the whole stream) and IDLE_OUT
+run_case() {
+	make_env
+	cat >>"$CONF" <<EOC
+api: { user_rate: 0, sse_queued_max: $1 }
+EOC
+	start_daemon_or_finish sse_cap
+	ctl user add alice && ctl project add p1 && ctl member add p1 alice admin &&
+		ctl template load templates/run-tests.yaml && ctl repo add p1 myrepo /tmp/x </dev/null
+	TA=$(new_token alice)
+	P1=$(psql_q "select id from projects where name = 'p1'")
+	RUN=$(curl -s -H "Authorization: Bearer $TA" -H 'Content-Type: application/json' \
+		-d '{"template":"run-tests","params":{"repo":"myrepo"}}' \
+		"http://127.0.0.1:$PORT/v1/projects/$P1/runs" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+	psql_q "select transition_run('$RUN', 'queued', 'running')" >/dev/null
+	# 512 events of 16 KiB, then the end
+	psql_q "select count(append_run_event('$RUN', 'test.big', json_build_object('i', i, 'pad', repeat('x', 16384))::jsonb)) from generate_series(1, 512) i" >/dev/null
+	psql_q "select finalize_run('$RUN', 'running', 'succeeded', null, 'run.succeeded', '{}')" >/dev/null
+	HTTPD=$(child_pid httpd)
+	BASE_KB=$(status_field "$HTTPD" VmRSS | awk '{ print $1 }')
+	$SSE idle --port "$PORT" --token "$TA" --run "$RUN" --clients $IDLE --hold 25 \
+		--ready "$T/idle.ready" >"$T/idle.out" 2>&1 &
+	IP=$!
+	wait_for 60 test -s "$T/idle.ready"
+	sleep 5 # the idle clients' replays fill what they may
+	R=""
+	for i in 1 2 3; do
+		$SSE get --port "$PORT" --token "$TA" --run "$RUN" --timeout 15 >"$T/reader$i.out" 2>&1 &
+		R="$R $!"
+	done
+	PEAK=0
+	j=0
+	while [ $j -lt 15 ]; do
+		kb=$(status_field "$HTTPD" VmRSS | awk '{ print $1 }')
+		[ "${kb:-0}" -gt "$PEAK" ] && PEAK=$kb
+		sleep 1
+		j=$((j + 1))
+	done
+	for p in $R; do wait "$p"; done
+	READERS=0
+	for i in 1 2 3; do
+		python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["ended"] and len(d["ids"]) == 514 else 1)' "$T/reader$i.out" &&
+			READERS=$((READERS + 1))
+	done
+	wait "$IP"
+	IDLE_OUT=$(cat "$T/idle.out")
+	RSS_KB=$((PEAK - BASE_KB))
+	echo "# cap $1: httpd grew by $((RSS_KB / 1024)) MiB with $IDLE idle streams; $READERS of 3 readers read all 514 events; idle: $IDLE_OUT"
+	cleanup_env
+	SUP_PID=""
+}
+
+run_case 16M
+CAP_KB=$RSS_KB
+CAP_READERS=$READERS
+CAP_IDLE=$IDLE_OUT
+check "with a 16 MiB cap, 2000 idle streams make httpd grow by less than 128 MiB ($((CAP_KB / 1024)) MiB)" \
+	[ "$CAP_KB" -lt $((128 * 1024)) ]
+check "... every reader meanwhile reads the whole stream to its end" [ "$CAP_READERS" = 3 ]
+check "... and the idle clients are all still connected" \
+	python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(0 if d["connected"] == 2000 and d["closed"] == 0 else 1)' <<EOF
+$CAP_IDLE
+EOF
+run_case 16G
+check "without the cap (16 GiB), the same grows httpd much more ($((RSS_KB / 1024)) MiB, over 4x)" \
+	[ "$RSS_KB" -gt $((CAP_KB * 4)) ]
+finish sse_cap
