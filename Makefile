@@ -225,7 +225,7 @@ uninstall:
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/share/agrippa/examples/mcp/,$(notdir $(wildcard docs/examples/mcp/*.json)))
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/share/agrippa/ui/,$(notdir $(wildcard ui/*)))
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/share/agrippa/rc.d/,agrippad.openbsd agrippad.service agrippad.init)
-	for d in templates examples/mcp examples ui rc.d .; do \
+	for d in templates examples/mcp examples ui rc.d ""; do \
 	    if [ -d $(DESTDIR)$(PREFIX)/share/agrippa/$$d ]; then \
 	        rmdir --ignore-fail-on-non-empty $(DESTDIR)$(PREFIX)/share/agrippa/$$d; fi; done
 	if cmp -s docs/agrippad.yaml.sample $(DESTDIR)$(SYSCONFDIR)/agrippad.yaml; then \

@@ -62,7 +62,7 @@ sub "$S$CONF" \
     "1i # As packaged for Debian: agrippad reads this file because the systemd\\
 # unit and the init script pass -f $CONF, and state_dir,\\
 # master_key and chroot below are Debian's places, not the built-in\\
-# defaults.  See agrippad(8), PACKAGE.\\
+# defaults.  See agrippad(8), Debian package.\\
 #"
 none "$S$CONF" "/var/agrippa\b\|/etc/agrippad/\|/usr/local"
 
