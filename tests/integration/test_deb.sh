@@ -45,8 +45,10 @@ refuse() {
 }
 
 pkg_status() { dpkg-query -W -f '${Status}' agrippa 2>/dev/null; }
+# dpkg knows the package (installed, or its configuration files left)
+pkg_known() { pkg_status | grep -qv 'not-installed'; }
 
-[ -z "$(pkg_status | grep -v 'not-installed')" ] || refuse "the agrippa package is installed ($(pkg_status))"
+! pkg_known || refuse "the agrippa package is installed ($(pkg_status))"
 for p in "$STATE" "$ETC"; do
 	[ ! -e "$p" ] || refuse "$p exists"
 done
@@ -66,10 +68,11 @@ cleanup() {
 	if [ -n "$DAEMON_PID" ] && kill -0 "$DAEMON_PID" 2>/dev/null; then
 		kids=$(children_of "$DAEMON_PID")
 		kill -TERM "$DAEMON_PID" 2>/dev/null
+		# shellcheck disable=SC2086
 		wait_for 60 sh -c "! kill -0 $DAEMON_PID 2>/dev/null" ||
 		    kill -KILL "$DAEMON_PID" $kids 2>/dev/null
 	fi
-	if [ "$INSTALLED" = 1 ] && [ -n "$(pkg_status | grep -v not-installed)" ]; then
+	if [ "$INSTALLED" = 1 ] && pkg_known; then
 		echo "# purging the agrippa package left by a failed check"
 		dpkg -P agrippa >/dev/null 2>&1
 	fi
@@ -94,6 +97,13 @@ if [ -z "${DEB:-}" ]; then
 	fi
 fi
 V=$(sed -n 's/^VERSION *:= *//p' Makefile)
+# A version the changelog does not have: refused, saying why, nothing built.
+if sh scripts/mkdeb.sh build-deb 9.9.9 "$T/out" >"$T/bad.out" 2>&1; then
+	notok "mkdeb.sh refuses a version debian/changelog lacks"
+else
+	check "mkdeb.sh refuses a version debian/changelog lacks, saying so, building nothing" \
+	    sh -c "grep -q 'debian/changelog is at $V, the Makefile at 9.9.9' '$T/bad.out' && [ ! -e '$T/out' ]"
+fi
 ARCH=$(dpkg --print-architecture)
 check "the package is named agrippa_${V}_$ARCH.deb" \
     test "$(basename "$DEB")" = "agrippa_${V}_$ARCH.deb"
@@ -134,6 +144,7 @@ printf '#!/bin/sh\nexit 0\n' >"$T/policy-rc.d"
 chmod 0755 "$T/policy-rc.d"
 dpkg_run() {
 	if [ -x /usr/sbin/policy-rc.d ] && ! /usr/sbin/policy-rc.d agrippad stop >/dev/null 2>&1; then
+		# shellcheck disable=SC2016
 		unshare --mount --propagation private sh -c \
 		    'mount --bind "$0" /usr/sbin/policy-rc.d && exec dpkg "$@"' "$T/policy-rc.d" "$@"
 	else
@@ -229,6 +240,7 @@ unit_cmd() {
 	set -f
 	out=""
 	for w in $(unit_key "$1"); do
+		# shellcheck disable=SC2016
 		case $w in
 		'$'[A-Za-z_]* | '${'*'}')
 			n=${w#\$}
@@ -352,7 +364,7 @@ if dpkg_run -P agrippa >"$T/dpkg-p.out" 2>&1; then ok "dpkg -P purges the packag
 	notok "dpkg -P purges the package"
 	cat "$T/dpkg-p.out"
 fi
-check "dpkg knows it no more" sh -c "[ -z \"\$(dpkg-query -W -f '\${Status}' agrippa 2>/dev/null | grep -v not-installed)\" ]"
+check "dpkg knows it no more" sh -c "! dpkg-query -W -f '\${Status}' agrippa 2>/dev/null | grep -qv not-installed"
 check "the state directory and $ETC (key and configuration) are gone" sh -c "[ ! -e $STATE ] && [ ! -e $ETC ]"
 check "no rc.d link is left" sh -c "! ls /etc/rc?.d/*agrippad >/dev/null 2>&1 && [ ! -e /etc/init.d/agrippad ]"
 for u in $USERS; do
