@@ -5,6 +5,8 @@
 #   make fuzz       run each libFuzzer target for FUZZ_TIME seconds
 #   make demo       build, set up and run the daemon in the foreground
 #   make install    install under $(DESTDIR)$(PREFIX)
+#   make uninstall  remove what make install put there
+#   make deb        build $(DEB_BUILD)/agrippa_VERSION_ARCH.deb (scripts/mkdeb.sh)
 
 PREFIX    ?= /usr/local
 SBINDIR   ?= $(PREFIX)/sbin
@@ -59,7 +61,7 @@ TOOL_BIN  := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/tools/%)
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all check tests deps fuzz demo install clean bench users
+.PHONY: all check tests deps fuzz demo install uninstall deb clean bench users
 all: $(BUILD)/agrippad $(BUILD)/agrippactl $(BUILD)/agrippa-sandbox $(BUILD)/agrippa-git \
      $(BUILD)/agrippa-tree $(BUILD)/agrippa $(BUILD)/agrippa-mcpc
 
@@ -209,6 +211,33 @@ install: all
 	test -e $(DESTDIR)$(SYSCONFDIR)/agrippad.yaml || \
 	    install -m 0644 docs/agrippad.yaml.sample $(DESTDIR)$(SYSCONFDIR)/agrippad.yaml
 	if [ -z "$(DESTDIR)" ]; then sh scripts/mkusers.sh; fi
+
+# Everything install put, then the directories of ours it made, once empty.
+# The configuration file stays when it is not the sample any more (the
+# operator's), as do the service users.
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/agrippa $(DESTDIR)$(MANDIR)/man1/agrippa.1
+	rm -f $(addprefix $(DESTDIR)$(SBINDIR)/,agrippad agrippactl agrippa-sandbox agrippa-git \
+	    agrippa-tree agrippa-mcpc)
+	rm -f $(DESTDIR)$(MANDIR)/man8/agrippad.8 $(DESTDIR)$(MANDIR)/man8/agrippactl.8
+	rm -f $(DESTDIR)$(MANDIR)/man5/agrippad.conf.5 $(DESTDIR)$(MANDIR)/man5/agrippa-template.5
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/share/agrippa/templates/,$(notdir $(wildcard templates/*.yaml)))
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/share/agrippa/examples/mcp/,$(notdir $(wildcard docs/examples/mcp/*.json)))
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/share/agrippa/ui/,$(notdir $(wildcard ui/*)))
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/share/agrippa/rc.d/,agrippad.openbsd agrippad.service agrippad.init)
+	for d in templates examples/mcp examples ui rc.d ""; do \
+	    if [ -d $(DESTDIR)$(PREFIX)/share/agrippa/$$d ]; then \
+	        rmdir --ignore-fail-on-non-empty $(DESTDIR)$(PREFIX)/share/agrippa/$$d; fi; done
+	if cmp -s docs/agrippad.yaml.sample $(DESTDIR)$(SYSCONFDIR)/agrippad.yaml; then \
+	    rm -f $(DESTDIR)$(SYSCONFDIR)/agrippad.yaml; \
+	elif [ -e $(DESTDIR)$(SYSCONFDIR)/agrippad.yaml ]; then \
+	    echo "uninstall: keeping $(DESTDIR)$(SYSCONFDIR)/agrippad.yaml (changed)"; fi
+
+# The Debian package, from a tree of its own built for /usr.
+DEB_BUILD ?= build-deb
+deb:
+	$(MAKE) BUILD=$(DEB_BUILD) PREFIX=/usr SANITIZE=0 all
+	sh scripts/mkdeb.sh $(DEB_BUILD) $(VERSION) $(DEB_BUILD)
 
 clean:
 	rm -rf build build-san build-fuzz

@@ -3,7 +3,7 @@
 # need, then the browser tests' npm packages (tests/browser/package-lock.json:
 # playwright-core, which drives Debian's chromium and downloads no browser;
 # the OpenAPI validator and the JSON Schema validator that check
-# docs/openapi.yaml).
+# docs/openapi.yaml).  dpkg-dev and lintian build and check "make deb".
 # Idempotent: does nothing when everything is already present.
 set -eu
 PKGS="build-essential pkg-config clang
@@ -11,7 +11,7 @@ libpq-dev libevent-dev libsodium-dev libyaml-dev libmsgpack-dev libseccomp-dev
 libcap-dev libjansson-dev libgit2-dev libcurl4-openssl-dev libcmocka-dev
 git openssl e2fsprogs util-linux bsdutils
 postgresql-15 postgresql-client-15 curl mandoc procps passwd python3 python3-pip wrk bubblewrap
-chromium"
+chromium dpkg-dev lintian adduser"
 # The machine's own Node.js and npm when it has them (playwright-core wants
 # Node 20 or later); Debian's otherwise.
 command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
