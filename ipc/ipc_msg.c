@@ -1447,6 +1447,39 @@ ipc_dec_mcp_stop(const msgpack_object *body)
 	return ipc_end(&c);
 }
 
+/* Every element of a an array of bins of minlen..maxlen bytes, printable
+ * ASCII (a header line, a credential). */
+static int
+ipc_bins_ok(struct ipc_cur a, size_t minlen, size_t maxlen)
+{
+	const uint8_t *p;
+	size_t len;
+
+	while (ipc_get_bin(&a, &p, &len, maxlen) == 0)
+		if (len < minlen || !ipc_printable(p, len, 0))
+			return -1;
+	return ipc_end(&a);
+}
+
+int
+ipc_dec_proxy_mcp(const msgpack_object *body, struct ipc_proxy_mcp *out)
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_uuid(&c, out->run) == -1 ||
+	    ipc_get_name(&c, out->server, IPC_MCP_NAME_MAX, ipc_is_mcp_name, 0) == -1 ||
+	    ipc_get_cstr(&c, out->url, sizeof(out->url)) == -1 ||
+	    (strncmp(out->url, "http://", 7) != 0 && strncmp(out->url, "https://", 8) != 0) ||
+	    ipc_get_array(&c, &out->headers, IPC_MCP_HEADERS_MAX) == -1 ||
+	    ipc_get_array(&c, &out->secrets, IPC_MCP_SECRETS_MAX) == -1 ||
+	    ipc_get_u32(&c, &out->call_ms) == -1 || ipc_end(&c) == -1 || out->call_ms < 1000 ||
+	    out->call_ms > 3600000 || ipc_bins_ok(out->headers, 3, IPC_MCP_HEADER_MAX) == -1 ||
+	    ipc_bins_ok(out->secrets, 8, IPC_SECRET_MAX) == -1)
+		return -1;
+	return 0;
+}
+
 /* ---- validators: one per IPC_MSG_LIST symbol -------------------------- */
 
 static int
@@ -2016,6 +2049,14 @@ static int
 val_IMSG_MCP_STOP(const msgpack_object *body)
 {
 	return ipc_dec_mcp_stop(body);
+}
+
+static int
+val_IMSG_PROXY_MCP(const msgpack_object *body)
+{
+	struct ipc_proxy_mcp pm;
+
+	return ipc_dec_proxy_mcp(body, &pm);
 }
 
 /* ---- catalog ---------------------------------------------------------- */

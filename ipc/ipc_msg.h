@@ -273,6 +273,14 @@
  *              (or what was started is gone)
  *  MCP_STOP    []  runner -> supervisor, the start's id: the runner has closed its
  *              ends; the server is stopped (EOF, then SIGTERM, then SIGKILL)
+ *  PROXY_MCP   [run str (UUID), server str (an MCP server's name), url str
+ *              (1..IPC_MCP_URL_MAX, http:// or https://), headers array
+ *              (<=IPC_MCP_HEADERS_MAX) of bin ("Name: value", credentials expanded,
+ *              <=IPC_MCP_HEADER_MAX), secrets array (<=IPC_MCP_SECRETS_MAX) of bin
+ *              (8..IPC_SECRET_MAX: what to redact), call_ms u32 (1000..3600000)]
+ *              + the proxy's end of a remote (http) MCP server's channel, whose
+ *              other end the runner's MCP client has: the proxy speaks
+ *              Streamable HTTP to the server for it (proxy/mcphttp.c)
  */
 #define IPC_MSG_LIST(X)                                                                     \
 	X(IMSG_HELLO, 1, SUP, CHILDREN_ALL, 0)                                              \
@@ -344,7 +352,8 @@
 	X(IMSG_MCP_START, 67, ROLE_BIT(ROLE_RUNNER), SUP, 0)                                 \
 	X(IMSG_MCP_CHANNEL, 68, SUP, ROLE_BIT(ROLE_RUNNER), IPC_F_FD)                        \
 	X(IMSG_MCP_FAILED, 69, SUP, ROLE_BIT(ROLE_RUNNER), 0)                                \
-	X(IMSG_MCP_STOP, 70, ROLE_BIT(ROLE_RUNNER), SUP, 0)
+	X(IMSG_MCP_STOP, 70, ROLE_BIT(ROLE_RUNNER), SUP, 0)                                  \
+	X(IMSG_PROXY_MCP, 71, SUP, ROLE_BIT(ROLE_PROXY), IPC_F_FD)
 
 enum ipc_msg_type {
 #define IPC_X_ENUM(sym, num, snd, rcv, fl) sym = num,
@@ -657,6 +666,20 @@ struct ipc_mcp_failed {
 };
 int ipc_dec_mcp_failed(const msgpack_object *body, struct ipc_mcp_failed *out);
 int ipc_dec_mcp_stop(const msgpack_object *body);
+#define IPC_MCP_URL_MAX 2048
+#define IPC_MCP_HEADERS_MAX 32
+#define IPC_MCP_HEADER_MAX (128 + 2 + 4096 * 4) /* a name, ": ", a value with its
+                                                 * credentials expanded */
+#define IPC_MCP_SECRETS_MAX 64
+struct ipc_proxy_mcp {
+	char run[IPC_UUID_LEN + 1];
+	char server[IPC_MCP_NAME_MAX + 1];
+	char url[IPC_MCP_URL_MAX + 1];
+	struct ipc_cur headers; /* each a bin */
+	struct ipc_cur secrets; /* each a bin */
+	uint32_t call_ms;
+};
+int ipc_dec_proxy_mcp(const msgpack_object *body, struct ipc_proxy_mcp *out);
 struct ipc_model_call {
 	char step[65];
 	uint32_t attempt;

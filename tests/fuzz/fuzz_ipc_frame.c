@@ -247,6 +247,13 @@ fuzz_decoders(const struct ipc_msg *m)
 		    (mf.errlen == 0 || mf.errlen > IPC_ERRMSG_MAX))
 			__builtin_trap();
 		ok[IMSG_MCP_STOP] = ipc_dec_mcp_stop(m->body) == 0;
+		{
+			static struct ipc_proxy_mcp pm;
+
+			if ((ok[IMSG_PROXY_MCP] = ipc_dec_proxy_mcp(m->body, &pm) == 0) &&
+			    (pm.call_ms < 1000 || strncmp(pm.url, "http", 4) != 0))
+				__builtin_trap();
+		}
 	}
 	{
 		static struct ipc_httpd_conf hc;

@@ -1970,6 +1970,55 @@ t_v_mcp(void **state)
 	free(err);
 }
 
+#define PM_RUN "0d1f6a8e-3b1c-4c55-9d6e-2f0a1b2c3d4e"
+#define PM_H "Authorization: Bearer sk-remote-0123456789"
+#define PM_S "sk-remote-0123456789"
+/* PROXY_MCP: a remote MCP server's channel for the proxy, with its
+ * expanded headers and the secrets to redact. */
+static void
+t_v_proxy_mcp(void **state)
+{
+	struct ipc_proxy_mcp pm;
+	struct ipc_msg m;
+	const uint8_t *p;
+	size_t len;
+
+	build(&m, IMSG_PROXY_MCP, 6, "sssaBaBu", PM_RUN, "remote", "https://mcp.example/mcp", 1u,
+	    PM_H, strlen(PM_H), 1u, PM_S, strlen(PM_S), 60000u);
+	check_is(&m, ROLE_SUPERVISOR, ROLE_PROXY, 1, NULL);
+	check_is(&m, ROLE_SUPERVISOR, ROLE_PROXY, 0, "descriptor missing");
+	check_is(&m, ROLE_SUPERVISOR, ROLE_RUNNER, 1, "receiver");
+	check_is(&m, ROLE_RUNNER, ROLE_PROXY, 1, "sender");
+	assert_int_equal(ipc_dec_proxy_mcp(m.body, &pm), 0);
+	assert_string_equal(pm.url, "https://mcp.example/mcp");
+	assert_int_equal(ipc_get_bin(&pm.headers, &p, &len, SIZE_MAX), 0);
+	assert_int_equal(len, strlen(PM_H));
+	assert_int_equal(pm.call_ms, 60000);
+	ipc_msg_free(&m);
+	/* none of either */
+	assert_int_equal(valid(IMSG_PROXY_MCP, 6, "sssaau", PM_RUN, "r", "http://127.0.0.1:9/", 0u,
+	    0u, 1000u), 0);
+	assert_int_equal(valid(IMSG_PROXY_MCP, 6, "sssaau", "not-a-uuid", "r", "https://x/", 0u, 0u,
+	    1000u), -1);
+	assert_int_equal(valid(IMSG_PROXY_MCP, 6, "sssaau", PM_RUN, "R", "https://x/", 0u, 0u,
+	    1000u), -1);
+	assert_int_equal(valid(IMSG_PROXY_MCP, 6, "sssaau", PM_RUN, "r", "ftp://x/", 0u, 0u, 1000u),
+	    -1);
+	assert_int_equal(valid(IMSG_PROXY_MCP, 6, "sssaau", PM_RUN, "r", "", 0u, 0u, 1000u), -1);
+	assert_int_equal(valid(IMSG_PROXY_MCP, 6, "sssaau", PM_RUN, "r", "https://x/", 0u, 0u, 999u),
+	    -1);
+	assert_int_equal(valid(IMSG_PROXY_MCP, 6, "sssaau", PM_RUN, "r", "https://x/", 0u, 0u,
+	    3600001u), -1);
+	/* a header with a newline (a second header smuggled), a short secret */
+	assert_int_equal(valid(IMSG_PROXY_MCP, 6, "sssaBau", PM_RUN, "r", "https://x/", 1u,
+	    "A: b\r\nC: d", (size_t)10, 0u, 1000u), -1);
+	assert_int_equal(valid(IMSG_PROXY_MCP, 6, "sssaaBu", PM_RUN, "r", "https://x/", 0u, 1u,
+	    "short", (size_t)5, 1000u), -1);
+	/* headers as strings, not bins */
+	assert_int_equal(valid(IMSG_PROXY_MCP, 6, "sssasau", PM_RUN, "r", "https://x/", 1u, PM_H, 0u,
+	    1000u), -1);
+}
+
 #define MC_FMT "suss" "uUs"
 /* MODEL_CALL: one call of a run's step, runner -> proxy. */
 static void
@@ -3856,6 +3905,7 @@ main(void)
 		cmocka_unit_test(t_v_runner_proxy),
 		cmocka_unit_test(t_v_mcp),
 		cmocka_unit_test(t_v_httpd_conf),
+		cmocka_unit_test(t_v_proxy_mcp),
 		cmocka_unit_test(t_v_model_call),
 		cmocka_unit_test(t_v_model_reply),
 		cmocka_unit_test(t_v_model_reply_cost_bound),
