@@ -30,6 +30,7 @@
 
 #include "common/log.h"
 #include "common/mcpspec.h"
+#include "runner/mcp.h"
 #include "supervisor/sbx.h"
 #include "supervisor/supervisor.h"
 
@@ -45,6 +46,11 @@ struct mcptest {
 	unsigned char *secret[MCPTEST_SECRETS_MAX]; /* sodium_malloc */
 	size_t secretlen[MCPTEST_SECRETS_MAX];
 	size_t nsecrets;
+	/* those the server's relay masks in its output before the client
+	 * reads it: each value (the whole text too when it is one line) */
+	const unsigned char *relay[MCPTEST_SECRETS_MAX];
+	size_t relaylen[MCPTEST_SECRETS_MAX];
+	size_t nrelay;
 	mcptest_cb cb;
 	void *arg;
 };
@@ -59,7 +65,12 @@ mt_secret(const char *p, size_t n, void *arg)
 	if ((t->secret[t->nsecrets] = sodium_malloc(n)) == NULL)
 		fatalx("out of memory");
 	memcpy(t->secret[t->nsecrets], p, n);
-	t->secretlen[t->nsecrets++] = n;
+	t->secretlen[t->nsecrets] = n;
+	if (memchr(p, '\n', n) == NULL) {
+		t->relay[t->nrelay] = t->secret[t->nsecrets];
+		t->relaylen[t->nrelay++] = n;
+	}
+	t->nsecrets++;
 }
 
 static void
@@ -69,7 +80,7 @@ mt_forget_secrets(struct mcptest *t)
 
 	for (i = 0; i < t->nsecrets; i++)
 		sodium_free(t->secret[i]);
-	t->nsecrets = 0;
+	t->nsecrets = t->nrelay = 0;
 }
 
 static void
@@ -218,7 +229,9 @@ mcptest_start(const char *name, const char *spec_text, const char *creds_text, s
 	if (creds_text != NULL)
 		mcp_creds_secrets(creds_text, credslen, mt_secret, t);
 	m = (struct sbx_mcp){ .argv = (char *const *)s->argv, .env = env, .paths = s->paths,
-		              .npaths = s->npaths };
+		              .npaths = s->npaths, .secrets = (const unsigned char *const *)t->relay,
+		              .secretlen = t->relaylen, .nsecrets = t->nrelay,
+		              .line_max = MCP_LINE_MAX_DEFAULT };
 	/* a run's workspace only for a run: here a fresh, empty one, read-only
 	 * for workspace: read */
 	req = (struct sbx_req){ .workspace = NULL, .readonly = s->workspace == MCPSPEC_WS_READ,
