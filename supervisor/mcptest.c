@@ -1,18 +1,22 @@
 /*
- * agrippactl mcp test NAME [VERSION] (agrippactl(8)): start a stdio MCP
- * server as a run would, list its tools, stop it.
+ * agrippactl mcp test [-c TOOL [-a ARGS] [-n COUNT]] NAME [VERSION]
+ * (agrippactl(8)): start a stdio MCP server as a run would, list its tools
+ * (and call one, COUNT times, timing each call), stop it.
  *
  * The supervisor opens the server's credentials, expands its env with
  * them (mcpspec_expand) and builds its sandbox (sbx.c, a struct sbx_mcp):
  * the server's own environment is the only place the credentials go.  It
  * never speaks to the server: the supervisor is privileged and the server's
- * bytes are hostile.  The MCP client is agrippa-mcpc (mcpc/main.c), a
+ * bytes are hostile, and no more does the client read a credential: the
+ * server's sandbox relays its output with every credential value masked
+ * (sandbox/mcphost.c), which is why the values go to the sandbox builder
+ * too.  The MCP client is agrippa-mcpc (mcpc/main.c), a
  * transient tool (transient.c) running as the service user with no
  * capability and no secret, holding the client's end of the server's
  * stdio socket and the read end of its stderr; what it prints (the tools
  * as JSON, or why the server failed with its stderr's tail) comes back as
  * text, which the supervisor does not parse either: it redacts every
- * credential of the server from it, byte for byte, and hands it on.
+ * credential of the server from it again, byte for byte, and hands it on.
  *
  * When the client is done (it closed its end: the server's EOF), the
  * sandbox is stopped: SIGTERM MCPTEST_GRACE_MS later if the server has not
@@ -35,7 +39,8 @@
 #include "supervisor/supervisor.h"
 
 #define MCPTEST_GRACE_MS 2000    /* EOF to SIGTERM, SIGTERM to SIGKILL */
-#define MCPTEST_SLACK_MS 90000   /* beyond startup_timeout: the client's listing */
+#define MCPTEST_SLACK_MS 90000   /* beyond startup_timeout (and call_timeout, which
+                                    bounds the calls): the client's listing */
 #define MCPTEST_SECRETS_MAX (MCP_CREDS_KEYS_MAX + 1)
 
 struct mcptest {
@@ -189,15 +194,16 @@ mt_env_free(char **env)
 
 struct mcptest *
 mcptest_start(const char *name, const char *spec_text, const char *creds_text, size_t credslen,
-              const struct mcpspec_ctx *ctx, mcptest_cb cb, void *arg, char *err, size_t errsz)
+              const struct mcpspec_ctx *ctx, const struct mcptest_call *call, mcptest_cb cb,
+              void *arg, char *err, size_t errsz)
 {
 	struct mcptest *t = NULL;
 	struct mcp_creds *creds = NULL;
 	struct mcpspec *s;
 	struct sbx_mcp m;
 	struct sbx_req req;
-	char why[512], ms[16], **env = NULL;
-	const char *args[3];
+	char why[512], ms[16], count[16], callms[16], **env = NULL;
+	const char *args[7];
 	struct timeval tv;
 	int io = -1, serr = -1;
 
@@ -246,7 +252,17 @@ mcptest_start(const char *name, const char *spec_text, const char *creds_text, s
 	args[0] = name;
 	args[1] = ms;
 	args[2] = NULL;
-	tv.tv_sec = s->startup_timeout + MCPTEST_SLACK_MS / 1000;
+	if (call != NULL) {
+		snprintf(count, sizeof(count), "%u", call->count);
+		snprintf(callms, sizeof(callms), "%u", s->call_timeout * 1000);
+		args[2] = call->tool;
+		args[3] = call->args;
+		args[4] = count;
+		args[5] = callms;
+		args[6] = NULL;
+	}
+	tv.tv_sec = s->startup_timeout + MCPTEST_SLACK_MS / 1000 +
+	    (call != NULL ? s->call_timeout : 0);
 	tv.tv_usec = 0;
 	if ((t->limit = evtimer_new(sup.base, mt_limit, t)) == NULL || evtimer_add(t->limit, &tv))
 		fatalx("mcp test: evtimer");
