@@ -78,22 +78,22 @@
 #define HOST_CHAN_OUT 1
 #define HOST_SECRETS_FD 3
 #define HOST_SECRETS_BYTES (RELAY_SECRETS_MAX * (RELAY_SECRET_MAX + 4))
-#define HOST_IN_CHUNK (64u * 1024) /* bytes of the client's input read at once */
+#define HOST_IN_CHUNK (64u * 1024)    /* bytes of the client's input read at once */
 #define HOST_DRAIN_MAX (1024u * 1024) /* bytes read once the server is gone */
-#define RELAY_FLUSH_MS 5000 /* the server is gone: its output to the client within this */
-#define RELAY_STOP_MS 2000  /* a cut: SIGTERM to the server, then this process exits */
+#define RELAY_FLUSH_MS 5000           /* the server is gone: its output to the client within this */
+#define RELAY_STOP_MS 2000            /* a cut: SIGTERM to the server, then this process exits */
 
 struct host {
 	pid_t server;
-	int status;       /* the server's, once gone */
-	int gone;         /* the server has been reaped */
+	int status; /* the server's, once gone */
+	int gone;   /* the server has been reaped */
 	int sigfd;
-	int cin, cout;    /* the channel (the same socket), or -1 once closed */
-	int to_srv;       /* the server's stdin, or -1 */
-	int from_srv;     /* the server's stdout, or -1 */
+	int cin, cout; /* the channel (the same socket), or -1 once closed */
+	int to_srv;    /* the server's stdin, or -1 */
+	int from_srv;  /* the server's stdout, or -1 */
 	char in[HOST_IN_CHUNK];
 	size_t inlen, inoff;
-	int chan_eof;     /* the client's input ended */
+	int chan_eof; /* the client's input ended */
 	struct relay out;
 	const char *optr; /* output being written to the channel */
 	size_t olen, ooff;
@@ -128,7 +128,7 @@ host_read_secrets(struct host *h)
 		fatal("fd %d (the values to redact)", HOST_SECRETS_FD);
 	if (st.st_size < 0 || (uint64_t)st.st_size > HOST_SECRETS_BYTES)
 		fatalx("fd %d: %lld bytes of values to redact", HOST_SECRETS_FD,
-		    (long long)st.st_size);
+		       (long long)st.st_size);
 	h->secretslen = (size_t)st.st_size;
 	if ((h->secrets = malloc(h->secretslen + 1)) == NULL)
 		fatal("malloc");
@@ -151,7 +151,7 @@ host_read_secrets(struct host *h)
 		off += 4;
 		if (n > h->secretslen - off)
 			fatalx("fd %d: a malformed list of values to redact", HOST_SECRETS_FD);
-		h->sec[h->nsec++] = (struct relay_secret){ h->secrets + off, n };
+		h->sec[h->nsec++] = (struct relay_secret){h->secrets + off, n};
 	}
 }
 
@@ -174,7 +174,7 @@ host_spawn(struct host *h, char **argv, const sigset_t *old)
 		execvp(argv[0], argv);
 		/* on the server's stderr, where its client shows the tail */
 		fprintf(stderr, "agrippa-sandbox: cannot execute %s: %s\n", argv[0],
-		    strerror(errno));
+		        strerror(errno));
 		_exit(errno == ENOENT ? 127 : 126);
 	}
 	close(in[0]);
@@ -266,9 +266,9 @@ static void
 host_cut(struct host *h)
 {
 	fprintf(stderr,
-	    "agrippa-sandbox: the MCP server wrote a line longer than %zu bytes on its "
-	    "output; the connection is closed and the server stopped\n",
-	    h->out.line_max);
+	        "agrippa-sandbox: the MCP server wrote a line longer than %zu bytes on its "
+	        "output; the connection is closed and the server stopped\n",
+	        h->out.line_max);
 	host_close_chan(h);
 	if (!h->gone)
 		kill(h->server, SIGTERM);
@@ -367,8 +367,8 @@ host_signal(struct host *h)
 			if (w != h->server)
 				continue;
 			h->gone = 1;
-			h->status = WIFSIGNALED(status) ? 128 + WTERMSIG(status)
-			                                : WEXITSTATUS(status);
+			h->status =
+			    WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 			if (h->deadline == 0)
 				h->deadline = host_now_ms() + RELAY_FLUSH_MS;
 		}
@@ -398,7 +398,7 @@ host_loop(struct host *h)
 		if (h->gone && h->from_srv != -1 && h->olen == 0)
 			timeout = 0;
 		memset(pf, 0, sizeof(pf));
-		pf[P_SIG] = (struct pollfd){ h->sigfd, POLLIN, 0 };
+		pf[P_SIG] = (struct pollfd){h->sigfd, POLLIN, 0};
 		pf[P_CIN].fd = h->cin != -1 && !h->chan_eof && h->inoff == h->inlen ? h->cin : -1;
 		pf[P_CIN].events = POLLIN;
 		pf[P_COUT].fd = h->olen > h->ooff ? h->cout : -1;

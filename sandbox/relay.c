@@ -31,20 +31,20 @@ relay_period(const char *s, size_t n)
 
 int
 relay_init(struct relay *r, size_t cap, size_t line_max, const struct relay_secret *sec,
-    size_t nsec, char *err, size_t errsz)
+           size_t nsec, char *err, size_t errsz)
 {
 	size_t i, longest = 0;
 
 	memset(r, 0, sizeof(*r));
 	if (line_max == 0 || nsec > RELAY_SECRETS_MAX) {
 		snprintf(err, errsz, line_max == 0 ? "the line cap is 0" : "more than %d secrets",
-		    RELAY_SECRETS_MAX);
+		         RELAY_SECRETS_MAX);
 		return -1;
 	}
 	for (i = 0; i < nsec; i++) {
 		if (sec[i].n > RELAY_SECRET_MAX || memchr(sec[i].p, '\n', sec[i].n) != NULL) {
 			snprintf(err, errsz, "secret %zu: %s", i + 1,
-			    sec[i].n > RELAY_SECRET_MAX ? "too long" : "it holds a newline");
+			         sec[i].n > RELAY_SECRET_MAX ? "too long" : "it holds a newline");
 			return -1;
 		}
 		if (sec[i].n >= RELAY_SECRET_MIN) {

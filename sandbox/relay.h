@@ -29,9 +29,9 @@
 
 #include <stddef.h>
 
-#define RELAY_CAP (128u * 1024)      /* the window's bytes */
-#define RELAY_SECRET_MIN 4           /* shorter values are not searched for (as the supervisor's) */
-#define RELAY_SECRET_MAX 8192        /* bytes of one secret */
+#define RELAY_CAP (128u * 1024) /* the window's bytes */
+#define RELAY_SECRET_MIN 4      /* shorter values are not searched for (as the supervisor's) */
+#define RELAY_SECRET_MAX 8192   /* bytes of one secret */
 #define RELAY_SECRETS_MAX 64
 
 struct relay_secret {
@@ -40,18 +40,18 @@ struct relay_secret {
 };
 
 struct relay {
-	char *buf;         /* the window: what is held of the unfinished line, then new bytes */
-	char *copy;        /* the window redacted, when a secret was found in it */
+	char *buf;  /* the window: what is held of the unfinished line, then new bytes */
+	char *copy; /* the window redacted, when a secret was found in it */
 	size_t cap, len;
 	size_t line_max;
-	size_t hold;       /* the longest secret less one */
-	size_t sent;       /* bytes of the unfinished line that went out in earlier rounds */
-	size_t carry;      /* buf[0..carry) goes out masked: a secret begun in bytes already out */
-	size_t taken;      /* bytes of buf the pending output stands for */
-	size_t next_sent, next_carry; /* sent and carry once it has gone */
+	size_t hold;  /* the longest secret less one */
+	size_t sent;  /* bytes of the unfinished line that went out in earlier rounds */
+	size_t carry; /* buf[0..carry) goes out masked: a secret begun in bytes already out */
+	size_t taken; /* bytes of buf the pending output stands for */
+	size_t next_sent, next_carry;  /* sent and carry once it has gone */
 	size_t per[RELAY_SECRETS_MAX]; /* each secret's smallest period: where the next
 	                                  occurrence may start after one is found */
-	int pending;       /* an output was handed out and is not yet relay_sent */
+	int pending;                   /* an output was handed out and is not yet relay_sent */
 	int cut;
 	const struct relay_secret *sec; /* borrowed; nsec of them */
 	size_t nsec;
@@ -64,7 +64,7 @@ struct relay {
  * without '\n'; shorter ones are skipped).  Returns 0, or -1 with err set.
  */
 int relay_init(struct relay *r, size_t cap, size_t line_max, const struct relay_secret *sec,
-    size_t nsec, char *err, size_t errsz);
+               size_t nsec, char *err, size_t errsz);
 void relay_free(struct relay *r);
 
 /* Room for the next read: *p and how many bytes it may take; 0 while an

@@ -102,7 +102,7 @@ static void
 test_lines_unchanged(void **state)
 {
 	struct relay r;
-	struct sink out = { 0 };
+	struct sink out = {0};
 	char err[128];
 	const char *in = "{\"a\":1}\n{\"b\":2}\npartial";
 
@@ -121,10 +121,10 @@ test_lines_unchanged(void **state)
 static void
 test_secret_masked(void **state)
 {
-	static const struct relay_secret sec[] = { { "tok_SECRET_1234", 15 }, { "xyz9", 4 } };
+	static const struct relay_secret sec[] = {{"tok_SECRET_1234", 15}, {"xyz9", 4}};
 	const char *in = "{\"env\":\"API=tok_SECRET_1234 B=xyz9xyz9\"}\n";
 	struct relay r;
-	struct sink out = { 0 };
+	struct sink out = {0};
 	char err[128];
 
 	(void)state;
@@ -139,7 +139,7 @@ test_secret_masked(void **state)
 static void
 test_split_across_reads(void **state)
 {
-	static const struct relay_secret sec[] = { { "ghp_0123456789abcdef", 20 } };
+	static const struct relay_secret sec[] = {{"ghp_0123456789abcdef", 20}};
 	const char *in = "{\"text\":\"token is ghp_0123456789abcdef here\"}\n";
 	size_t n = strlen(in), cut;
 	char *want = reference(in, n, sec, 1);
@@ -148,7 +148,7 @@ test_split_across_reads(void **state)
 
 	(void)state;
 	for (cut = 1; cut < n; cut++) {
-		struct sink out = { 0 };
+		struct sink out = {0};
 
 		assert_int_equal(relay_init(&r, 4096, 1 << 20, sec, 1, err, sizeof(err)), 0);
 		feed(&r, in, cut, cut, 0, 0, &out);
@@ -169,8 +169,8 @@ test_split_across_reads(void **state)
 static void
 test_long_lines_random(void **state)
 {
-	static const struct relay_secret sec[] = { { "S3CR3T-VALUE-0123456789", 23 },
-		{ "k3y!", 4 }, { "abcabcab", 8 } };
+	static const struct relay_secret sec[] = {
+	    {"S3CR3T-VALUE-0123456789", 23}, {"k3y!", 4}, {"abcabcab", 8}};
 	const size_t cap = 512, n = 6000;
 	char *in = malloc(n), *want;
 	struct relay r;
@@ -180,7 +180,7 @@ test_long_lines_random(void **state)
 	(void)state;
 	assert_non_null(in);
 	for (round = 0; round < 400; round++) {
-		struct sink out = { 0 };
+		struct sink out = {0};
 
 		for (i = 0; i < n; i++)
 			in[i] = (char)('a' + rnd(3)); /* a, b, c: overlapping abcab.. appear */
@@ -209,7 +209,7 @@ test_long_lines_random(void **state)
 static void
 test_boundary_carry(void **state)
 {
-	static const struct relay_secret sec[] = { { "0123456789ABCDEFGHIJ", 20 } };
+	static const struct relay_secret sec[] = {{"0123456789ABCDEFGHIJ", 20}};
 	const size_t cap = 256, n = 1024;
 	char in[1024], *want;
 	struct relay r;
@@ -218,7 +218,7 @@ test_boundary_carry(void **state)
 
 	(void)state;
 	for (pos = cap - 40; pos < cap + 20; pos++) {
-		struct sink out = { 0 };
+		struct sink out = {0};
 
 		memset(in, 'x', n);
 		memcpy(in + pos, sec[0].p, sec[0].n);
@@ -240,11 +240,11 @@ test_boundary_carry(void **state)
 static void
 test_line_cap(void **state)
 {
-	static const struct relay_secret sec[] = { { "CAPSECRET1", 10 } };
+	static const struct relay_secret sec[] = {{"CAPSECRET1", 10}};
 	const size_t max = 3000;
 	char in[8000];
 	struct relay r;
-	struct sink out = { 0 };
+	struct sink out = {0};
 	char err[128];
 	const char *first = "{\"ok\":1}\n";
 	size_t i, fl = strlen(first);
@@ -286,7 +286,7 @@ test_line_cap_exact(void **state)
 
 	(void)state;
 	for (eof = 0; eof < 2; eof++) {
-		struct sink out = { 0 };
+		struct sink out = {0};
 
 		memset(in, 'z', sizeof(in));
 		in[max] = '\n';
@@ -305,12 +305,12 @@ test_line_cap_exact(void **state)
 static void
 test_bad_secrets(void **state)
 {
-	static const struct relay_secret nl[] = { { "abc\ndef", 7 } };
-	static const struct relay_secret shortone[] = { { "ab", 2 } };
+	static const struct relay_secret nl[] = {{"abc\ndef", 7}};
+	static const struct relay_secret shortone[] = {{"ab", 2}};
 	static char big[RELAY_SECRET_MAX + 1];
-	struct relay_secret huge[] = { { big, sizeof(big) } };
+	struct relay_secret huge[] = {{big, sizeof(big)}};
 	struct relay r;
-	struct sink out = { 0 };
+	struct sink out = {0};
 	char err[128];
 	const char *p;
 
@@ -337,14 +337,10 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_lines_unchanged),
-		cmocka_unit_test(test_secret_masked),
-		cmocka_unit_test(test_split_across_reads),
-		cmocka_unit_test(test_long_lines_random),
-		cmocka_unit_test(test_boundary_carry),
-		cmocka_unit_test(test_line_cap),
-		cmocka_unit_test(test_line_cap_exact),
-		cmocka_unit_test(test_bad_secrets),
+	    cmocka_unit_test(test_lines_unchanged),    cmocka_unit_test(test_secret_masked),
+	    cmocka_unit_test(test_split_across_reads), cmocka_unit_test(test_long_lines_random),
+	    cmocka_unit_test(test_boundary_carry),     cmocka_unit_test(test_line_cap),
+	    cmocka_unit_test(test_line_cap_exact),     cmocka_unit_test(test_bad_secrets),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
