@@ -13,7 +13,9 @@
 # daemon's state or keys, has no network, cannot write its paths, sees no
 # process of the host; servers that exit at once, never answer, flood
 # stderr, write a 20 MiB line, close their output or answer and exit at
-# once each give a clear error with the daemon healthy; bad options of mcp
+# once each give a clear error with the daemon healthy; a 6 MiB line costs
+# the relay no more memory than silence (a relay holding whole lines fails
+# it); bad options of mcp
 # test are refused with the option named; nothing of any server is left
 # running or mounted afterwards.
 . tests/integration/lib.sh
@@ -266,6 +268,40 @@ check "the daemon is healthy" healthy
 
 check "... the client's own cap said so" has "longer than 8388608 bytes"
 check "... and the relay's word on stderr" has "the MCP server wrote a line longer than 8388608 bytes on its output; the connection is closed and the server stopped"
+
+# The relay's memory is its window whatever the line: a server writing a
+# 6 MiB line (under the cap, never ended) costs its relay no more than one
+# that writes nothing.  VmHWM: the relay's peak resident memory.
+relay_hwm() { # relay_hwm MARK: the peak of the relay whose command line has MARK, once it is quiet
+	i=0 pid=""
+	while [ -z "$pid" ] && [ $i -lt 100 ]; do
+		for d in /proc/[0-9]*; do
+			tr '\0' ' ' <"$d/cmdline" 2>/dev/null | grep -q "^agrippa-sandbox mcp [0-9]* .*$1" && pid=${d#/proc/}
+		done
+		[ -n "$pid" ] || sleep 0.1
+		i=$((i + 1))
+	done
+	[ -n "$pid" ] || return 1
+	sleep 3 # the line is written and read by now
+	awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status"
+}
+spec quiet 6 '["/bin/sh","-c","echo quiet-marker >/dev/null; sleep 1000"]'
+run mcp add quiet "$T/quiet.json"
+spec longline 6 '["/bin/sh","-c","echo longline-marker >/dev/null; head -c 6291456 /dev/zero | tr \"\\\\000\" y; sleep 1000"]'
+run mcp add longline "$T/longline.json"
+"$AGRIPPACTL" -s "$CTL" mcp test quiet >"$T/quiet.out" 2>&1 &
+QJOB=$!
+HWM_QUIET=$(relay_hwm quiet-marker || echo "")
+wait "$QJOB"
+"$AGRIPPACTL" -s "$CTL" mcp test longline >"$T/longline.out" 2>&1 &
+LJOB=$!
+HWM_LONG=$(relay_hwm longline-marker || echo "")
+wait "$LJOB"
+echo "# the relay's peak resident memory: ${HWM_QUIET:-?} kB for a silent server, ${HWM_LONG:-?} kB for a 6 MiB line"
+check "a relay was found for each" sh -c "[ -n '$HWM_QUIET' ] && [ -n '$HWM_LONG' ]"
+check "the 6 MiB line cost its relay less than 1 MiB more than silence" \
+	[ "$((${HWM_LONG:-999999} - ${HWM_QUIET:-0}))" -lt 1024 ]
+check "... and the client waited for its end (no answer within its startup_timeout)" grep -q "within 6" "$T/longline.out"
 
 spec nocmd 5 '["/nonexistent/server"]'
 run mcp add nocmd "$T/nocmd.json"
