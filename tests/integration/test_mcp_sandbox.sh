@@ -134,25 +134,22 @@ run mcp test -n 5 everything
 expect 2 "-a and -n go with -c" "mcp test -n without -c: agrippactl's usage"
 check "no sandbox left after the refused ones (none was started)" no_sandbox_left
 
-# ---- get-env: the credential leaves the sandbox masked --------------------------------
-# strace follows every process the daemon starts from now on (the sandbox,
-# its relay, the server, the client); each read's bytes in hex.
-STRACE=$(command -v strace || true)
-if [ -z "$STRACE" ]; then
-	notok "strace is installed (make deps: it proves what the MCP client read)"
-else
-	"$STRACE" -f -ff -qq -xx -s 1048576 -e trace=read,execve,execveat -o "$T/st" -p "$SUP_PID" 2>"$T/strace.err" &
+# ---- the credential leaves the sandbox masked -------------------------------------------
+# traced_test NAME ARGS...: run mcp test ARGS while strace follows every
+# process the daemon starts (the sandbox, its relay, the server, the
+# client), each read's bytes in hex; $T/NAME.verdict says what the client
+# and the relay read.
+traced_test() {
+	name=$1
+	shift
+	mkdir -p "$T/$name"
+	"$STRACE" -f -ff -qq -xx -s 1048576 -e trace=read,execve,execveat -o "$T/$name/st" -p "$SUP_PID" 2>"$T/$name/strace.err" &
 	STRACE_PID=$!
 	sleep 1
-	run mcp test -c get-env everything
+	run mcp test "$@"
 	kill "$STRACE_PID" 2>/dev/null
 	wait "$STRACE_PID" 2>/dev/null
-	expect 0 "API_TOKEN" "mcp test -c get-env: the server's environment, as it printed it"
-	STARS=$(printf '%s' "$SECRET" | sed 's/./\\*/g')
-	check "... its credential masked byte for byte" has "\"API_TOKEN\": \"$STARS\""
-	check "... and not in the clear" sh -c "! printf '%s' \"\$0\" | grep -q '$RND'" "$OUT"
-	# each traced process: what it ran, and the bytes it read on each descriptor
-	python3 - "$T" "$SECRET" >"$T/st.verdict" 2>&1 <<'PY'
+	python3 - "$T/$name" "$SECRET" >"$T/$name.verdict" 2>&1 <<'PY'
 import glob, re, sys
 t, secret = sys.argv[1], sys.argv[2].encode()
 rd = re.compile(r'^read\((\d+), "((?:\\x[0-9a-f]{2})*)"')
@@ -168,29 +165,54 @@ for f in glob.glob(t + '/st.*'):
 			prog = [hexs(x).decode(errors='replace').rsplit('/', 1)[-1] for x in strs.findall(line)[:2]]
 		m = rd.match(line)
 		if m:
-			data[int(m.group(1))] = data.get(int(m.group(1)), b'') + hexs(m.group(2))
+			data.setdefault(int(m.group(1)), []).append(hexs(m.group(2)))
 	if prog is None:
 		continue
 	if 'agrippa-mcpc' in prog:
 		client = data
 	elif 'agrippa-sandbox' in prog:
 		relay = data
-	elif 'node' in prog:
+	elif 'node' in prog or 'sh' in prog:
 		server = data
 print('client', client is not None, 'relay', relay is not None, 'server', server is not None)
 if client is None or relay is None:
 	sys.exit('not every process was traced')
-chan = client.get(3, b'')
+chan = b''.join(client.get(3, []))
 print('client read %d bytes on its channel, %d with the value, masked %d' % (len(chan), chan.count(secret), chan.count(b'*' * len(secret))))
-print('relay read the value %d times' % sum(d.count(secret) for d in relay.values()))
-print('client read it anywhere:', any(secret in d for d in client.values()))
+print('relay read the value %d times' % sum(b''.join(r).count(secret) for r in relay.values()))
+# on a descriptor: found in its bytes joined, not in any one read
+print('relay read it split across reads %d times' % sum(
+	b''.join(r).count(secret) - sum(x.count(secret) for x in r) for r in relay.values()))
+print('client read it anywhere:', any(secret in b''.join(r) for r in client.values()))
 PY
-	echo "# $(tr '\n' ';' <"$T/st.verdict")"
-	check "strace followed the client, the relay and the server" grep -q "^client True relay True server True" "$T/st.verdict"
-	check "the relay read the credential from the server's output (get-env printed it)" grep -Eq "^relay read the value [1-9]" "$T/st.verdict"
-	check "the MCP client read the masked value on its channel" grep -Eq "^client read [0-9]+ bytes on its channel, 0 with the value, masked [1-9]" "$T/st.verdict"
-	check "the MCP client read no byte string holding the credential, on any descriptor" grep -q "^client read it anywhere: False" "$T/st.verdict"
+	echo "# $name: $(tr '\n' ';' <"$T/$name.verdict")"
+}
+STRACE=$(command -v strace || true)
+if [ -z "$STRACE" ]; then
+	notok "strace is installed (make deps: it proves what the MCP client read)"
+else
+	traced_test getenv -c get-env everything
+	expect 0 "API_TOKEN" "mcp test -c get-env: the server's environment, as it printed it"
+	STARS=$(printf '%s' "$SECRET" | sed 's/./\\*/g')
+	check "... its credential masked byte for byte" has "\"API_TOKEN\": \"$STARS\""
+	check "... and not in the clear" sh -c "! printf '%s' \"\$0\" | grep -q '$RND'" "$OUT"
+	check "strace followed the client, the relay and the server" grep -q "^client True relay True server True" "$T/getenv.verdict"
+	check "the relay read the credential from the server's output (get-env printed it)" grep -Eq "^relay read the value [1-9]" "$T/getenv.verdict"
+	check "the MCP client read the masked value on its channel" grep -Eq "^client read [0-9]+ bytes on its channel, 0 with the value, masked [1-9]" "$T/getenv.verdict"
+	check "the MCP client read no byte string holding the credential, on any descriptor" grep -q "^client read it anywhere: False" "$T/getenv.verdict"
 	check "the daemon is healthy after strace let go" healthy
+
+	# a server that writes its credential in two parts half a second apart,
+	# in a line that is no MCP message (which the client quotes back)
+	SPLIT_JSON=$(python3 -c 'import json; print(json.dumps(["/bin/sh", "-c", "a=$(printf %s \"$API_TOKEN\" | cut -c1-12); b=$(printf %s \"$API_TOKEN\" | cut -c13-); printf %s \"x=$a\"; sleep 0.5; printf \"%s tail\\n\" \"$b\"; sleep 1000"]))')
+	spec split 10 "$SPLIT_JSON" ',"env":{"API_TOKEN":"${credentials.token}"}'
+	run_in "$CREDS" mcp add split "$T/split.json"
+	traced_test split split
+	expect 1 "no MCP message" "a server writing its credential in two parts: the client quotes the line"
+	check "... masked" has "x=$STARS tail"
+	check "the relay read the value split across two reads" grep -Eq "^relay read it split across reads [1-9]" "$T/split.verdict"
+	check "the MCP client read the masked value" grep -Eq "^client read [0-9]+ bytes on its channel, 0 with the value, masked 1" "$T/split.verdict"
+	check "the MCP client read no byte string holding the credential" grep -q "^client read it anywhere: False" "$T/split.verdict"
 fi
 
 # ---- what the server's sandbox holds and reaches ---------------------------------
