@@ -6,9 +6,10 @@
  * The supervisor is privileged and never reads an MCP server's bytes, so
  * speaking to a server it started is left to this process, which runs as
  * the service user with no capability, no_new_privs and no secret (not the
- * server's credentials either: it gets none): fd 3 is the client's end of
- * the server's stdin and stdout (a socket), fd 4 the read end of the
- * server's stderr.  It runs the handshake within START_MS (the server's
+ * server's credentials either: it gets none, and the server's sandbox
+ * relays its output with every value of them masked, sandbox/mcphost.c):
+ * fd 3 is the client's end of the server's stdin and stdout (a socket),
+ * fd 4 the read end of the server's stderr.  It runs the handshake within START_MS (the server's
  * startup_timeout), lists the tools with the runner's client (runner/mcp.c)
  * and, given TOOL, calls it COUNT times one after the other with ARGS (a
  * JSON object's text), each call within CALL_MS (the server's
@@ -26,8 +27,10 @@
  *     each call's time, from mcp_call to its result, in microseconds;
  *   - exit 1: one line of text, why the server failed, then the tail of its
  *     stderr (the last MCPC_TAIL_MAX bytes, control characters made '?').
- * The supervisor redacts the server's credentials from either before the
- * operator sees it.  Closing fd 3 on exit is the server's EOF.
+ * The supervisor redacts the server's credentials from either again before
+ * the operator sees it (what the server wrote on stderr, which the relay
+ * does not carry, is masked there only).  Closing fd 3 on exit is the
+ * server's EOF.
  */
 #include <sys/prctl.h>
 
