@@ -6,7 +6,8 @@
  * The supervisor built the sandbox as a run's and left four descriptors:
  * 0 and 1 the sandbox's end of the channel (a socket), whose other end the
  * MCP client holds (the runner, or agrippa-mcpc for mcp test); 2 the
- * server's stderr pipe, kept as a capped log on the other side; 3 a
+ * write end of the pipe of the server's stderr, kept as a capped log on
+ * the other side; 3 a
  * memfd holding what the relay redacts, each a 4-byte big-endian length
  * and that many bytes: the values of the server's credentials.  They come
  * on a descriptor rather than in this process's environment because an
@@ -17,9 +18,8 @@
  * values anyway, in its own environment, which is where its spec puts them.
  *
  * This process loads the sandbox's seccomp filter (inherited by the server
- * and everything it starts) and starts the server with stdin and stdout on
- * two pipes of its own and stderr on fd 2.  It then relays, in one poll
- * loop:
+ * and everything it starts) and starts the server with stdin, stdout and
+ * stderr on three pipes of its own.  It then relays, in one poll loop:
  *   - the channel to the server's stdin as it comes, one read and one
  *     write per chunk, the channel's end of input closing the server's;
  *   - the server's stdout to the channel through the redacting line relay
@@ -27,7 +27,11 @@
  *     '*' byte for byte, an unfinished line held while it fits the window
  *     and otherwise sent but for a tail as long as the longest value, so
  *     that a value split across reads is still found; one read and at most
- *     one write per chunk, memchr for the newlines, memmem for the values.
+ *     one write per chunk, memchr for the newlines, memmem for the values;
+ *   - the server's stderr to fd 2 through a relay of its own, masked the
+ *     same way, without a cap (it is a log, not MCP), an unfinished line
+ *     sent once it has waited RELAY_LOG_IDLE_MS but for bytes that could
+ *     begin a value.  What this process says itself goes to fd 2 too.
  * Credential values are printable ASCII without '"' or '\' (mcpspec), so a
  * value reads the same inside JSON text and the relay finds it there as a
  * server printing its environment writes it.  It is a guard against a
@@ -41,7 +45,7 @@
  * the server (SIGTERM, then RELAY_STOP_MS later this process exits, which
  * ends every process of the namespace).  Memory is bounded whatever the
  * server writes: the relay's window and its redacted copy, one chunk of
- * the client's input.
+ * the client's input (twice the first two, with stderr's).
  *
  * It stays pid 1 of the namespace because the server cannot: pid 1
  * ignores every signal it has no handler for (a Node.js server would
@@ -82,6 +86,8 @@
 #define HOST_DRAIN_MAX (1024u * 1024) /* bytes read once the server is gone */
 #define RELAY_FLUSH_MS 5000           /* the server is gone: its output to the client within this */
 #define RELAY_STOP_MS 2000            /* a cut: SIGTERM to the server, then this process exits */
+#define RELAY_LOG_IDLE_MS 100         /* an unfinished stderr line held this long goes */
+#define HOST_LOG 2                    /* the server's stderr as its client reads it */
 
 struct host {
 	pid_t server;
@@ -100,7 +106,15 @@ struct host {
 	int srv_eof;      /* the server's output ended (or is no longer read) */
 	size_t drained;   /* bytes read since the server was reaped */
 	int64_t deadline; /* monotonic ms after which this process exits; 0 none */
-	char *secrets;    /* fd 3's bytes; the relay's secrets point into them */
+	/* the server's stderr, to fd 2 through a relay of its own (no cap) */
+	int from_err; /* or -1 once at its end */
+	int log;      /* fd 2, or -1 once its reader is gone (stderr is then dropped) */
+	struct relay err;
+	const char *eptr;
+	size_t elen, eoff;
+	int64_t err_idle; /* when an unfinished stderr line is flushed; 0 none */
+	size_t err_drained;
+	char *secrets; /* fd 3's bytes; the relay's secrets point into them */
 	size_t secretslen;
 	struct relay_secret sec[RELAY_SECRETS_MAX];
 	size_t nsec;
@@ -160,15 +174,16 @@ host_read_secrets(struct host *h)
 static void
 host_spawn(struct host *h, char **argv, const sigset_t *old)
 {
-	int in[2], out[2];
+	int in[2], out[2], err[2];
 
-	if (pipe2(in, O_CLOEXEC) == -1 || pipe2(out, O_CLOEXEC) == -1)
+	if (pipe2(in, O_CLOEXEC) == -1 || pipe2(out, O_CLOEXEC) == -1 ||
+	    pipe2(err, O_CLOEXEC) == -1)
 		fatal("pipe2");
 	if ((h->server = fork()) == -1)
 		fatal("fork");
 	if (h->server == 0) {
 		/* dup2 over the channel's 0 and 1: the server never holds it */
-		if (dup2(in[0], 0) == -1 || dup2(out[1], 1) == -1)
+		if (dup2(in[0], 0) == -1 || dup2(out[1], 1) == -1 || dup2(err[1], 2) == -1)
 			_exit(126);
 		sigprocmask(SIG_SETMASK, old, NULL);
 		execvp(argv[0], argv);
@@ -179,10 +194,15 @@ host_spawn(struct host *h, char **argv, const sigset_t *old)
 	}
 	close(in[0]);
 	close(out[1]);
+	close(err[1]);
 	h->to_srv = in[1];
 	h->from_srv = out[0];
+	h->from_err = err[0];
+	h->log = HOST_LOG;
 	if (fcntl(h->to_srv, F_SETFL, O_NONBLOCK) == -1 ||
 	    fcntl(h->from_srv, F_SETFL, O_NONBLOCK) == -1 ||
+	    fcntl(h->from_err, F_SETFL, O_NONBLOCK) == -1 ||
+	    fcntl(HOST_LOG, F_SETFL, fcntl(HOST_LOG, F_GETFL) | O_NONBLOCK) == -1 ||
 	    fcntl(HOST_CHAN_IN, F_SETFL, fcntl(HOST_CHAN_IN, F_GETFL) | O_NONBLOCK) == -1)
 		fatal("O_NONBLOCK");
 }
@@ -347,6 +367,73 @@ host_from_server(struct host *h)
 		shutdown(h->cout, SHUT_WR);
 }
 
+/* ---- the server's stderr, to the log ------------------------------------------ */
+
+static void
+host_to_log(struct host *h)
+{
+	ssize_t n;
+
+	while (h->eoff < h->elen && h->log != -1) {
+		n = write(h->log, h->eptr + h->eoff, h->elen - h->eoff);
+		if (n > 0) {
+			h->eoff += (size_t)n;
+			continue;
+		}
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && errno == EAGAIN)
+			return;
+		h->log = -1; /* nobody reads it: dropped from now on */
+	}
+	h->elen = h->eoff = 0;
+	relay_sent(&h->err);
+}
+
+/* What the stderr relay has ready (flush: an unfinished line that waited
+ * RELAY_LOG_IDLE_MS), to fd 2. */
+static void
+host_log_relay(struct host *h, size_t n, int eof, int flush)
+{
+	const char *p;
+	size_t len;
+
+	while (h->elen == 0) {
+		len = flush ? relay_flush(&h->err, &p) : relay_filled(&h->err, n, eof, &p);
+		if (len == 0)
+			break;
+		h->eptr = p;
+		h->elen = len;
+		h->eoff = 0;
+		host_to_log(h);
+		n = 0;
+		if (!eof)
+			break;
+	}
+	h->err_idle = h->err.len > 0 && !flush ? host_now_ms() + RELAY_LOG_IDLE_MS : 0;
+}
+
+static void
+host_from_err(struct host *h)
+{
+	char *p;
+	size_t room;
+	ssize_t n;
+
+	if ((room = relay_space(&h->err, &p)) == 0)
+		return;
+	n = read(h->from_err, p, room);
+	if (n == -1 && (errno == EINTR || (errno == EAGAIN && !h->gone)))
+		return;
+	if (n > 0) {
+		host_log_relay(h, (size_t)n, 0, 0);
+		if (!h->gone || (h->err_drained += (size_t)n) < HOST_DRAIN_MAX)
+			return;
+	}
+	host_close(&h->from_err);
+	host_log_relay(h, 0, 1, 0);
+}
+
 /* ---- signals ----------------------------------------------------------------- */
 
 static void
@@ -377,25 +464,32 @@ host_signal(struct host *h)
 
 /* ---- the loop ------------------------------------------------------------------ */
 
-enum { P_SIG, P_CIN, P_COUT, P_TOSRV, P_FROMSRV, P_N };
+enum { P_SIG, P_CIN, P_COUT, P_TOSRV, P_FROMSRV, P_FROMERR, P_LOG, P_N };
 
 __attribute__((noreturn)) static void
 host_loop(struct host *h)
 {
 	struct pollfd pf[P_N];
-	int64_t left;
+	int64_t now;
 	int timeout;
 
 	for (;;) {
-		if (h->gone && (h->cout == -1 || (h->srv_eof && h->olen == 0)))
+		if (h->gone && (h->cout == -1 || (h->srv_eof && h->olen == 0)) &&
+		    ((h->from_err == -1 && h->elen == 0) || h->log == -1))
 			_exit(h->status);
-		if (h->deadline != 0 && (left = h->deadline - host_now_ms()) <= 0)
+		now = host_now_ms();
+		if (h->deadline != 0 && h->deadline <= now)
 			_exit(h->gone ? h->status : 128 + SIGKILL);
-		timeout = h->deadline != 0 ? (int)(h->deadline - host_now_ms()) : -1;
-		if (timeout < -1)
-			timeout = 0;
+		if (h->err_idle != 0 && h->err_idle <= now && h->elen == 0)
+			host_log_relay(h, 0, 0, 1);
+		timeout = -1;
+		if (h->deadline != 0)
+			timeout = (int)(h->deadline - now);
+		if (h->err_idle != 0 && (timeout == -1 || h->err_idle - now < timeout))
+			timeout = h->err_idle > now ? (int)(h->err_idle - now) : 0;
 		/* the server is gone: read its output to the end without waiting */
-		if (h->gone && h->from_srv != -1 && h->olen == 0)
+		if (h->gone &&
+		    ((h->from_srv != -1 && h->olen == 0) || (h->from_err != -1 && h->elen == 0)))
 			timeout = 0;
 		memset(pf, 0, sizeof(pf));
 		pf[P_SIG] = (struct pollfd){h->sigfd, POLLIN, 0};
@@ -407,6 +501,10 @@ host_loop(struct host *h)
 		pf[P_TOSRV].events = POLLOUT;
 		pf[P_FROMSRV].fd = h->olen == 0 ? h->from_srv : -1;
 		pf[P_FROMSRV].events = POLLIN;
+		pf[P_FROMERR].fd = h->elen == 0 ? h->from_err : -1;
+		pf[P_FROMERR].events = POLLIN;
+		pf[P_LOG].fd = h->elen > h->eoff ? h->log : -1;
+		pf[P_LOG].events = POLLOUT;
 		if (poll(pf, P_N, timeout) == -1) {
 			if (errno == EINTR)
 				continue;
@@ -423,6 +521,11 @@ host_loop(struct host *h)
 		if (h->from_srv != -1 && h->olen == 0 &&
 		    ((pf[P_FROMSRV].fd != -1 && pf[P_FROMSRV].revents != 0) || h->gone))
 			host_from_server(h);
+		if (pf[P_LOG].fd != -1 && pf[P_LOG].revents != 0)
+			host_to_log(h);
+		if (h->from_err != -1 && h->elen == 0 &&
+		    ((pf[P_FROMERR].fd != -1 && pf[P_FROMERR].revents != 0) || h->gone))
+			host_from_err(h);
 	}
 }
 
@@ -447,7 +550,8 @@ sandbox_mcp_main(char **argv)
 	h.cin = HOST_CHAN_IN;
 	h.cout = HOST_CHAN_OUT;
 	host_read_secrets(&h);
-	if (relay_init(&h.out, RELAY_CAP, (size_t)max, h.sec, h.nsec, err, sizeof(err)) == -1)
+	if (relay_init(&h.out, RELAY_CAP, (size_t)max, h.sec, h.nsec, err, sizeof(err)) == -1 ||
+	    relay_init(&h.err, RELAY_CAP, SIZE_MAX / 4, h.sec, h.nsec, err, sizeof(err)) == -1)
 		fatalx("the relay: %s", err);
 	/* set by the supervisor's sandbox builder, whose environment this is */
 	network = getenv("AGRIPPA_EGRESS") != NULL;

@@ -155,11 +155,25 @@ relay_cut_at(struct relay *r, size_t lstart, const char **out)
 	return cutpos;
 }
 
+/* buf[0..e) goes (redacted), the rest of the unfinished line stays. */
+static size_t
+relay_emit(struct relay *r, size_t e, const char **out)
+{
+	size_t tail;
+
+	*out = relay_redact(r, r->len, e, &tail);
+	r->taken = e;
+	r->next_sent = r->sent + e;
+	r->next_carry = tail;
+	r->pending = 1;
+	return e;
+}
+
 size_t
 relay_filled(struct relay *r, size_t n, int eof, const char **out)
 {
 	const char *nl;
-	size_t p = r->len, lstart = 0, end = 0, tail, e;
+	size_t p = r->len, lstart = 0, end = 0, tail;
 
 	*out = NULL;
 	if (r->pending || r->cut)
@@ -186,13 +200,27 @@ relay_filled(struct relay *r, size_t n, int eof, const char **out)
 	if (r->len < r->cap)
 		return 0; /* an unfinished line that fits: wait for its end */
 	/* the window is one unfinished line: all but its last hold bytes go */
-	e = r->len - r->hold;
-	*out = relay_redact(r, r->len, e, &tail);
-	r->taken = e;
-	r->next_sent = r->sent + e;
-	r->next_carry = tail;
-	r->pending = 1;
-	return e;
+	return relay_emit(r, r->len - r->hold, out);
+}
+
+size_t
+relay_flush(struct relay *r, const char **out)
+{
+	const struct relay_secret *s;
+	size_t q, i;
+
+	*out = NULL;
+	if (r->pending || r->cut || r->len == 0)
+		return 0;
+	/* the first byte from which what is held could begin a secret */
+	for (q = r->len > r->hold ? r->len - r->hold : 0; q < r->len; q++)
+		for (i = 0; i < r->nsec; i++) {
+			s = &r->sec[i];
+			if (s->n >= RELAY_SECRET_MIN && r->len - q < s->n &&
+			    memcmp(r->buf + q, s->p, r->len - q) == 0)
+				return q > 0 ? relay_emit(r, q, out) : 0;
+		}
+	return relay_emit(r, r->len, out);
 }
 
 void

@@ -80,6 +80,14 @@ size_t relay_space(struct relay *r, char **p);
  */
 size_t relay_filled(struct relay *r, size_t n, int eof, const char **out);
 
+/*
+ * An unfinished line that has waited long enough (a log's): what of it can
+ * go now, as relay_filled's answer: all of it but the bytes from the first
+ * that could begin a secret (a secret's first bytes up to the end).  0 when
+ * nothing can.
+ */
+size_t relay_flush(struct relay *r, const char **out);
+
 /* The output relay_filled gave has been written. */
 void relay_sent(struct relay *r);
 

@@ -183,6 +183,8 @@ print('relay read the value %d times' % sum(b''.join(r).count(secret) for r in r
 # on a descriptor: found in its bytes joined, not in any one read
 print('relay read it split across reads %d times' % sum(
 	b''.join(r).count(secret) - sum(x.count(secret) for x in r) for r in relay.values()))
+log = b''.join(client.get(4, []))
+print('client read %d bytes of the server\'s stderr, %d with the value, masked %d' % (len(log), log.count(secret), log.count(b'*' * len(secret))))
 print('client read it anywhere:', any(secret in b''.join(r) for r in client.values()))
 PY
 	echo "# $name: $(tr '\n' ';' <"$T/$name.verdict")"
@@ -233,7 +235,13 @@ PROBE_JSON=$(printf '%s' "$PROBE" | python3 -c 'import json,sys; print(json.dump
 spec probe 10 "$PROBE_JSON" ',"env":{"API_TOKEN":"${credentials.token}"}'
 run_in "$CREDS" mcp add probe "$T/probe.json"
 expect 0 "mcp server probe version 1 added" "mcp add of a probing server"
-run mcp test probe
+if [ -n "$STRACE" ]; then
+	traced_test probe probe
+	check "its stderr (its environment) reached the client masked by the relay" grep -Eq "^client read [0-9]+ bytes of the server's stderr, 0 with the value, masked [1-9]" "$T/probe.verdict"
+	check "... and the client read the credential nowhere" grep -q "^client read it anywhere: False" "$T/probe.verdict"
+else
+	run mcp test probe
+fi
 expect 1 "PROBE-END" "a server that exits fails mcp test with its stderr tail"
 check "the server runs as the sandbox user (1000 inside)" has "UID:1000"
 check "the credential is in its environment, redacted in the output" has "ENV:API_TOKEN=\*\*\*\*\*\*\*\*"
