@@ -441,6 +441,9 @@ main(int argc, char *argv[])
 	unsigned long ms;
 
 	M.t0 = now_us();
+#ifdef AGRIPPA_SANITIZE
+	lsan_skip_if_traced(); /* (a tracer attaches at the fork, before this) */
+#endif
 	log_init(1, 0, 0);
 	log_procinit("mcpc");
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
@@ -512,8 +515,5 @@ main(int argc, char *argv[])
 	json_decref(M.args);
 	json_decref(M.first);
 	free(M.us);
-#ifdef AGRIPPA_SANITIZE
-	lsan_skip_if_traced();
-#endif
 	return M.status;
 }
