@@ -13,8 +13,12 @@
 # first process (agrippa-sandbox mcp) starts the server on pipes and relays
 # its lines, every credential value masked; the client is agrippa-mcpc, the
 # runner's own MCP client code (runner/mcp.c), on the other end of the
-# channel.  The peer: bench/mcp/sdk.mjs, @modelcontextprotocol/sdk's Client
-# and StdioClientTransport, the server its child on two pipes.
+# channel.  The sandbox has the daemon's default limits (sandbox.cpu: one
+# CPU's worth per 100 ms for the server and its relay together), as a run's
+# would.  The peer: bench/mcp/sdk.mjs, @modelcontextprotocol/sdk's Client
+# and StdioClientTransport, the server its child on two pipes, unlimited.
+# On a loaded machine the figures spread (the load average is printed before
+# and after): ours has one process more on the path, the relay, to schedule.
 #
 # The figures, each beside its peer:
 #   round trip  BENCH_MCP_CALLS (default 1,000) calls of the server's echo
