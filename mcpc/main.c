@@ -28,9 +28,8 @@
  *   - exit 1: one line of text, why the server failed, then the tail of its
  *     stderr (the last MCPC_TAIL_MAX bytes, control characters made '?').
  * The supervisor redacts the server's credentials from either again before
- * the operator sees it (what the server wrote on stderr, which the relay
- * does not carry, is masked there only).  Closing fd 3 on exit is the
- * server's EOF.
+ * the operator sees it (the relay masked them in the server's stdout and
+ * stderr already).  Closing fd 3 on exit is the server's EOF.
  */
 #include <sys/prctl.h>
 
