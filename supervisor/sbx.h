@@ -38,8 +38,8 @@ typedef void (*sbx_done_cb)(struct sbx *s, int status, void *arg);
  * LINE_MAX COMMAND..." (sandbox/mcphost.c), which loads the seccomp
  * filter, starts the server on pipes of its own and relays its stdin and
  * stdout lines to and from the sandbox's end of the channel, the server's
- * output redacted for secrets[] and cut at line_max; the server's stderr
- * is a pipe of its own (sbx_take_stderr).  Nothing is written on the
+ * output redacted for secrets[] and cut at line_max, and its stderr,
+ * redacted too, to a pipe of its own (sbx_take_stderr).  Nothing is written on the
  * channel by the supervisor: its other end speaks MCP, not IPC.  The
  * secrets reach the relay on a memfd (never its environment), made in the
  * sandbox's first process from its copy of the caller's memory.
