@@ -10,7 +10,9 @@
 # bench/ui (the dashboard in chromium; BENCH_UI=0 skips it) and
 # bench/egress (the egress proxy beside direct connections: throughput,
 # a new tunnel's latency, memory with 1,000 idle tunnels; BENCH_EGRESS=0
-# skips it), each starting its own daemon.
+# skips it) and bench/mcp (a stdio MCP server in its sandbox beside the
+# TypeScript SDK's client on the server's stdio: a tool call's round trip,
+# start-up; BENCH_MCP=0 skips it), each starting its own daemon.
 set -eu
 BUILD=${1:-build}
 ROOT=$(pwd)
@@ -97,4 +99,11 @@ if [ "${BENCH_EGRESS:-1}" = 0 ]; then
 	echo "egress: skipped (BENCH_EGRESS=0)"
 else
 	sh bench/egress/run.sh "$BUILD"
+fi
+echo
+echo "MCP servers:"
+if [ "${BENCH_MCP:-1}" = 0 ]; then
+	echo "mcp: skipped (BENCH_MCP=0)"
+else
+	sh bench/mcp/run.sh "$BUILD"
 fi

@@ -59,7 +59,7 @@ static const struct ctl_cmd cmds[] = {
 	{ "mcp add", 2, 2, "mcp add NAME SPEC  (credentials on standard input)" },
 	{ "mcp list", 0, 0, "mcp list" },
 	{ "mcp show", 1, 2, "mcp show NAME [VERSION]" },
-	{ "mcp test", 1, 2, "mcp test NAME [VERSION]" },
+	{ "mcp test", 1, 8, "mcp test [-c TOOL [-a ARGS] [-n COUNT]] NAME [VERSION]" },
 	{ "grant add", 3, 3, "grant add PROJECT skill|mcp NAME" },
 	{ "grant remove", 3, 3, "grant remove PROJECT skill|mcp NAME" },
 	{ "grant list", 1, 1, "grant list PROJECT" },
@@ -366,6 +366,33 @@ mcp_test_data(json_t *data)
 		json_decref(res);
 }
 
+/* mcp test -c: the calls' count and times, then the first result's text
+ * (the client made its control characters but newline and tab '?'). */
+static void
+print_mcp_call(json_t *call)
+{
+	json_t *us = json_object_get(call, "us");
+	json_int_t count = json_integer_value(json_object_get(call, "count"));
+	json_int_t errors = json_integer_value(json_object_get(call, "errors"));
+	const char *tool = json_string_value(json_object_get(call, "tool"));
+	const char *text = json_string_value(json_object_get(call, "text"));
+#define US(k) ((double)json_integer_value(json_object_get(us, k)) / 1000.0)
+
+	if (count == 1)
+		printf("%s: %s in %.3f ms\n", tool != NULL ? tool : "?",
+		    errors > 0 ? "an error" : "a result", US("median"));
+	else
+		printf("%s: %lld calls, %lld with an error; per call (ms): median %.3f, min %.3f, "
+		       "p90 %.3f, p99 %.3f, max %.3f\n",
+		    tool != NULL ? tool : "?", (long long)count, (long long)errors, US("median"),
+		    US("min"), US("p90"), US("p99"), US("max"));
+#undef US
+	printf("%s%s\n", json_is_true(json_object_get(call, "is_error")) ? "error: " : "",
+	    text != NULL ? text : "");
+	if (json_is_true(json_object_get(call, "cut")))
+		printf("(the result is cut here)\n");
+}
+
 /* One line per tool: its name, then its description's first line (the
  * client made its control characters '?'), then what was left out. */
 static void
@@ -390,10 +417,61 @@ print_mcp_test(json_t *data)
 
 		printf("%s%*s  %s\n", nm, (int)(w - text_width(nm)), "", d != NULL ? d : "");
 	}
+	if (json_is_object(json_object_get(data, "call"))) {
+		print_mcp_call(json_object_get(data, "call"));
+		return;
+	}
 	if (dropped > 0)
 		printf("(%lld dropped by the client's caps)\n", (long long)dropped);
 	if (listed - dropped > shown)
 		printf("(%lld more not shown)\n", (long long)(listed - dropped - shown));
+}
+
+/*
+ * mcp test [-c TOOL [-a ARGS] [-n COUNT]] NAME [VERSION] (argv[0] is
+ * "test"): out[] gets what the daemon takes, NAME and VERSION as given, or
+ * with -c NAME, VERSION ("" for the latest), TOOL, ARGS ("{}" without -a)
+ * and COUNT ("1" without -n); the daemon checks them.  Returns their
+ * number; exits 2 with the usage when the words do not fit.
+ */
+static int
+mcp_test_args(int argc, char **argv, char *out[5])
+{
+	char *tool = NULL, *args = NULL, *count = NULL;
+	int ch;
+
+	optind = 1;
+	while ((ch = getopt(argc, argv, "+c:a:n:")) != -1) {
+		switch (ch) {
+		case 'c':
+			tool = optarg;
+			break;
+		case 'a':
+			args = optarg;
+			break;
+		case 'n':
+			count = optarg;
+			break;
+		default:
+			usage();
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (tool == NULL && (args != NULL || count != NULL)) {
+		fprintf(stderr, "agrippactl: mcp test: -a and -n go with -c\n");
+		usage();
+	}
+	if (argc < 1 || argc > 2)
+		usage();
+	out[0] = argv[0];
+	out[1] = argc > 1 ? argv[1] : "";
+	if (tool == NULL)
+		return argc;
+	out[2] = tool;
+	out[3] = args != NULL ? args : "{}";
+	out[4] = count != NULL ? count : "1";
+	return 5;
 }
 
 static int
@@ -438,7 +516,7 @@ main(int argc, char *argv[])
 	struct ipc_ctl_reply r;
 	struct ipc_wbuf w;
 	struct ipc_msg m;
-	char path[PATH_MAX], secret[CTL_SECRET_MAX + 2];
+	char path[PATH_MAX], secret[CTL_SECRET_MAX + 2], *mt[5], **args;
 	ssize_t secretlen = -1;
 	int ch, json = 0, fd, nargs, i, rv, words = 0;
 	size_t k;
@@ -472,6 +550,11 @@ main(int argc, char *argv[])
 	if (cmd == NULL || nargs < cmd->minargs || nargs > cmd->maxargs)
 		usage();
 	argv += words - 1; /* argv[1 .. nargs] are the arguments */
+	args = argv + 1;
+	if (strcmp(cmd->name, "mcp test") == 0) {
+		nargs = mcp_test_args(nargs + 1, argv, mt);
+		args = mt;
+	}
 	if (strcmp(cmd->name, "template load") == 0 && abs_path(argv, 1, path) == -1)
 		return 1;
 	if ((strcmp(cmd->name, "skill add") == 0 || strcmp(cmd->name, "mcp add") == 0) &&
@@ -494,7 +577,7 @@ main(int argc, char *argv[])
 	for (i = 0; i < nargs; i++) {
 		if (i == cmd->minargs && secretlen >= 0)
 			ipc_put_strn(&w, secret, (size_t)secretlen);
-		ipc_put_str(&w, argv[1 + i]);
+		ipc_put_str(&w, args[i]);
 	}
 	if (nargs == cmd->minargs && secretlen >= 0)
 		ipc_put_strn(&w, secret, (size_t)secretlen);

@@ -6,7 +6,8 @@
 
 #define CTL_DEFAULT_SOCKET "/run/agrippad.sock"
 #define CTL_TIMEOUT_MS 30000
-#define CTL_MCP_TEST_TIMEOUT_MS 720000 /* startup_timeout's maximum and the listing */
+#define CTL_MCP_TEST_TIMEOUT_MS 4320000 /* startup_timeout's and call_timeout's maximum
+                                          and the listing */
 #define CTL_MAX_FRAME (1024 * 1024)
 
 /* conn.c: connect to the control socket at path; exits 2 when it cannot. */

@@ -8,8 +8,8 @@
  * starts in a fraction of the time.  The supervisor executes it from the
  * directory agrippad runs from.  It takes no arguments: everything comes in
  * SBX_HELLO on fd 3.  In a stdio MCP server's sandbox it is started as
- * "agrippa-sandbox mcp COMMAND..." instead, and hosts that server
- * (sandbox/mcphost.c).
+ * "agrippa-sandbox mcp LINE_MAX COMMAND..." instead, and hosts that
+ * server and relays its output (sandbox/mcphost.c).
  */
 #include <stdio.h>
 #include <string.h>

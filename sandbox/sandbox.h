@@ -28,7 +28,7 @@ struct tools {
 
 /* sandbox.c */
 __attribute__((noreturn)) void sandbox_main(void);
-/* mcphost.c: "agrippa-sandbox mcp COMMAND..." (an MCP server's sandbox) */
+/* mcphost.c: "agrippa-sandbox mcp LINE_MAX COMMAND..." (an MCP server's sandbox) */
 __attribute__((noreturn)) void sandbox_mcp_main(char **argv);
 /* Send a terminal SBX_RESULT without data.  The channel's failure is fatal. */
 void tools_reply_error(struct tools *t, uint64_t id, int code, const char *msg);

@@ -294,7 +294,7 @@ static const struct {
 	{ "mcp add", ctl_admin, "mcp add NAME SPEC (credentials on standard input)" },
 	{ "mcp list", ctl_admin, "mcp list" },
 	{ "mcp show", ctl_admin, "mcp show NAME [VERSION]" },
-	{ "mcp test", ctl_admin, "mcp test NAME [VERSION]" },
+	{ "mcp test", ctl_admin, "mcp test [-c TOOL [-a ARGS] [-n COUNT]] NAME [VERSION]" },
 	{ "grant add", ctl_admin, "grant add PROJECT skill|mcp NAME" },
 	{ "grant remove", ctl_admin, "grant remove PROJECT skill|mcp NAME" },
 	{ "grant list", ctl_admin, "grant list PROJECT" },

@@ -1149,6 +1149,75 @@ prep_mcp_show(struct admin_req *r, struct admin_args *a, char *err, size_t sz)
 	return 0;
 }
 
+/*
+ * mcp test NAME [VERSION [TOOL ARGS COUNT]], as agrippactl sends
+ * "mcp test [-c TOOL [-a ARGS] [-n COUNT]] NAME [VERSION]": VERSION "" for
+ * the latest.  The call's parts in *call when given (borrowed from r), each
+ * checked: 0, or -1 with err naming the option.
+ */
+static int
+mcp_test_call(struct admin_req *r, struct mcptest_call *call, char *err, size_t sz)
+{
+	json_error_t jerr;
+	json_t *args;
+	size_t i, n;
+	long count;
+
+	if (r->argc != 1 && r->argc != 2 && r->argc != 5) {
+		snprintf(err, sz, "mcp test: NAME [VERSION [TOOL ARGS COUNT]] expected");
+		return -1;
+	}
+	if (r->argc > 1 && r->argv[1][0] != '\0' && number_in(r->argv[1], 1, 999999999) == -1) {
+		snprintf(err, sz, "mcp test: VERSION must be a number from 1 to 999999999");
+		return -1;
+	}
+	if (r->argc < 5) {
+		call->tool = NULL;
+		return 0;
+	}
+	n = strlen(r->argv[2]);
+	for (i = 0; i < n && (unsigned char)r->argv[2][i] > 0x20 && r->argv[2][i] != 0x7f; i++)
+		;
+	if (n == 0 || n > 128 || i < n) {
+		snprintf(err, sz, "mcp test: -c: TOOL must be 1 to 128 printable characters "
+		    "without spaces");
+		return -1;
+	}
+	if ((args = json_loads(r->argv[3], JSON_REJECT_DUPLICATES, &jerr)) == NULL ||
+	    !json_is_object(args)) {
+		if (args == NULL)
+			snprintf(err, sz, "mcp test: -a: ARGS is not JSON: %.200s (line %d, column %d)",
+			    jerr.text, jerr.line, jerr.column);
+		else
+			snprintf(err, sz, "mcp test: -a: ARGS must be a JSON object");
+		json_decref(args);
+		return -1;
+	}
+	json_decref(args);
+	if ((count = number_in(r->argv[4], 1, MCPTEST_COUNT_MAX)) == -1) {
+		snprintf(err, sz, "mcp test: -n: COUNT must be a number from 1 to %d",
+		    MCPTEST_COUNT_MAX);
+		return -1;
+	}
+	*call = (struct mcptest_call){ r->argv[2], r->argv[3], (unsigned)count };
+	return 0;
+}
+
+static int
+prep_mcp_test(struct admin_req *r, struct admin_args *a, char *err, size_t sz)
+{
+	struct mcptest_call call;
+
+	if (check_resource(r, 0, err, sz) == -1 || mcp_test_call(r, &call, err, sz) == -1)
+		return -1;
+	arg_str(a, r->argv[0]);
+	if (r->argc > 1 && r->argv[1][0] != '\0')
+		arg_uint(a, (uint64_t)number_in(r->argv[1], 1, 999999999));
+	else
+		arg_nil(a);
+	return 0;
+}
+
 /* grant add|remove PROJECT skill|mcp NAME */
 static int
 prep_grant(struct admin_req *r, struct admin_args *a, char *err, size_t sz)
@@ -1455,12 +1524,13 @@ done_mcp_test(struct admin_req *r, PGresult *res)
 {
 	struct mcp_forbidden fb;
 	struct mcpspec_ctx ctx;
+	struct mcptest_call call;
 	unsigned char *creds = NULL;
 	size_t clen = 0;
 	char err[ADMIN_MSG_MAX - 128];
 
 	if (PQntuples(res) != 1) {
-		if (r->argc > 1)
+		if (r->argc > 1 && r->argv[1][0] != '\0')
 			admin_reply(r, 1, "mcp test: mcp server %s has no version %s", r->argv[0],
 			    r->argv[1]);
 		else
@@ -1477,8 +1547,10 @@ done_mcp_test(struct admin_req *r, PGresult *res)
 	mcp_forbidden_paths(&fb);
 	ctx = (struct mcpspec_ctx){ .flags = MCPSPEC_F_RESOLVE, .forbidden = fb.p,
 		.nforbidden = fb.n };
+	if (mcp_test_call(r, &call, err, sizeof(err)) == -1) /* checked at prep */
+		fatalx("mcp test: %s", err);
 	r->mcptest = mcptest_start(r->argv[0], PQgetvalue(res, 0, 1), (const char *)creds, clen,
-	    &ctx, mcp_test_done, r, err, sizeof(err));
+	    &ctx, call.tool != NULL ? &call : NULL, mcp_test_done, r, err, sizeof(err));
 	if (creds != NULL)
 		sodium_free(creds);
 	if (r->mcptest == NULL) {
@@ -1549,7 +1621,7 @@ static const struct admin_cmd admin_cmds[] = {
 	{ "mcp add", "ctl_mcp_add", 2, 3, prep_mcp_add, done_mcp_add, ADMIN_F_SECRET },
 	{ "mcp list", "ctl_mcp_list", 0, 0, prep_none, NULL, 0 },
 	{ "mcp show", "ctl_mcp_show", 1, 2, prep_mcp_show, done_mcp_show, 0 },
-	{ "mcp test", "ctl_mcp_test", 1, 2, prep_mcp_show, done_mcp_test, 0 },
+	{ "mcp test", "ctl_mcp_test", 1, 5, prep_mcp_test, done_mcp_test, 0 },
 	{ "grant add", "ctl_grant_add", 3, 3, prep_grant, done_grant_add, 0 },
 	{ "grant remove", "ctl_grant_remove", 3, 3, prep_grant, done_grant_remove, 0 },
 	{ "grant list", "ctl_grant_list", 1, 1, prep_project, NULL,

@@ -42,6 +42,7 @@
 #include "common/mcpspec.h"
 #include "ipc/ipc.h"
 #include "ipc/ipc_msg.h"
+#include "runner/mcp.h"
 #include "supervisor/db.h"
 #include "supervisor/sbx.h"
 #include "supervisor/secret.h"
@@ -159,6 +160,39 @@ ms_sbx_done(struct sbx *sbx, int status, void *arg)
 	ms_free_if_done(s);
 }
 
+/* The values the server's sandbox masks in what the server writes
+ * (sandbox/relay.h): copies in sodium_malloc memory, freed after the
+ * sandbox is made. */
+#define MS_SECRETS_MAX (MCP_CREDS_KEYS_MAX + 1)
+struct ms_secrets {
+	unsigned char *p[MS_SECRETS_MAX];
+	size_t len[MS_SECRETS_MAX];
+	size_t n;
+};
+
+static void
+ms_secret(const char *p, size_t n, void *arg)
+{
+	struct ms_secrets *sec = arg;
+
+	if (sec->n >= MS_SECRETS_MAX || n == 0 || memchr(p, '\n', n) != NULL)
+		return;
+	if ((sec->p[sec->n] = sodium_malloc(n)) == NULL)
+		fatalx("out of memory");
+	memcpy(sec->p[sec->n], p, n);
+	sec->len[sec->n++] = n;
+}
+
+static void
+ms_secrets_free(struct ms_secrets *sec)
+{
+	size_t i;
+
+	for (i = 0; i < sec->n; i++)
+		sodium_free(sec->p[i]); /* wipes it */
+	sec->n = 0;
+}
+
 /* The pinned row is here: the server's sandbox, and its descriptors to
  * the runner. */
 static void
@@ -171,6 +205,7 @@ ms_build(struct mserver *s, PGresult *res)
 	struct sbx_mcp m;
 	struct sbx_req req;
 	struct ipc_wbuf w;
+	struct ms_secrets sec = { .n = 0 };
 	unsigned char *ctext = NULL;
 	size_t clen = 0;
 	char why[512], err[IPC_ERRMSG_MAX - 128], **env = NULL;
@@ -230,8 +265,12 @@ ms_build(struct mserver *s, PGresult *res)
 	default:
 		req.network = 1;
 	}
+	if (ctext != NULL)
+		mcp_creds_secrets((const char *)ctext, clen, ms_secret, &sec);
 	m = (struct sbx_mcp){ .argv = (char *const *)spec->argv, .env = env,
-		              .paths = spec->paths, .npaths = spec->npaths };
+		              .paths = spec->paths, .npaths = spec->npaths,
+		              .secrets = (const unsigned char *const *)sec.p, .secretlen = sec.len,
+		              .nsecrets = sec.n, .line_max = MCP_LINE_MAX_DEFAULT };
 	if (spec->workspace != MCPSPEC_WS_NONE) {
 		req.workspace = s->ws;
 		req.trusted = 1;
@@ -244,6 +283,7 @@ ms_build(struct mserver *s, PGresult *res)
 	s->sbx = sbx_create(&req, &io, err, sizeof(err));
 	mcp_server_env_free(env);
 	env = NULL;
+	ms_secrets_free(&sec);
 	if (s->sbx == NULL) {
 		if (s->egress[0] != '\0')
 			egress_runs_end(s->egress);
@@ -276,6 +316,7 @@ ms_build(struct mserver *s, PGresult *res)
 	proc_send(s->runner, &w, io);
 	close(io);
 out:
+	ms_secrets_free(&sec);
 	mcp_server_env_free(env);
 	mcp_creds_free(creds);
 	if (ctext != NULL)

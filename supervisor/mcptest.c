@@ -1,18 +1,22 @@
 /*
- * agrippactl mcp test NAME [VERSION] (agrippactl(8)): start a stdio MCP
- * server as a run would, list its tools, stop it.
+ * agrippactl mcp test [-c TOOL [-a ARGS] [-n COUNT]] NAME [VERSION]
+ * (agrippactl(8)): start a stdio MCP server as a run would, list its tools
+ * (and call one, COUNT times, timing each call), stop it.
  *
  * The supervisor opens the server's credentials, expands its env with
  * them (mcpspec_expand) and builds its sandbox (sbx.c, a struct sbx_mcp):
  * the server's own environment is the only place the credentials go.  It
  * never speaks to the server: the supervisor is privileged and the server's
- * bytes are hostile.  The MCP client is agrippa-mcpc (mcpc/main.c), a
+ * bytes are hostile, and no more does the client read a credential: the
+ * server's sandbox relays its output with every credential value masked
+ * (sandbox/mcphost.c), which is why the values go to the sandbox builder
+ * too.  The MCP client is agrippa-mcpc (mcpc/main.c), a
  * transient tool (transient.c) running as the service user with no
  * capability and no secret, holding the client's end of the server's
  * stdio socket and the read end of its stderr; what it prints (the tools
  * as JSON, or why the server failed with its stderr's tail) comes back as
  * text, which the supervisor does not parse either: it redacts every
- * credential of the server from it, byte for byte, and hands it on.
+ * credential of the server from it again, byte for byte, and hands it on.
  *
  * When the client is done (it closed its end: the server's EOF), the
  * sandbox is stopped: SIGTERM MCPTEST_GRACE_MS later if the server has not
@@ -30,11 +34,13 @@
 
 #include "common/log.h"
 #include "common/mcpspec.h"
+#include "runner/mcp.h"
 #include "supervisor/sbx.h"
 #include "supervisor/supervisor.h"
 
 #define MCPTEST_GRACE_MS 2000    /* EOF to SIGTERM, SIGTERM to SIGKILL */
-#define MCPTEST_SLACK_MS 90000   /* beyond startup_timeout: the client's listing */
+#define MCPTEST_SLACK_MS 90000   /* beyond startup_timeout (and call_timeout, which
+                                    bounds the calls): the client's listing */
 #define MCPTEST_SECRETS_MAX (MCP_CREDS_KEYS_MAX + 1)
 
 struct mcptest {
@@ -46,6 +52,11 @@ struct mcptest {
 	unsigned char *secret[MCPTEST_SECRETS_MAX]; /* sodium_malloc */
 	size_t secretlen[MCPTEST_SECRETS_MAX];
 	size_t nsecrets;
+	/* those the server's relay masks in its output before the client
+	 * reads it: each value (the whole text too when it is one line) */
+	const unsigned char *relay[MCPTEST_SECRETS_MAX];
+	size_t relaylen[MCPTEST_SECRETS_MAX];
+	size_t nrelay;
 	mcptest_cb cb;
 	void *arg;
 };
@@ -60,7 +71,12 @@ mt_secret(const char *p, size_t n, void *arg)
 	if ((t->secret[t->nsecrets] = sodium_malloc(n)) == NULL)
 		fatalx("out of memory");
 	memcpy(t->secret[t->nsecrets], p, n);
-	t->secretlen[t->nsecrets++] = n;
+	t->secretlen[t->nsecrets] = n;
+	if (memchr(p, '\n', n) == NULL) {
+		t->relay[t->nrelay] = t->secret[t->nsecrets];
+		t->relaylen[t->nrelay++] = n;
+	}
+	t->nsecrets++;
 }
 
 static void
@@ -70,7 +86,7 @@ mt_forget_secrets(struct mcptest *t)
 
 	for (i = 0; i < t->nsecrets; i++)
 		sodium_free(t->secret[i]);
-	t->nsecrets = 0;
+	t->nsecrets = t->nrelay = 0;
 }
 
 static void
@@ -182,15 +198,16 @@ mcp_server_env_free(char **env)
 
 struct mcptest *
 mcptest_start(const char *name, const char *spec_text, const char *creds_text, size_t credslen,
-              const struct mcpspec_ctx *ctx, mcptest_cb cb, void *arg, char *err, size_t errsz)
+              const struct mcpspec_ctx *ctx, const struct mcptest_call *call, mcptest_cb cb,
+              void *arg, char *err, size_t errsz)
 {
 	struct mcptest *t = NULL;
 	struct mcp_creds *creds = NULL;
 	struct mcpspec *s;
 	struct sbx_mcp m;
 	struct sbx_req req;
-	char why[512], ms[16], **env = NULL;
-	const char *args[3];
+	char why[512], ms[16], count[16], callms[16], **env = NULL;
+	const char *args[7];
 	struct timeval tv;
 	int io = -1, serr = -1;
 
@@ -233,7 +250,9 @@ mcptest_start(const char *name, const char *spec_text, const char *creds_text, s
 	if (creds_text != NULL)
 		mcp_creds_secrets(creds_text, credslen, mt_secret, t);
 	m = (struct sbx_mcp){ .argv = (char *const *)s->argv, .env = env, .paths = s->paths,
-		              .npaths = s->npaths };
+		              .npaths = s->npaths, .secrets = (const unsigned char *const *)t->relay,
+		              .secretlen = t->relaylen, .nsecrets = t->nrelay,
+		              .line_max = MCP_LINE_MAX_DEFAULT };
 	/* a run's workspace only for a run: here a fresh, empty one, read-only
 	 * for workspace: read */
 	req = (struct sbx_req){ .workspace = NULL, .readonly = s->workspace == MCPSPEC_WS_READ,
@@ -254,7 +273,17 @@ mcptest_start(const char *name, const char *spec_text, const char *creds_text, s
 	args[0] = name;
 	args[1] = ms;
 	args[2] = NULL;
-	tv.tv_sec = s->startup_timeout + MCPTEST_SLACK_MS / 1000;
+	if (call != NULL) {
+		snprintf(count, sizeof(count), "%u", call->count);
+		snprintf(callms, sizeof(callms), "%u", s->call_timeout * 1000);
+		args[2] = call->tool;
+		args[3] = call->args;
+		args[4] = count;
+		args[5] = callms;
+		args[6] = NULL;
+	}
+	tv.tv_sec = s->startup_timeout + MCPTEST_SLACK_MS / 1000 +
+	    (call != NULL ? s->call_timeout : 0);
 	tv.tv_usec = 0;
 	if ((t->limit = evtimer_new(sup.base, mt_limit, t)) == NULL || evtimer_add(t->limit, &tv))
 		fatalx("mcp test: evtimer");

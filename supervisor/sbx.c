@@ -21,6 +21,7 @@
  * also dies with the supervisor (PR_SET_PDEATHSIG).
  */
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -54,6 +55,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "runner/mcp.h"
 #include "supervisor/sbx.h"
 #include "supervisor/supervisor.h"
 
@@ -62,6 +64,8 @@
 #define SBX_INNER_ID 1000        /* the sandbox user's uid and gid inside */
 #define SBX_NEWROOT "/tmp"       /* mount point of the new root, in the child's namespace */
 #define SBX_EGRESS_PORT 3128     /* where the proxy variables point (sandbox/exec.c) */
+#define SBX_MCP_SECRETS_MAX 64   /* an MCP server's values to redact (sandbox/relay.h) */
+#define SBX_MCP_SECRET_MAX 8192
 
 struct sbx {
 	char id[IPC_SBX_ID_MAX + 1];
@@ -119,6 +123,7 @@ struct sbx_child {
 	int serrw;    /* an MCP server: write end of its stderr pipe, or -1 */
 	const struct sbx_mcp *mcp; /* an MCP server's sandbox, or NULL */
 	char **xargv, **xenv; /* an MCP server: the tool server's argv and environment */
+	char linemax[24];     /* an MCP server: its line cap, the relay's argument */
 	int devmode;
 	const struct conf_sandbox *lim;
 	struct sbx_launch l;
@@ -506,27 +511,59 @@ sbx_drop(const struct sbx_child *c)
 		sbx_fail(c, "no_new_privs", errno);
 }
 
+/* An MCP server's relay learns what to redact from a memfd: each secret
+ * as a 4-byte big-endian length and its bytes (sandbox/mcphost.c).
+ * Returns it, read from its start, above 9 and close-on-exec. */
+static int
+sbx_mcp_secrets(struct sbx_child *c)
+{
+	const struct sbx_mcp *m = c->mcp;
+	unsigned char len[4];
+	size_t i;
+	int fd, hi;
+
+	if ((fd = memfd_create("agrippa-mcp-redact", MFD_CLOEXEC)) == -1)
+		sbx_fail(c, "memfd", errno);
+	for (i = 0; i < m->nsecrets; i++) {
+		if (m->secretlen[i] < 4)
+			continue; /* too short to search for */
+		len[0] = (unsigned char)(m->secretlen[i] >> 24);
+		len[1] = (unsigned char)(m->secretlen[i] >> 16);
+		len[2] = (unsigned char)(m->secretlen[i] >> 8);
+		len[3] = (unsigned char)m->secretlen[i];
+		if (write(fd, len, 4) != 4 ||
+		    write(fd, m->secrets[i], m->secretlen[i]) != (ssize_t)m->secretlen[i])
+			sbx_fail(c, "the values to redact", errno != 0 ? errno : EIO);
+	}
+	if (lseek(fd, 0, SEEK_SET) == -1 || (hi = fcntl(fd, F_DUPFD_CLOEXEC, 10)) == -1)
+		sbx_fail(c, "the values to redact", errno);
+	close(fd);
+	return hi;
+}
+
 /* fd 0/1 /dev/null, 2 kept (the daemon's stderr or /dev/null), 3 the
  * channel; the executable and the error pipe above, close-on-exec. */
 static void
 sbx_fds(struct sbx_child *c)
 {
-	int nul, chan, bin, errw, serrw;
+	int nul, chan, bin, errw, serrw, red;
 
 	if (c->mcp != NULL) {
-		/* an MCP server: 0 and 1 the channel, 2 its stderr pipe */
+		/* an MCP server: 0 and 1 the channel, 2 its stderr pipe, 3 the
+		 * values its relay redacts */
 		if ((chan = fcntl(c->chan, F_DUPFD_CLOEXEC, 10)) == -1 ||
 		    (serrw = fcntl(c->serrw, F_DUPFD_CLOEXEC, 10)) == -1 ||
 		    (bin = fcntl(c->bin, F_DUPFD_CLOEXEC, 10)) == -1 ||
 		    (errw = fcntl(c->errw, F_DUPFD_CLOEXEC, 10)) == -1)
 			sbx_fail(c, "descriptors", errno);
 		c->errw = errw;
+		red = sbx_mcp_secrets(c);
 		if (dup2(chan, 0) == -1 || dup2(chan, 1) == -1 || dup2(serrw, 2) == -1 ||
-		    dup3(bin, 4, O_CLOEXEC) == -1 || dup3(errw, 5, O_CLOEXEC) == -1)
+		    dup2(red, 3) == -1 || dup3(bin, 4, O_CLOEXEC) == -1 ||
+		    dup3(errw, 5, O_CLOEXEC) == -1)
 			sbx_fail(c, "descriptors", errno);
 		c->errw = 5;
 		c->bin = 4;
-		close_range(3, 3, 0);
 		closefrom(6);
 		return;
 	}
@@ -1026,7 +1063,8 @@ sbx_env_has(char *const *env, size_t n, const char *e)
 }
 
 /*
- * An MCP server's tool server: argv "agrippa-sandbox mcp COMMAND...", and
+ * An MCP server's tool server: argv "agrippa-sandbox mcp LINE_MAX
+ * COMMAND...", its values to redact checked (sandbox/relay.h's limits), and
  * an environment of the server's own entries, then PATH, HOME and LANG
  * where the server sets none, the sandbox's markers, with a network the
  * proxy variables where the server sets none, and (sanitized builds) the
@@ -1056,15 +1094,29 @@ sbx_mcp_exec(struct sbx_child *c, int network, char *err, size_t errsz)
 		snprintf(err, errsz, "sandbox: the MCP server has no command");
 		return -1;
 	}
-	if ((c->xargv = calloc(na + 3, sizeof(char *))) == NULL ||
+	if (c->mcp->nsecrets > SBX_MCP_SECRETS_MAX) {
+		snprintf(err, errsz, "sandbox: more than %d values to redact", SBX_MCP_SECRETS_MAX);
+		return -1;
+	}
+	for (i = 0; i < c->mcp->nsecrets; i++)
+		if (c->mcp->secretlen[i] > SBX_MCP_SECRET_MAX ||
+		    memchr(c->mcp->secrets[i], '\n', c->mcp->secretlen[i]) != NULL) {
+			snprintf(err, errsz, "sandbox: a value to redact is over %d bytes or "
+			    "holds a newline", SBX_MCP_SECRET_MAX);
+			return -1;
+		}
+	snprintf(c->linemax, sizeof(c->linemax), "%zu",
+	    c->mcp->line_max != 0 ? c->mcp->line_max : (size_t)MCP_LINE_MAX_DEFAULT);
+	if ((c->xargv = calloc(na + 4, sizeof(char *))) == NULL ||
 	    (c->xenv = calloc(ne + 24, sizeof(char *))) == NULL) {
 		snprintf(err, errsz, "out of memory");
 		return -1;
 	}
 	c->xargv[0] = "agrippa-sandbox";
 	c->xargv[1] = "mcp";
+	c->xargv[2] = c->linemax;
 	for (i = 0; i < na; i++)
-		c->xargv[2 + i] = c->mcp->argv[i];
+		c->xargv[3 + i] = c->mcp->argv[i];
 	for (i = 0; i < ne; i++)
 		c->xenv[n++] = c->mcp->env[i];
 	for (i = 0; i < sizeof(dflt) / sizeof(dflt[0]); i++)

@@ -35,16 +35,27 @@ typedef void (*sbx_done_cb)(struct sbx *s, int status, void *arg);
 /*
  * A stdio MCP server's sandbox instead of a run's (DESIGN.md section 4.2):
  * built the same way, but its first process is "agrippa-sandbox mcp
- * COMMAND..." (sandbox/mcphost.c), which loads the seccomp filter and
- * starts the server with its stdin and stdout on the sandbox's end of the
- * channel and its stderr on a pipe of its own (sbx_take_stderr).  Nothing
- * is written on the channel: its other end speaks MCP, not IPC.
+ * LINE_MAX COMMAND..." (sandbox/mcphost.c), which loads the seccomp
+ * filter, starts the server on pipes of its own and relays its stdin and
+ * stdout lines to and from the sandbox's end of the channel, the server's
+ * output redacted for secrets[] and cut at line_max, and its stderr,
+ * redacted too, to a pipe of its own (sbx_take_stderr).  Nothing is written on the
+ * channel by the supervisor: its other end speaks MCP, not IPC.  The
+ * secrets reach the relay on a memfd (never its environment), made in the
+ * sandbox's first process from its copy of the caller's memory.
  */
 struct sbx_mcp {
 	char *const *argv; /* the command, NULL-terminated */
 	char *const *env;  /* NAME=value entries (credentials expanded), NULL-terminated */
 	const char *const *paths; /* host directories bound read-only at the same place */
 	size_t npaths;
+	/* the server's credential values, masked with '*' in its output: at
+	 * most 64, each 4 to 8192 bytes without '\n' (shorter ones are not
+	 * searched for); valid until sbx_create returns */
+	const unsigned char *const *secrets;
+	const size_t *secretlen;
+	size_t nsecrets;
+	size_t line_max; /* bytes of one line of its output; 0: MCP_LINE_MAX_DEFAULT */
 };
 
 struct sbx_req {

@@ -328,18 +328,28 @@ pid_t transient_start_exe(const char *exe, const char *name, const char *const a
 /* SIGCHLD: 1 when pid was a transient tool. */
 int transient_reaped(pid_t pid, int status);
 
-/* mcptest.c: agrippactl mcp test.  cb hears once: ok and the tools as the
- * client's JSON text, or not ok and why (the server's stderr tail in it),
- * its credentials redacted from either. */
+/* mcptest.c: agrippactl mcp test.  cb hears once: ok and the tools (and
+ * the call's result) as the client's JSON text, or not ok and why (the
+ * server's stderr tail in it), its credentials redacted from either. */
 struct mcptest;
 struct mcpspec_ctx;
 typedef void (*mcptest_cb)(void *arg, int ok, const char *text);
+/* mcp test -c: the tool, its arguments (a JSON object's text, checked)
+ * and how many calls (1 to MCPTEST_COUNT_MAX), one after the other. */
+#define MCPTEST_COUNT_MAX 10000
+struct mcptest_call {
+	const char *tool;
+	const char *args;
+	unsigned count;
+};
 /* Start the server of the stored spec_text (checked again with ctx) with
- * its opened credentials (creds_text[0..credslen), or NULL) and its client.
+ * its opened credentials (creds_text[0..credslen), or NULL) and its client,
+ * which lists the tools and makes call (or NULL: none).
  * The test, or NULL with err set (nothing left running). */
 struct mcptest *mcptest_start(const char *name, const char *spec_text, const char *creds_text,
-                              size_t credslen, const struct mcpspec_ctx *ctx, mcptest_cb cb,
-                              void *arg, char *err, size_t errsz);
+                              size_t credslen, const struct mcpspec_ctx *ctx,
+                              const struct mcptest_call *call, mcptest_cb cb, void *arg,
+                              char *err, size_t errsz);
 /* Its requester is gone: cb is forgotten, the client killed, the sandbox stopped. */
 void mcptest_abandon(struct mcptest *t);
 /* A stdio server's environment: NAME=value entries with its credentials

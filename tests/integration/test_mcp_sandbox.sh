@@ -2,13 +2,22 @@
 # A stdio MCP server in a sandbox of its own, through agrippactl mcp test
 # against the real daemon: @modelcontextprotocol/server-everything (the
 # host's node from /usr, the package from tests/browser/node_modules bound
-# read-only through "paths") lists its tools; a server given a credential
-# through env has it in its environment alone (not in the daemon's log,
-# redacted from what mcp test shows); the server's sandbox cannot read the
+# read-only through "paths") lists its tools and answers calls (mcp test
+# -c); a server given a credential through env has it in its environment
+# alone (not in the daemon's log, redacted from what mcp test shows); its
+# get-env, which prints that environment, reaches the MCP client with the
+# credential masked by the sandbox's relay: strace of the daemon's
+# processes sees the relay read the value from the server and the client
+# (agrippa-mcpc) read none of it, so the supervisor's own redaction of the
+# client's text is not what hides it; the server's sandbox cannot read the
 # daemon's state or keys, has no network, cannot write its paths, sees no
 # process of the host; servers that exit at once, never answer, flood
-# stderr or write a 20 MiB line each give a clear error with the daemon
-# healthy; nothing of any server is left running or mounted afterwards.
+# stderr, write a 20 MiB line, close their output or answer and exit at
+# once each give a clear error with the daemon healthy; a 6 MiB line costs
+# the relay no more memory than silence (a relay holding whole lines fails
+# it); bad options of mcp
+# test are refused with the option named; nothing of any server is left
+# running or mounted afterwards.
 . tests/integration/lib.sh
 . tests/integration/ctl_lib.sh
 need_root mcp_sandbox
@@ -90,6 +99,124 @@ expect 1 "no such mcp server nosuch" "mcp test of a missing server"
 run mcp test everything x
 expect 1 "VERSION must be a number" "mcp test with a bad version"
 
+# ---- calls (mcp test -c) ------------------------------------------------------------
+run mcp test -c echo -a '{"message":"hello through the relay"}' everything
+expect 0 "Echo: hello through the relay" "mcp test -c echo: the tool's result"
+check "... timed" has "^echo: a result in [0-9.]* ms"
+run mcp test -c get-sum -a '{"a":2,"b":40}' -n 25 everything 1
+expect 0 "42" "mcp test -c get-sum -n 25 of version 1: the sum"
+check "... 25 calls, their times" has "^get-sum: 25 calls, 0 with an error; per call (ms): median [0-9.]*, min"
+run -j mcp test -c echo -a '{"message":"x"}' -n 50 everything
+check "mcp test -j -c: JSON with the calls' times in microseconds" sh -c "printf '%s' \"\$0\" | python3 -c '
+import json,sys
+d = json.load(sys.stdin)[\"data\"]
+c = d[\"call\"]
+assert c[\"tool\"] == \"echo\" and c[\"count\"] == 50 and c[\"errors\"] == 0, c
+u = c[\"us\"]
+assert 0 < u[\"min\"] <= u[\"median\"] <= u[\"p90\"] <= u[\"p99\"] <= u[\"max\"], u
+assert c[\"text\"] == \"Echo: x\" and c[\"is_error\"] is False, c
+assert 0 < d[\"ready_us\"] <= d[\"listed_us\"], d
+assert d[\"tools\"] == [] and d[\"shown\"] == 0, d
+'" "$OUT"
+run mcp test -c no-such-tool everything
+expect 0 "^error: " "mcp test -c of a tool the server does not have: its error, shown as one"
+run mcp test -c echo -a '{"message":' everything
+expect 1 "mcp test: -a: ARGS is not JSON" "mcp test -a with bad JSON: refused, the option named"
+run mcp test -c echo -a '[1]' everything
+expect 1 "mcp test: -a: ARGS must be a JSON object" "mcp test -a with an array: refused"
+run mcp test -c echo -n 0 everything
+expect 1 "mcp test: -n: COUNT must be a number from 1 to 10000" "mcp test -n 0: refused"
+run mcp test -c echo -n 10001 everything
+expect 1 "COUNT must be a number from 1 to 10000" "mcp test -n 10001: refused"
+run mcp test -c 'two words' everything
+expect 1 "mcp test: -c: TOOL must be" "mcp test -c with a space in the name: refused"
+run mcp test -n 5 everything
+expect 2 "-a and -n go with -c" "mcp test -n without -c: agrippactl's usage"
+check "no sandbox left after the refused ones (none was started)" no_sandbox_left
+
+# ---- the credential leaves the sandbox masked -------------------------------------------
+# traced_test NAME ARGS...: run mcp test ARGS while strace follows every
+# process the daemon starts (the sandbox, its relay, the server, the
+# client), each read's bytes in hex; $T/NAME.verdict says what the client
+# and the relay read.
+traced_test() {
+	name=$1
+	shift
+	mkdir -p "$T/$name"
+	"$STRACE" -f -ff -qq -xx -s 1048576 -e trace=read,execve,execveat -o "$T/$name/st" -p "$SUP_PID" 2>"$T/$name/strace.err" &
+	STRACE_PID=$!
+	sleep 1
+	run mcp test "$@"
+	kill "$STRACE_PID" 2>/dev/null
+	wait "$STRACE_PID" 2>/dev/null
+	python3 - "$T/$name" "$SECRET" >"$T/$name.verdict" 2>&1 <<'PY'
+import glob, re, sys
+t, secret = sys.argv[1], sys.argv[2].encode()
+rd = re.compile(r'^read\((\d+), "((?:\\x[0-9a-f]{2})*)"')
+strs = re.compile(r'"((?:\\x[0-9a-f]{2})*)"')
+hexs = lambda s: bytes.fromhex(s.replace('\\x', ''))
+client = relay = server = None
+for f in glob.glob(t + '/st.*'):
+	prog, data = None, {}
+	for line in open(f, errors='replace'):
+		# execve(PATH, [ARGV0, ...]) or execveat(FD, "", [ARGV0, ...]): the
+		# names of the path and of argv[0]
+		if line.startswith('execve') and line.rstrip().endswith(' = 0'):
+			prog = [hexs(x).decode(errors='replace').rsplit('/', 1)[-1] for x in strs.findall(line)[:2]]
+		m = rd.match(line)
+		if m:
+			data.setdefault(int(m.group(1)), []).append(hexs(m.group(2)))
+	if prog is None:
+		continue
+	if 'agrippa-mcpc' in prog:
+		client = data
+	elif 'agrippa-sandbox' in prog:
+		relay = data
+	elif 'node' in prog or 'sh' in prog:
+		server = data
+print('client', client is not None, 'relay', relay is not None, 'server', server is not None)
+if client is None or relay is None:
+	sys.exit('not every process was traced')
+chan = b''.join(client.get(3, []))
+print('client read %d bytes on its channel, %d with the value, masked %d' % (len(chan), chan.count(secret), chan.count(b'*' * len(secret))))
+print('relay read the value %d times' % sum(b''.join(r).count(secret) for r in relay.values()))
+# on a descriptor: found in its bytes joined, not in any one read
+print('relay read it split across reads %d times' % sum(
+	b''.join(r).count(secret) - sum(x.count(secret) for x in r) for r in relay.values()))
+log = b''.join(client.get(4, []))
+print('client read %d bytes of the server\'s stderr, %d with the value, masked %d' % (len(log), log.count(secret), log.count(b'*' * len(secret))))
+print('client read it anywhere:', any(secret in b''.join(r) for r in client.values()))
+PY
+	echo "# $name: $(tr '\n' ';' <"$T/$name.verdict")"
+}
+STRACE=$(command -v strace || true)
+if [ -z "$STRACE" ]; then
+	notok "strace is installed (make deps: it proves what the MCP client read)"
+else
+	traced_test getenv -c get-env everything
+	expect 0 "API_TOKEN" "mcp test -c get-env: the server's environment, as it printed it"
+	STARS=$(printf '%s' "$SECRET" | sed 's/./\\*/g')
+	check "... its credential masked byte for byte" has "\"API_TOKEN\": \"$STARS\""
+	check "... and not in the clear" sh -c "! printf '%s' \"\$0\" | grep -q '$RND'" "$OUT"
+	check "strace followed the client, the relay and the server" grep -q "^client True relay True server True" "$T/getenv.verdict"
+	check "the relay read the credential from the server's output (get-env printed it)" grep -Eq "^relay read the value [1-9]" "$T/getenv.verdict"
+	check "the MCP client read the masked value on its channel" grep -Eq "^client read [0-9]+ bytes on its channel, 0 with the value, masked [1-9]" "$T/getenv.verdict"
+	check "the MCP client read no byte string holding the credential, on any descriptor" grep -q "^client read it anywhere: False" "$T/getenv.verdict"
+	check "the daemon is healthy after strace let go" healthy
+
+	# a server that writes its credential in two parts half a second apart,
+	# in a line that is no MCP message (which the client quotes back)
+	SPLIT_JSON=$(python3 -c 'import json; print(json.dumps(["/bin/sh", "-c", "a=$(printf %s \"$API_TOKEN\" | cut -c1-12); b=$(printf %s \"$API_TOKEN\" | cut -c13-); printf %s \"x=$a\"; sleep 0.5; printf \"%s tail\\n\" \"$b\"; sleep 1000"]))')
+	spec split 10 "$SPLIT_JSON" ',"env":{"API_TOKEN":"${credentials.token}"}'
+	run_in "$CREDS" mcp add split "$T/split.json"
+	traced_test split split
+	expect 1 "no MCP message" "a server writing its credential in two parts: the client quotes the line"
+	check "... masked" has "x=$STARS tail"
+	check "the relay read the value split across two reads" grep -Eq "^relay read it split across reads [1-9]" "$T/split.verdict"
+	check "the MCP client read the masked value" grep -Eq "^client read [0-9]+ bytes on its channel, 0 with the value, masked 1" "$T/split.verdict"
+	check "the MCP client read no byte string holding the credential" grep -q "^client read it anywhere: False" "$T/split.verdict"
+fi
+
 # ---- what the server's sandbox holds and reaches ---------------------------------
 # The probe is the server's command itself (argv), run by /bin/sh: no file
 # of the test's needs mounting.
@@ -108,7 +235,13 @@ PROBE_JSON=$(printf '%s' "$PROBE" | python3 -c 'import json,sys; print(json.dump
 spec probe 10 "$PROBE_JSON" ',"env":{"API_TOKEN":"${credentials.token}"}'
 run_in "$CREDS" mcp add probe "$T/probe.json"
 expect 0 "mcp server probe version 1 added" "mcp add of a probing server"
-run mcp test probe
+if [ -n "$STRACE" ]; then
+	traced_test probe probe
+	check "its stderr (its environment) reached the client masked by the relay" grep -Eq "^client read [0-9]+ bytes of the server's stderr, 0 with the value, masked [1-9]" "$T/probe.verdict"
+	check "... and the client read the credential nowhere" grep -q "^client read it anywhere: False" "$T/probe.verdict"
+else
+	run mcp test probe
+fi
 expect 1 "PROBE-END" "a server that exits fails mcp test with its stderr tail"
 check "the server runs as the sandbox user (1000 inside)" has "UID:1000"
 check "the credential is in its environment, redacted in the output" has "ENV:API_TOKEN=\*\*\*\*\*\*\*\*"
@@ -163,10 +296,66 @@ expect 1 "longer than" "a server writing a 20 MiB line: the line cap"
 check "no sandbox left (the server was stopped)" no_sandbox_left
 check "the daemon is healthy" healthy
 
+check "... the client's own cap said so" has "longer than 8388608 bytes"
+check "... and the relay's word on stderr" has "the MCP server wrote a line longer than 8388608 bytes on its output; the connection is closed and the server stopped"
+
+# The relay's memory is its window whatever the line: a server writing a
+# 6 MiB line (under the cap, never ended) costs its relay no more than one
+# that writes nothing.  VmHWM: the relay's peak resident memory.
+relay_hwm() { # relay_hwm MARK: the peak of the relay whose command line has MARK, once it is quiet
+	i=0 pid=""
+	while [ -z "$pid" ] && [ $i -lt 100 ]; do
+		for d in /proc/[0-9]*; do
+			tr '\0' ' ' <"$d/cmdline" 2>/dev/null | grep -q "^agrippa-sandbox mcp [0-9]* .*$1" && pid=${d#/proc/}
+		done
+		[ -n "$pid" ] || sleep 0.1
+		i=$((i + 1))
+	done
+	[ -n "$pid" ] || return 1
+	sleep 3 # the line is written and read by now
+	awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status"
+}
+spec quiet 6 '["/bin/sh","-c","echo quiet-marker >/dev/null; sleep 1000"]'
+run mcp add quiet "$T/quiet.json"
+spec longline 6 '["/bin/sh","-c","echo longline-marker >/dev/null; head -c 6291456 /dev/zero | tr \"\\\\000\" y; sleep 1000"]'
+run mcp add longline "$T/longline.json"
+"$AGRIPPACTL" -s "$CTL" mcp test quiet >"$T/quiet.out" 2>&1 &
+QJOB=$!
+HWM_QUIET=$(relay_hwm quiet-marker || echo "")
+wait "$QJOB"
+"$AGRIPPACTL" -s "$CTL" mcp test longline >"$T/longline.out" 2>&1 &
+LJOB=$!
+HWM_LONG=$(relay_hwm longline-marker || echo "")
+wait "$LJOB"
+echo "# the relay's peak resident memory: ${HWM_QUIET:-?} kB for a silent server, ${HWM_LONG:-?} kB for a 6 MiB line"
+check "a relay was found for each" sh -c "[ -n '$HWM_QUIET' ] && [ -n '$HWM_LONG' ]"
+check "the 6 MiB line cost its relay less than 1 MiB more than silence" \
+	[ "$((${HWM_LONG:-999999} - ${HWM_QUIET:-0}))" -lt 1024 ]
+check "... and the client waited for its end (no answer within its startup_timeout)" grep -q "within 6" "$T/longline.out"
+
 spec nocmd 5 '["/nonexistent/server"]'
 run mcp add nocmd "$T/nocmd.json"
 run mcp test nocmd
 expect 1 "cannot execute /nonexistent/server" "a command that does not exist: said"
+
+spec closes 20 '["/bin/sh","-c","exec >&-; echo closed-its-output >&2; sleep 1000"]'
+run mcp add closes "$T/closes.json"
+t0=$(date +%s)
+run mcp test closes
+t1=$(date +%s)
+expect 1 "the server closed its output" "a server that closes its stdout and lives on: the client sees the end of its output"
+check "... at once, not at its startup_timeout ($((t1 - t0)) s)" [ $((t1 - t0)) -lt 10 ]
+check "no sandbox left (the server was stopped)" no_sandbox_left
+
+# a line written just before exiting is flushed to the client: here, to
+# the client's first request, an answer to an id it never sent, which the
+# client names
+QUICK_JSON=$(python3 -c 'import json; print(json.dumps(["/bin/sh", "-c", "read -r first; echo \x27{\"jsonrpc\":\"2.0\",\"id\":424242,\"result\":{}}\x27; exit 0"]))')
+spec quick 10 "$QUICK_JSON"
+run mcp add quick "$T/quick.json"
+run mcp test quick
+expect 1 "an answer to id 424242, which this client never sent" "a server that answers and exits at once: its last line reached the client"
+check "the daemon is healthy" healthy
 
 # ---- nothing left ---------------------------------------------------------------------
 check "no sandbox left at the end" no_sandbox_left
@@ -181,7 +370,7 @@ names=$(for p in $(descendants "$SUP_PID"); do tr '\0' ' ' <"/proc/$p/cmdline" 2
 check "no server, tool server or MCP client left under the daemon" sh -c \
 	"! printf '%s\n' \"\$0\" | grep -Eq 'agrippa-sandbox|agrippa-mcpc|node|sleep|flood'" "$names"
 ids=$(sed -n 's/.*sandbox \(sbx-[0-9a-f]*\) started.*an MCP server.*/\1/p' "$LOG" | sort -u)
-check "the servers' sandboxes were logged ($(echo $ids | wc -w) of them)" [ "$(echo $ids | wc -w)" -ge 8 ]
+check "the servers' sandboxes were logged ($(echo $ids | wc -w) of them)" [ "$(echo $ids | wc -w)" -ge 15 ]
 left=""
 for id in $ids; do
 	left="$left$(find /sys/fs/cgroup -maxdepth 6 -type d -name "$id" 2>/dev/null)"
