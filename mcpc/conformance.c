@@ -150,6 +150,25 @@ step_push(char kind, const char *tool, json_t *args)
 	s->args = args;
 }
 
+/* The arguments a scenario's tool is called with: add_numbers adds 2 and
+ * 3; json_schema_echo is given the inputSchema the client kept for
+ * json_schema_2020_12_tool, to show it is the server's as it was; the
+ * others get none. */
+static json_t *
+auto_args(const struct mcp_tools *t, const char *name)
+{
+	size_t i;
+
+	if (strcmp(name, "add_numbers") == 0)
+		return json_pack("{s:i, s:i}", "a", 2, "b", 3);
+	if (strcmp(name, "json_schema_echo") == 0)
+		for (i = 0; i < t->n; i++)
+			if (strcmp(t->v[i].name, "json_schema_2020_12_tool") == 0)
+				return json_pack("{s:O}", "schema",
+				    json_object_get(t->v[i].def, "input_schema"));
+	return json_object();
+}
+
 /* The scenario's calls, once the tools are known. */
 static void
 scenario_calls(const struct mcp_tools *t)
@@ -166,8 +185,7 @@ scenario_calls(const struct mcp_tools *t)
 				    json_incref(json_object_get(v, "arguments")));
 	} else {
 		for (i = 0; i < t->n && i < AUTO_CALLS_MAX; i++)
-			step_push('c', t->v[i].name, strcmp(t->v[i].name, "add_numbers") == 0 ?
-			    json_pack("{s:i, s:i}", "a", 2, "b", 3) : json_object());
+			step_push('c', t->v[i].name, auto_args(t, t->v[i].name));
 	}
 	json_decref(c);
 }
