@@ -102,6 +102,7 @@ struct mcphttp {
 	size_t outlen, outoff, outcap;
 	char version[32];        /* from the InitializeResult (legacy) */
 	char session[MCPHTTP_SESSION_MAX + 1];
+	json_t *params;          /* tool name: [[argument, header name]...] (x-mcp-header) */
 	int stream_opened;       /* the legacy GET stream was tried */
 	int closing;             /* the client is gone: DELETE, then done */
 	int finished;            /* done is scheduled */
@@ -113,6 +114,7 @@ struct mcphttp {
 
 static void xfer_start(struct xfer *x);
 static void hdrs_wipe(struct curl_slist *l);
+static void hdrs_params(struct mcphttp *h, struct curl_slist **l, const json_t *params);
 static void bridge_end(struct mcphttp *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void write_cb(evutil_socket_t fd, short what, void *arg);
 
@@ -427,6 +429,8 @@ hdrs_mcp(struct mcphttp *h, struct curl_slist **l, const json_t *msg)
 			hdr_add(l, "Mcp-Name: %s", hv);
 			free(hv);
 		}
+		if (strcmp(method, "tools/call") == 0)
+			hdrs_params(h, l, params);
 	}
 	if ((v = msg_version(h, params)) != NULL && (method == NULL ||
 	    strcmp(method, "initialize") != 0))
@@ -651,6 +655,124 @@ put_with_id(struct mcphttp *h, const char *line, size_t len, const json_t *id)
 	put_json(h, j);
 }
 
+/* ---- x-mcp-header (SEP-2243): tool arguments mirrored as headers -------- */
+
+/* Whether name is an HTTP token (RFC 9110 tchar), the only names allowed. */
+static int
+token_ok(const char *name, size_t n)
+{
+	size_t i;
+
+	if (n == 0 || n > 64)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'A' && name[i] <= 'Z') ||
+		    (name[i] >= 'a' && name[i] <= 'z') || strchr("!#$%&'*+-.^_`|~", name[i]) != NULL))
+			return 0;
+	return 1;
+}
+
+/*
+ * The x-mcp-header annotations of tool's inputSchema: an array of
+ * [argument, header name] (new), or NULL when one is invalid (empty, not a
+ * string, not a token, on a property that is not a string, an integer or a
+ * boolean, a name twice in any case): the 2026-07-28 transport says such a
+ * tool must not be used.
+ */
+static json_t *
+tool_params(const json_t *tool)
+{
+	const json_t *props = json_object_get(json_object_get(tool, "inputSchema"), "properties");
+	const json_t *p, *hn, *seen;
+	const char *key, *type;
+	json_t *out = json_array();
+	size_t i;
+
+	json_object_foreach((json_t *)props, key, p) {
+		if ((hn = json_object_get(p, "x-mcp-header")) == NULL)
+			continue;
+		type = json_string_value(json_object_get(p, "type"));
+		if (!json_is_string(hn) || !token_ok(json_string_value(hn), json_string_length(hn)) ||
+		    type == NULL || (strcmp(type, "string") != 0 && strcmp(type, "integer") != 0 &&
+		    strcmp(type, "boolean") != 0))
+			goto bad;
+		json_array_foreach(out, i, seen)
+			if (strcasecmp(json_string_value(json_array_get(seen, 1)),
+			    json_string_value(hn)) == 0)
+				goto bad;
+		json_array_append_new(out, json_pack("[s, O]", key, hn));
+	}
+	return out;
+bad:
+	json_decref(out);
+	return NULL;
+}
+
+/* A tools/list result passing through: the tools whose annotations are
+ * invalid taken out (so the client never offers them), the others'
+ * mirrored arguments kept for their calls.  Returns the result's message
+ * (consumed) as it goes on. */
+static json_t *
+tools_seen(struct mcphttp *h, json_t *msg)
+{
+	json_t *tools = json_object_get(json_object_get(msg, "result"), "tools"), *t, *ps;
+	const char *name;
+	size_t i;
+
+	if (!json_is_array(tools))
+		return msg;
+	if (h->params == NULL)
+		h->params = json_object();
+	for (i = 0; i < json_array_size(tools);) {
+		t = json_array_get(tools, i);
+		name = json_string_value(json_object_get(t, "name"));
+		if ((ps = tool_params(t)) == NULL) {
+			log_warnx("mcp http: tool %.64s dropped: an invalid x-mcp-header",
+			    name != NULL ? name : "?");
+			json_array_remove(tools, i);
+			continue;
+		}
+		if (name != NULL && json_array_size(ps) > 0)
+			json_object_set_new(h->params, name, ps);
+		else {
+			if (name != NULL)
+				json_object_del(h->params, name);
+			json_decref(ps);
+		}
+		i++;
+	}
+	return msg;
+}
+
+/* Mcp-Param-NAME headers for a tools/call's mirrored arguments (null and
+ * missing ones left out). */
+static void
+hdrs_params(struct mcphttp *h, struct curl_slist **l, const json_t *params)
+{
+	const char *tool = json_string_value(json_object_get(params, "name"));
+	const json_t *args = json_object_get(params, "arguments"), *p, *v;
+	char num[32], *hv;
+	size_t i;
+
+	if (tool == NULL || h->params == NULL || !json_is_object(args))
+		return;
+	json_array_foreach(json_object_get(h->params, tool), i, p) {
+		v = json_object_get(args, json_string_value(json_array_get(p, 0)));
+		if (json_is_string(v))
+			hv = mcphttp_header_value(json_string_value(v), json_string_length(v));
+		else if (json_is_integer(v) || json_is_boolean(v)) {
+			if (json_is_integer(v))
+				snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+			else
+				snprintf(num, sizeof(num), "%s", json_is_true(v) ? "true" : "false");
+			hv = mcphttp_header_value(num, strlen(num));
+		} else
+			continue;
+		hdr_add(l, "Mcp-Param-%s: %s", json_string_value(json_array_get(p, 1)), hv);
+		free(hv);
+	}
+}
+
 /*
  * One message read from x: checked, redacted, written to the client.  A
  * response ends the request of its id.  Returns -1 when it is no message
@@ -679,7 +801,9 @@ deliver(struct xfer *x, const char *text, size_t len)
 		} else {
 			if (strcmp(r->method, "initialize") == 0 && kind == MCP_MSG_RESULT)
 				learn(h, x, line, n);
-			if (id == NULL)
+			if (strcmp(r->method, "tools/list") == 0 && kind == MCP_MSG_RESULT)
+				put_json(h, tools_seen(h, json_loadb(line, n, 0, NULL)));
+			else if (id == NULL)
 				put_with_id(h, line, n, r->id);
 			else
 				put_line(h, line, n);
@@ -1227,5 +1351,6 @@ mcphttp_free(struct mcphttp *h)
 	free(h->out);
 	free(h->url);
 	free(h->done_err);
+	json_decref(h->params);
 	free(h);
 }
