@@ -32,7 +32,9 @@ SE=$ROOT/tests/browser/node_modules/@modelcontextprotocol/server-everything/dist
 DRV=$ROOT/$BUILD/agrippa-mcp-conformance
 if [ ! -f "$SE" ] || ! command -v node >/dev/null 2>&1 || [ ! -x "$DRV" ]; then
 	notok "node, server-everything (make deps) and agrippa-mcp-conformance (make tests) are there"
-	finish mcp_http
+	check "no sanitizer report from any run" sh -c "! grep -q 'Sanitizer\|runtime error' '$T/allerr'"
+
+finish mcp_http
 	exit 1
 fi
 T=$(mktemp -d /tmp/agrippa-test.XXXXXX)
@@ -47,6 +49,14 @@ trap cleanup EXIT
 OUT=$T/out
 ERR=$T/err
 has() { grep -qF -- "$1" "$OUT"; }
+# drv ARGS...: the driver, output in $OUT and $ERR (every stderr kept in
+# $T/allerr, searched for sanitizer reports at the end)
+drv() {
+	timeout 60 "$DRV" "$@" >"$OUT" 2>"$ERR"
+	drv_rc=$?
+	cat "$ERR" >>"$T/allerr"
+	return $drv_rc
+}
 # the text of the nth call's result (1-based)
 text_of() {
 	awk -v n="$1" '/^call /{c++; if (c == n) {on = 1; next}} on && /^end$/ {exit} on' "$OUT"
@@ -68,9 +78,9 @@ PORT=$SEPORT node "$SE" streamableHttp >"$T/se.log" 2>&1 &
 SEPID=$!
 check "server-everything listens (streamableHttp)" wait_port 127.0.0.1 $SEPORT
 URL=http://127.0.0.1:$SEPORT/mcp
-timeout 60 "$DRV" -T 20000 -l -c 'echo={"message":"hello over http"}' -c 'get-sum={"a":2,"b":40}' \
+drv -T 20000 -l -c 'echo={"message":"hello over http"}' -c 'get-sum={"a":2,"b":40}' \
 	-c 'trigger-long-running-operation={"duration":2,"steps":2}' -c 'no-such-tool={}' \
-	"$URL" >"$OUT" 2>"$ERR"
+	"$URL"
 rc=$?
 check "the driver exits 0 ($(tail -n 2 "$ERR" | tr '\n' ' '))" [ $rc -eq 0 ]
 check "a legacy server over HTTP: initialize at 2025-11-25" has "version 2025-11-25 legacy"
@@ -109,8 +119,8 @@ hascall() { grep -q "^call $1 error=1" "$OUT" && grep -qF -- "$2" "$OUT"; }
 # hostile TOOL ERRTEXT: a call of TOOL is a tool error saying ERRTEXT, and
 # the call after it on the same bridge is answered
 hostile() {
-	timeout 60 "$DRV" -t 3000 -H "Authorization: Bearer $SECRET" -S "$SECRET" \
-		-c "$1={}" -c 'ok={}' "$FURL" >"$OUT" 2>"$ERR"
+	drv -t 3000 -H "Authorization: Bearer $SECRET" -S "$SECRET" \
+		-c "$1={}" -c 'ok={}' "$FURL"
 	rc=$?
 	check "$1: the driver exits 0 ($(tail -n 1 "$ERR"))" [ $rc -eq 0 ]
 	check "$1: a tool error: $2" hascall "$1" "$2"
@@ -130,7 +140,7 @@ check "redirect: not followed (no request reached 127.0.0.2, where it pointed)" 
 hostile slow "tools/call: no answer within 3000 ms"
 
 # resumption: the stream cut after its priming event, resumed with GET
-timeout 60 "$DRV" -c 'resume={}' -c 'ok={}' "$FURL" >"$OUT" 2>"$ERR"
+drv -c 'resume={}' -c 'ok={}' "$FURL"
 check "resume: the driver exits 0" [ $? -eq 0 ]
 check "resume: the result came on the resumed stream" [ "$(text_of 1)" = "resumed after the stream was cut" ]
 check "resume: GET with Last-Event-ID e1 and the session id" \
@@ -138,7 +148,7 @@ check "resume: GET with Last-Event-ID e1 and the session id" \
 
 # the headers the bridge sends
 : >"$LOG"
-timeout 60 "$DRV" -H "Authorization: Bearer $SECRET" -S "$SECRET" -c 'ok={}' "$FURL" >"$OUT" 2>"$ERR"
+drv -H "Authorization: Bearer $SECRET" -S "$SECRET" -c 'ok={}' "$FURL"
 check "headers: the spec's header on every request" \
 	[ "$(grep -c "\"authorization\": \"Bearer $SECRET\"" "$LOG")" -eq "$(wc -l <"$LOG")" ]
 check "headers: initialize without MCP-Protocol-Version or a session" \
@@ -151,16 +161,16 @@ check "headers: DELETE with the session id at the close" \
 	grep -q '"method": "DELETE".*"mcp-session-id": "fake-session-7f3a"' "$LOG"
 
 # the credential echoed back: redacted, raw and \u-escaped
-timeout 60 "$DRV" -H "Authorization: Bearer $SECRET" -c 'echo={}' "$FURL" >"$OUT" 2>"$ERR"
+drv -H "Authorization: Bearer $SECRET" -c 'echo={}' "$FURL"
 check "echo without the secret given: the control shows the value comes back" has "$SECRET"
-timeout 60 "$DRV" -H "Authorization: Bearer $SECRET" -S "$SECRET" -c 'echo={}' "$FURL" >"$OUT" 2>"$ERR"
+drv -H "Authorization: Bearer $SECRET" -S "$SECRET" -c 'echo={}' "$FURL"
 check "echo: the driver exits 0" [ $? -eq 0 ]
 check "echo: the header came back (the server did echo it)" has "Authorization=Bearer *"
 check "echo: the credential is redacted, raw and \\u-escaped alike" sh -c "! grep -qF '$SECRET' '$OUT'"
 check "echo: both places starred" [ "$(grep -o 'Bearer \*\{22\}' "$OUT" | wc -l)" -eq 2 ]
 
 # the session's end
-timeout 60 "$DRV" -c 'gone={}' -c 'ok={}' "$FURL" >"$OUT" 2>"$ERR"
+drv -c 'gone={}' -c 'ok={}' "$FURL"
 rc=$?
 check "gone: the driver fails (the connection is over)" [ $rc -eq 1 ]
 check "gone: the call's error says the session ended" hascall gone "the server ended the session (HTTP 404)"
@@ -169,15 +179,17 @@ check "gone: no call after it" [ "$(grep -c '^call ' "$OUT")" -eq 1 ]
 check "the fake is still up" kill -0 "$FPID"
 
 # ---- URLs refused --------------------------------------------------------------
-"$DRV" -l http://192.0.2.1/mcp >"$OUT" 2>"$ERR"
+drv -l http://192.0.2.1/mcp
 check "http:// to a host that is not loopback: refused (exit 2)" [ $? -eq 2 ]
 check "  with the reason" grep -q "http:// only to a loopback host" "$ERR"
-"$DRV" -l ftp://127.0.0.1/mcp >"$OUT" 2>"$ERR"
+drv -l ftp://127.0.0.1/mcp
 check "ftp://: refused" [ $? -eq 2 ]
-"$DRV" -H 'Bad header' -l "$FURL" >"$OUT" 2>"$ERR"
+drv -H 'Bad header' -l "$FURL"
 check "a header that is not Name: value: refused" grep -q 'is not one "Name: value" line' "$ERR"
-timeout 30 "$DRV" -l http://127.0.0.1:1/mcp >"$OUT" 2>"$ERR"
+drv -l http://127.0.0.1:1/mcp
 check "a server that is not there: a clear error (exit 1)" [ $? -eq 1 ]
 check "  saying the request failed" grep -q "the request to the server failed" "$ERR"
+
+check "no sanitizer report from any run" sh -c "! grep -q 'Sanitizer\|runtime error' '$T/allerr'"
 
 finish mcp_http
