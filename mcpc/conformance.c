@@ -8,12 +8,14 @@
  * client.  Built by `make tests`, installed nowhere.
  *
  *   agrippa-mcp-conformance [-H 'Name: value']... [-S SECRET]... [-t MS]
- *           [-T MS] [-l | -c TOOL=JSON | -x TOOL=JSON]... URL
+ *           [-T MS] [-i N] [-p] [-l | -c TOOL=JSON | -x TOOL=JSON]... URL
  *
  *   -H   a header sent with every request (as a spec's, expanded)
  *   -S   a value the bridge redacts from everything it writes back
  *   -t   the bridge's cap on one request (the spec's call_timeout), ms
  *   -T   the client's tools/call timeout without progress, ms
+ *   -i   the bridge's cap on requests in flight
+ *   -p   the calls all at once (each printed when it ends), not in turn
  *   -l, -c, -x   as tests/tools/mcpcall.c: list; call TOOL with the
  *        arguments JSON; call it and cancel it after half of -T
  *
@@ -68,6 +70,8 @@ static struct {
 	struct step steps[STEPS_MAX];
 	size_t nsteps, cur;
 	int scenario;          /* no step given: the scenario's calls follow the listing */
+	int parallel;          /* -p */
+	size_t running;        /* -p: calls not yet answered */
 	struct event *cancel_ev;
 	uint64_t call;
 	int status, closed;
@@ -80,7 +84,7 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: agrippa-mcp-conformance [-H 'Name: value']... [-S SECRET]... "
-	    "[-t MS] [-T MS] [-l | -c TOOL=JSON | -x TOOL=JSON]... URL\n");
+	    "[-t MS] [-T MS] [-i N] [-p] [-l | -c TOOL=JSON | -x TOOL=JSON]... URL\n");
 	exit(2);
 }
 
@@ -219,6 +223,8 @@ on_call(void *arg, uint64_t call, struct mcp_result *r)
 	printf("call %s error=%d images=%zu cut=%d\n%s\nend\n", s->tool, r->is_error, r->images,
 	    r->cut, r->text);
 	mcp_result_free(r);
+	if (M.parallel && --M.running > 0)
+		return;
 	step_next();
 }
 
@@ -241,6 +247,16 @@ step_next(void)
 	if (s->kind == 'l') {
 		mcp_list_tools(M.c, on_list, NULL);
 		return;
+	}
+	if (M.parallel) {
+		/* this call and every one after it, up to the next listing */
+		for (;;) {
+			M.running++;
+			mcp_call(M.c, s->tool, s->args, on_call, s);
+			if (M.cur == M.nsteps || M.steps[M.cur].kind == 'l')
+				return;
+			s = &M.steps[M.cur++];
+		}
 	}
 	M.call = mcp_call(M.c, s->tool, s->args, on_call, s);
 	if (s->kind == 'x') {
@@ -292,7 +308,7 @@ options(int argc, char **argv)
 {
 	int ch;
 
-	while ((ch = getopt(argc, argv, "H:S:t:T:lc:x:")) != -1) {
+	while ((ch = getopt(argc, argv, "H:S:t:T:i:plc:x:")) != -1) {
 		switch (ch) {
 		case 'H':
 			if (M.nheaders == HEADERS_MAX)
@@ -310,6 +326,12 @@ options(int argc, char **argv)
 			break;
 		case 'T':
 			M.conf.call_ms = (uint32_t)num(optarg);
+			break;
+		case 'i':
+			M.hconf.inflight_max = num(optarg);
+			break;
+		case 'p':
+			M.parallel = 1;
 			break;
 		case 'l':
 			step_add('l', NULL);

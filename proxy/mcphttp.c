@@ -107,7 +107,7 @@ struct mcphttp {
 	int closing;             /* the client is gone: DELETE, then done */
 	int finished;            /* done is scheduled */
 	char *done_err;
-	size_t nreqs;
+	size_t nreqs, nxfers;
 	TAILQ_HEAD(, req) reqs;
 	TAILQ_HEAD(, xfer) xfers;
 };
@@ -260,7 +260,8 @@ req_fail(struct req *r, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	log_debug("mcp http: %s: %s", r->method, text);
+	mcphttp_redact(text, strlen(text), r->h->secrets, r->h->nsecrets); /* it may quote the server */
+	log_debug("mcp http: %s", text);
 	put_json(r->h, json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", r->id,
 	    "error", "code", MCPHTTP_ERR_CODE, "message", text));
 	req_free(r);
@@ -285,6 +286,7 @@ xfer_free(struct xfer *x)
 	free(x->resp);
 	mcphttp_sse_free(&x->sse);
 	TAILQ_REMOVE(&h->xfers, x, e);
+	h->nxfers--;
 	free(x);
 }
 
@@ -559,6 +561,7 @@ xfer_new(struct mcphttp *h, enum xkind kind, struct req *rq)
 	}
 	mcphttp_sse_init(&x->sse, h->conf.line_max);
 	TAILQ_INSERT_TAIL(&h->xfers, x, e);
+	h->nxfers++;
 	return x;
 }
 
@@ -579,8 +582,10 @@ xfer_start(struct xfer *x)
 	if (x->rq != NULL && strcmp(x->rq->method, "subscriptions/listen") != 0) {
 		ms = (long)(x->rq->deadline - now_ms());
 		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, ms < 1 ? 1L : ms);
-	} else if (x->kind == X_POST || x->kind == X_DELETE)
+	} else if (x->kind == X_POST)
 		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)h->conf.call_ms);
+	else if (x->kind == X_DELETE) /* the client is gone: the end is not waited for long */
+		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)h->conf.connect_ms);
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->hdrs);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, xfer_write);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
@@ -1129,6 +1134,12 @@ client_line(struct mcphttp *h, const char *line, size_t len)
 		r->retry_ms = -1;
 		TAILQ_INSERT_TAIL(&h->reqs, r, e);
 		h->nreqs++;
+	} else if (h->nxfers >= 2 * h->conf.inflight_max + 2) {
+		/* notifications and answers of the client's: as many again at most */
+		log_warnx("mcp http: %s dropped: %zu transfers in flight",
+		    m.method != NULL ? m.method : "an answer", h->nxfers);
+		mcp_msg_clear(&m);
+		return;
 	} else if (m.kind == MCP_MSG_NOTIFICATION &&
 	    strcmp(m.method, "notifications/cancelled") == 0)
 		on_cancel(h, m.params);

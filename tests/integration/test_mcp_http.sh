@@ -139,6 +139,14 @@ check "redirect: not followed (no request reached 127.0.0.2, where it pointed)" 
 	sh -c "grep -q '\"host\": \"127.0.0.1\"' '$LOG' && ! grep -q '\"host\": \"127.0.0.2\"' '$LOG'"
 hostile slow "tools/call: no answer within 3000 ms"
 
+# requests in flight: two slow calls fill a cap of 2, the third is refused at once
+drv -i 2 -t 3000 -p -c 'slow={}' -c 'slow={}' -c 'ok={}' "$FURL"
+check "in flight: the driver exits 0" [ $? -eq 0 ]
+check "in flight: the third call is refused at once (it ends first)" \
+	sh -c "grep '^call ' '$OUT' | head -n 1 | grep -q '^call ok error=1'"
+check "in flight: with the cap named" has "too many requests in flight to the server"
+check "in flight: the two slow calls time out" [ "$(grep -c '^call slow error=1' "$OUT")" -eq 2 ]
+
 # resumption: the stream cut after its priming event, resumed with GET
 drv -c 'resume={}' -c 'ok={}' "$FURL"
 check "resume: the driver exits 0" [ $? -eq 0 ]
