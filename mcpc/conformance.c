@@ -69,9 +69,9 @@ static struct {
 	size_t nheaders;
 	struct step steps[STEPS_MAX];
 	size_t nsteps, cur;
-	int scenario;          /* no step given: the scenario's calls follow the listing */
-	int parallel;          /* -p */
-	size_t running;        /* -p: calls not yet answered */
+	int scenario;   /* no step given: the scenario's calls follow the listing */
+	int parallel;   /* -p */
+	size_t running; /* -p: calls not yet answered */
 	struct event *cancel_ev;
 	uint64_t call;
 	int status, closed;
@@ -84,7 +84,7 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: agrippa-mcp-conformance [-H 'Name: value']... [-S SECRET]... "
-	    "[-t MS] [-T MS] [-i N] [-p] [-l | -c TOOL=JSON | -x TOOL=JSON]... URL\n");
+	                "[-t MS] [-T MS] [-i N] [-p] [-l | -c TOOL=JSON | -x TOOL=JSON]... URL\n");
 	exit(2);
 }
 
@@ -169,7 +169,7 @@ auto_args(const struct mcp_tools *t, const char *name)
 		for (i = 0; i < t->n; i++)
 			if (strcmp(t->v[i].name, "json_schema_2020_12_tool") == 0)
 				return json_pack("{s:O}", "schema",
-				    json_object_get(t->v[i].def, "input_schema"));
+				                 json_object_get(t->v[i].def, "input_schema"));
 	return json_object();
 }
 
@@ -183,10 +183,9 @@ scenario_calls(const struct mcp_tools *t)
 
 	calls = json_object_get(c, "toolCalls");
 	if (json_is_array(calls) && json_array_size(calls) > 0) {
-		json_array_foreach(calls, i, v)
-			if (json_is_string(json_object_get(v, "name")))
-				step_push('c', json_string_value(json_object_get(v, "name")),
-				    json_incref(json_object_get(v, "arguments")));
+		json_array_foreach(calls, i, v) if (json_is_string(json_object_get(v, "name")))
+		    step_push('c', json_string_value(json_object_get(v, "name")),
+		              json_incref(json_object_get(v, "arguments")));
 	} else {
 		for (i = 0; i < t->n && i < AUTO_CALLS_MAX; i++)
 			step_push('c', t->v[i].name, auto_args(t, t->v[i].name));
@@ -221,7 +220,7 @@ on_call(void *arg, uint64_t call, struct mcp_result *r)
 
 	evtimer_del(M.cancel_ev);
 	printf("call %s error=%d images=%zu cut=%d\n%s\nend\n", s->tool, r->is_error, r->images,
-	    r->cut, r->text);
+	       r->cut, r->text);
 	mcp_result_free(r);
 	if (M.parallel && --M.running > 0)
 		return;
@@ -375,7 +374,7 @@ main(int argc, char **argv)
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1)
 		fatal("socketpair");
 	if ((M.h = mcphttp_new(M.base, sv[0], argv[optind], M.headers, M.nheaders, &M.hconf,
-	    on_bridge_done, NULL, err, sizeof(err))) == NULL) {
+	                       on_bridge_done, NULL, err, sizeof(err))) == NULL) {
 		fprintf(stderr, "agrippa-mcp-conformance: %s\n", err);
 		close(sv[1]);
 		return 2;

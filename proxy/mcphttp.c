@@ -54,20 +54,20 @@ struct xfer {
 	TAILQ_ENTRY(xfer) e;
 	struct mcphttp *h;
 	enum xkind kind;
-	struct req *rq;          /* the request carried, or NULL */
-	char method[64];         /* the client's message's method ("" for a response) */
+	struct req *rq;  /* the request carried, or NULL */
+	char method[64]; /* the client's message's method ("" for a response) */
 	CURL *easy;
 	struct curl_slist *hdrs;
 	char *body;
 	size_t bodylen;
-	int started;             /* the body began: ctype and status are known */
-	int ctype;               /* mcphttp_ctype */
+	int started; /* the body began: ctype and status are known */
+	int ctype;   /* mcphttp_ctype */
 	long status;
-	char *resp;              /* a JSON or error body */
+	char *resp; /* a JSON or error body */
 	size_t resplen;
 	struct mcphttp_sse sse;
 	char session[MCPHTTP_SESSION_MAX + 1];
-	char err[ERRTEXT_MAX];   /* why the write callback stopped it */
+	char err[ERRTEXT_MAX]; /* why the write callback stopped it */
 	char curlerr[CURL_ERROR_SIZE];
 };
 
@@ -76,10 +76,10 @@ struct req {
 	struct mcphttp *h;
 	json_t *id;
 	char method[64];
-	int64_t deadline;        /* monotonic ms */
-	struct xfer *x;          /* the transfer carrying it, NULL while it waits */
+	int64_t deadline; /* monotonic ms */
+	struct xfer *x;   /* the transfer carrying it, NULL while it waits */
 	struct event *resume_ev;
-	char *last_id;           /* the last SSE event id of its stream */
+	char *last_id; /* the last SSE event id of its stream */
 	long retry_ms;
 	int resumes;
 };
@@ -90,7 +90,7 @@ struct mcphttp {
 	struct event *rev, *wev, *timer, *done_ev;
 	CURLM *multi;
 	char *url;
-	char **headers;          /* sodium_malloc'd "Name: value" */
+	char **headers; /* sodium_malloc'd "Name: value" */
 	size_t nheaders;
 	struct mcphttp_secret *secrets; /* sodium_malloc'd copies */
 	size_t nsecrets;
@@ -100,12 +100,12 @@ struct mcphttp {
 	struct mcp_rd rd;
 	char *out;
 	size_t outlen, outoff, outcap;
-	char version[32];        /* from the InitializeResult (legacy) */
+	char version[32]; /* from the InitializeResult (legacy) */
 	char session[MCPHTTP_SESSION_MAX + 1];
-	json_t *params;          /* tool name: [[argument, header name]...] (x-mcp-header) */
-	int stream_opened;       /* the legacy GET stream was tried */
-	int closing;             /* the client is gone: DELETE, then done */
-	int finished;            /* done is scheduled */
+	json_t *params;    /* tool name: [[argument, header name]...] (x-mcp-header) */
+	int stream_opened; /* the legacy GET stream was tried */
+	int closing;       /* the client is gone: DELETE, then done */
+	int finished;      /* done is scheduled */
 	char *done_err;
 	size_t nreqs, nxfers;
 	TAILQ_HEAD(, req) reqs;
@@ -115,7 +115,8 @@ struct mcphttp {
 static void xfer_start(struct xfer *x);
 static void hdrs_wipe(struct curl_slist *l);
 static void hdrs_params(struct mcphttp *h, struct curl_slist **l, const json_t *params);
-static void bridge_end(struct mcphttp *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void bridge_end(struct mcphttp *h, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static void write_cb(evutil_socket_t fd, short what, void *arg);
 
 static int64_t
@@ -182,7 +183,7 @@ put_line(struct mcphttp *h, const char *line, size_t len)
 		return;
 	if (h->outlen - h->outoff + len + 1 > MCPHTTP_OUT_MAX) {
 		bridge_end(h, "the client does not read what the server sends (over %u bytes held)",
-		    MCPHTTP_OUT_MAX);
+		           MCPHTTP_OUT_MAX);
 		return;
 	}
 	if (h->outoff > 0 && h->outoff == h->outlen)
@@ -243,14 +244,13 @@ req_by_id(struct mcphttp *h, const json_t *id)
 	struct req *r;
 
 	TAILQ_FOREACH(r, &h->reqs, e)
-		if (json_equal(r->id, id))
-			return r;
+	if (json_equal(r->id, id))
+		return r;
 	return NULL;
 }
 
 /* Answers r with the bridge's own error (text redacted) and ends it. */
-static void
-req_fail(struct req *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void req_fail(struct req *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void
 req_fail(struct req *r, const char *fmt, ...)
 {
@@ -260,10 +260,11 @@ req_fail(struct req *r, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	mcphttp_redact(text, strlen(text), r->h->secrets, r->h->nsecrets); /* it may quote the server */
+	mcphttp_redact(text, strlen(text), r->h->secrets,
+	               r->h->nsecrets); /* it may quote the server */
 	log_debug("mcp http: %s", text);
-	put_json(r->h, json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", r->id,
-	    "error", "code", MCPHTTP_ERR_CODE, "message", text));
+	put_json(r->h, json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", r->id, "error",
+	                         "code", MCPHTTP_ERR_CODE, "message", text));
 	req_free(r);
 }
 
@@ -351,8 +352,8 @@ bridge_end(struct mcphttp *h, const char *fmt, ...)
 
 /* ---- transfers ------------------------------------------------------------- */
 
-static void
-hdr_add(struct curl_slist **l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void hdr_add(struct curl_slist **l, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static void
 hdr_add(struct curl_slist **l, const char *fmt, ...)
 {
@@ -395,14 +396,14 @@ hdrs_wipe(struct curl_slist *l)
 static const char *
 msg_version(struct mcphttp *h, const json_t *params)
 {
-	const char *v = json_string_value(json_object_get(json_object_get(params, "_meta"),
-	    "io.modelcontextprotocol/protocolVersion"));
+	const char *v = json_string_value(json_object_get(
+	    json_object_get(params, "_meta"), "io.modelcontextprotocol/protocolVersion"));
 	size_t i;
 
 	if (v != NULL && strlen(v) < 32) {
 		for (i = 0; v[i] != '\0'; i++)
 			if (!(v[i] == '-' || (v[i] >= '0' && v[i] <= '9') ||
-			    (v[i] >= 'A' && v[i] <= 'Z') || (v[i] >= 'a' && v[i] <= 'z')))
+			      (v[i] >= 'A' && v[i] <= 'Z') || (v[i] >= 'a' && v[i] <= 'z')))
 				break;
 		if (v[i] == '\0' && i > 0)
 			return v;
@@ -427,15 +428,16 @@ hdrs_mcp(struct mcphttp *h, struct curl_slist **l, const json_t *msg)
 		else if (strcmp(method, "resources/read") == 0)
 			name = json_object_get(params, "uri");
 		if (json_is_string(name) && json_string_length(name) <= 4096) {
-			hv = mcphttp_header_value(json_string_value(name), json_string_length(name));
+			hv =
+			    mcphttp_header_value(json_string_value(name), json_string_length(name));
 			hdr_add(l, "Mcp-Name: %s", hv);
 			free(hv);
 		}
 		if (strcmp(method, "tools/call") == 0)
 			hdrs_params(h, l, params);
 	}
-	if ((v = msg_version(h, params)) != NULL && (method == NULL ||
-	    strcmp(method, "initialize") != 0))
+	if ((v = msg_version(h, params)) != NULL &&
+	    (method == NULL || strcmp(method, "initialize") != 0))
 		hdr_add(l, "MCP-Protocol-Version: %s", v);
 	if (h->session[0] != '\0')
 		hdr_add(l, "Mcp-Session-Id: %s", h->session);
@@ -449,15 +451,16 @@ xfer_header(char *data, size_t size, size_t n, void *arg)
 	const char *v;
 
 	if (len >= 5 && strncmp(data, "HTTP/", 5) == 0) {
-		x->session[0] = '\0';   /* a new response (after a 1xx) */
+		x->session[0] = '\0'; /* a new response (after a 1xx) */
 		return len;
 	}
 	if (len > 15 && strncasecmp(data, "mcp-session-id:", 15) == 0) {
 		v = data + 15;
 		while (v < data + len && (*v == ' ' || *v == '\t'))
 			v++;
-		for (i = 0; v + i < data + len && (unsigned char)v[i] > 0x20 &&
-		    (unsigned char)v[i] < 0x7f; i++)
+		for (i = 0;
+		     v + i < data + len && (unsigned char)v[i] > 0x20 && (unsigned char)v[i] < 0x7f;
+		     i++)
 			;
 		if (i > 0 && i <= MCPHTTP_SESSION_MAX) {
 			memcpy(x->session, v, i);
@@ -493,8 +496,10 @@ xfer_begin(struct xfer *x)
 		char t[64];
 
 		sanitize(ct != NULL ? ct : "none", ct != NULL ? strlen(ct) : 4, t, sizeof(t));
-		snprintf(x->err, sizeof(x->err), "the server answered with content of type %s, "
-		    "neither application/json nor text/event-stream", t);
+		snprintf(x->err, sizeof(x->err),
+		         "the server answered with content of type %s, "
+		         "neither application/json nor text/event-stream",
+		         t);
 	}
 }
 
@@ -513,8 +518,10 @@ xfer_write(char *data, size_t size, size_t n, void *arg)
 	if (x->status >= 200 && x->status < 300 && x->ctype == 2) {
 		if (mcphttp_sse_feed(&x->sse, data, len, xfer_event, x) == -1) {
 			if (x->err[0] == '\0')
-				snprintf(x->err, sizeof(x->err), "an event of the server's stream is "
-				    "over %zu bytes", h->conf.line_max);
+				snprintf(x->err, sizeof(x->err),
+				         "an event of the server's stream is "
+				         "over %zu bytes",
+				         h->conf.line_max);
 			return 0;
 		}
 		if (x->sse.last_id != NULL && x->rq != NULL) {
@@ -532,7 +539,7 @@ xfer_write(char *data, size_t size, size_t n, void *arg)
 			len = cap - x->resplen; /* an error's body: its beginning will do */
 		else {
 			snprintf(x->err, sizeof(x->err), "the server's answer is over %zu bytes",
-			    cap);
+			         cap);
 			return 0;
 		}
 	}
@@ -576,7 +583,8 @@ xfer_start(struct xfer *x)
 		fatalx("curl_easy_init");
 	curl_easy_setopt(e, CURLOPT_URL, h->url);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L); /* a redirect could carry the credential away */
+	/* a redirect could carry the credential away */
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)h->conf.connect_ms);
 	if (x->rq != NULL && strcmp(x->rq->method, "subscriptions/listen") != 0) {
@@ -636,8 +644,8 @@ static void
 learn(struct mcphttp *h, struct xfer *x, const char *line, size_t len)
 {
 	json_t *j = json_loadb(line, len, 0, NULL);
-	const char *v = json_string_value(json_object_get(json_object_get(j, "result"),
-	    "protocolVersion"));
+	const char *v =
+	    json_string_value(json_object_get(json_object_get(j, "result"), "protocolVersion"));
 
 	if (v != NULL && strlen(v) < sizeof(h->version) && strchr(v, '\r') == NULL &&
 	    strchr(v, '\n') == NULL)
@@ -672,7 +680,8 @@ token_ok(const char *name, size_t n)
 		return 0;
 	for (i = 0; i < n; i++)
 		if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'A' && name[i] <= 'Z') ||
-		    (name[i] >= 'a' && name[i] <= 'z') || strchr("!#$%&'*+-.^_`|~", name[i]) != NULL))
+		      (name[i] >= 'a' && name[i] <= 'z') ||
+		      strchr("!#$%&'*+-.^_`|~", name[i]) != NULL))
 			return 0;
 	return 1;
 }
@@ -693,18 +702,19 @@ tool_params(const json_t *tool)
 	json_t *out = json_array();
 	size_t i;
 
-	json_object_foreach((json_t *)props, key, p) {
+	json_object_foreach((json_t *)props, key, p)
+	{
 		if ((hn = json_object_get(p, "x-mcp-header")) == NULL)
 			continue;
 		type = json_string_value(json_object_get(p, "type"));
-		if (!json_is_string(hn) || !token_ok(json_string_value(hn), json_string_length(hn)) ||
-		    type == NULL || (strcmp(type, "string") != 0 && strcmp(type, "integer") != 0 &&
-		    strcmp(type, "boolean") != 0))
+		if (!json_is_string(hn) ||
+		    !token_ok(json_string_value(hn), json_string_length(hn)) || type == NULL ||
+		    (strcmp(type, "string") != 0 && strcmp(type, "integer") != 0 &&
+		     strcmp(type, "boolean") != 0))
 			goto bad;
-		json_array_foreach(out, i, seen)
-			if (strcasecmp(json_string_value(json_array_get(seen, 1)),
-			    json_string_value(hn)) == 0)
-				goto bad;
+		json_array_foreach(out, i,
+		                   seen) if (strcasecmp(json_string_value(json_array_get(seen, 1)),
+		                                        json_string_value(hn)) == 0) goto bad;
 		json_array_append_new(out, json_pack("[s, O]", key, hn));
 	}
 	return out;
@@ -733,7 +743,7 @@ tools_seen(struct mcphttp *h, json_t *msg)
 		name = json_string_value(json_object_get(t, "name"));
 		if ((ps = tool_params(t)) == NULL) {
 			log_warnx("mcp http: tool %.64s dropped: an invalid x-mcp-header",
-			    name != NULL ? name : "?");
+			          name != NULL ? name : "?");
 			json_array_remove(tools, i);
 			continue;
 		}
@@ -761,15 +771,18 @@ hdrs_params(struct mcphttp *h, struct curl_slist **l, const json_t *params)
 
 	if (tool == NULL || h->params == NULL || !json_is_object(args))
 		return;
-	json_array_foreach(json_object_get(h->params, tool), i, p) {
+	json_array_foreach(json_object_get(h->params, tool), i, p)
+	{
 		v = json_object_get(args, json_string_value(json_array_get(p, 0)));
 		if (json_is_string(v))
 			hv = mcphttp_header_value(json_string_value(v), json_string_length(v));
 		else if (json_is_integer(v) || json_is_boolean(v)) {
 			if (json_is_integer(v))
-				snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+				snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT,
+				         json_integer_value(v));
 			else
-				snprintf(num, sizeof(num), "%s", json_is_true(v) ? "true" : "false");
+				snprintf(num, sizeof(num), "%s",
+				         json_is_true(v) ? "true" : "false");
 			hv = mcphttp_header_value(num, strlen(num));
 		} else
 			continue;
@@ -794,9 +807,9 @@ deliver(struct xfer *x, const char *text, size_t len)
 	struct req *r;
 
 	if ((line = mcphttp_message(text, len, h->conf.line_max, h->secrets, h->nsecrets, &kind,
-	    &id, &n, err, sizeof(err))) == NULL) {
-		snprintf(x->err, sizeof(x->err), "the server's answer is not a JSON-RPC message: %s",
-		    err);
+	                            &id, &n, err, sizeof(err))) == NULL) {
+		snprintf(x->err, sizeof(x->err),
+		         "the server's answer is not a JSON-RPC message: %s", err);
 		return -1;
 	}
 	if (kind == MCP_MSG_RESULT || kind == MCP_MSG_ERROR) {
@@ -845,13 +858,15 @@ req_resume(struct req *r)
 	struct timeval tv;
 
 	if (r->last_id == NULL) {
-		req_fail(r, "%s: the server's event stream ended before the response, without an "
-		    "event id to resume it from", r->method);
+		req_fail(r,
+		         "%s: the server's event stream ended before the response, without an "
+		         "event id to resume it from",
+		         r->method);
 		return;
 	}
 	if (r->resumes >= MCPHTTP_RESUMES_MAX) {
 		req_fail(r, "%s: the server's event stream ended before the response %d times",
-		    r->method, r->resumes + 1);
+		         r->method, r->resumes + 1);
 		return;
 	}
 	if (ms > MCPHTTP_RETRY_MS_MAX)
@@ -861,7 +876,8 @@ req_resume(struct req *r)
 		return;
 	}
 	r->resumes++;
-	if (r->resume_ev == NULL && (r->resume_ev = evtimer_new(r->h->base, resume_fire, r)) == NULL)
+	if (r->resume_ev == NULL &&
+	    (r->resume_ev = evtimer_new(r->h->base, resume_fire, r)) == NULL)
 		fatalx("evtimer_new");
 	tv.tv_sec = ms / 1000;
 	tv.tv_usec = (ms % 1000) * 1000;
@@ -893,7 +909,7 @@ req_http_error(struct req *r, struct xfer *x)
 
 	if (x->resp != NULL && x->ctype == 1 &&
 	    (line = mcphttp_message(x->resp, x->resplen, r->h->conf.line_max, r->h->secrets,
-	        r->h->nsecrets, &kind, &id, &n, err, sizeof(err))) != NULL) {
+	                            r->h->nsecrets, &kind, &id, &n, err, sizeof(err))) != NULL) {
 		if (kind == MCP_MSG_ERROR) {
 			put_with_id(r->h, line, n, r->id);
 			req_free(r);
@@ -905,7 +921,7 @@ req_http_error(struct req *r, struct xfer *x)
 	}
 	sanitize(x->resp != NULL ? x->resp : "", x->resplen, text, sizeof(text));
 	req_fail(r, "%s: the server answered HTTP %ld%s%s", r->method, x->status,
-	    text[0] != '\0' ? ": " : "", text);
+	         text[0] != '\0' ? ": " : "", text);
 }
 
 /* A transfer carrying r is over (r still waits for its answer). */
@@ -920,10 +936,12 @@ req_xfer_done(struct req *r, struct xfer *x, CURLcode rc)
 		return req_fail(r, "%s: no answer within %u ms", m, x->h->conf.call_ms);
 	if (rc != CURLE_OK)
 		return req_fail(r, "%s: the request to the server failed: %s", m,
-		    x->curlerr[0] != '\0' ? x->curlerr : curl_easy_strerror(rc));
+		                x->curlerr[0] != '\0' ? x->curlerr : curl_easy_strerror(rc));
 	if (x->status >= 300 && x->status < 400)
-		return req_fail(r, "%s: the server answered with a redirect (HTTP %ld), which is "
-		    "not followed", m, x->status);
+		return req_fail(r,
+		                "%s: the server answered with a redirect (HTTP %ld), which is "
+		                "not followed",
+		                m, x->status);
 	if (x->status < 200 || x->status >= 300)
 		return req_http_error(r, x);
 	if (x->ctype == 1 && x->resp != NULL) {
@@ -961,8 +979,8 @@ xfer_done(struct xfer *x, CURLcode rc)
 		req_xfer_done(r, x, rc);
 	else if (x->kind == X_POST && (rc != CURLE_OK || x->status < 200 || x->status >= 300))
 		log_warnx("mcp http: %s: the server refused it (%s)",
-		    x->method[0] != '\0' ? x->method : "a response",
-		    rc != CURLE_OK ? curl_easy_strerror(rc) : "HTTP error");
+		          x->method[0] != '\0' ? x->method : "a response",
+		          rc != CURLE_OK ? curl_easy_strerror(rc) : "HTTP error");
 	else if (x->kind == X_POST && strcmp(x->method, "notifications/initialized") == 0)
 		stream_open(h);
 	else if (x->kind == X_STREAM)
@@ -987,7 +1005,8 @@ multi_check(struct mcphttp *h)
 	while (!h->finished && (msg = curl_multi_info_read(h->multi, &left)) != NULL) {
 		if (msg->msg != CURLMSG_DONE)
 			continue;
-		if (curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&x) != CURLE_OK ||
+		if (curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&x) !=
+		        CURLE_OK ||
 		    x == NULL)
 			fatalx("a transfer without its bridge");
 		xfer_done(x, msg->data.result);
@@ -1000,7 +1019,7 @@ multi_event(evutil_socket_t fd, short what, void *arg)
 	struct sockev *se = arg;
 	struct mcphttp *h = se->h;
 	int running, action = (what & EV_READ ? CURL_CSELECT_IN : 0) |
-	    (what & EV_WRITE ? CURL_CSELECT_OUT : 0);
+	                      (what & EV_WRITE ? CURL_CSELECT_OUT : 0);
 
 	curl_multi_socket_action(h->multi, fd, action, &running);
 	multi_check(h);
@@ -1032,7 +1051,7 @@ multi_socket(CURL *e, curl_socket_t s, int what, void *userp, void *socketp)
 		return 0;
 	}
 	kind = (short)(EV_PERSIST | (what & CURL_POLL_IN ? EV_READ : 0) |
-	    (what & CURL_POLL_OUT ? EV_WRITE : 0));
+	               (what & CURL_POLL_OUT ? EV_WRITE : 0));
 	if (se == NULL) {
 		if ((se = calloc(1, sizeof(*se))) == NULL)
 			fatal("calloc");
@@ -1118,10 +1137,11 @@ client_line(struct mcphttp *h, const char *line, size_t len)
 	r = NULL;
 	if (m.kind == MCP_MSG_REQUEST) {
 		if (req_by_id(h, m.id) != NULL || h->nreqs >= h->conf.inflight_max) {
-			put_json(h, json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", m.id,
-			    "error", "code", MCPHTTP_ERR_CODE, "message",
-			    req_by_id(h, m.id) != NULL ? "a request of this id is in flight" :
-			    "too many requests in flight to the server"));
+			put_json(h, json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id",
+			                      m.id, "error", "code", MCPHTTP_ERR_CODE, "message",
+			                      req_by_id(h, m.id) != NULL
+			                          ? "a request of this id is in flight"
+			                          : "too many requests in flight to the server"));
 			mcp_msg_clear(&m);
 			return;
 		}
@@ -1137,11 +1157,11 @@ client_line(struct mcphttp *h, const char *line, size_t len)
 	} else if (h->nxfers >= 2 * h->conf.inflight_max + 2) {
 		/* notifications and answers of the client's: as many again at most */
 		log_warnx("mcp http: %s dropped: %zu transfers in flight",
-		    m.method != NULL ? m.method : "an answer", h->nxfers);
+		          m.method != NULL ? m.method : "an answer", h->nxfers);
 		mcp_msg_clear(&m);
 		return;
 	} else if (m.kind == MCP_MSG_NOTIFICATION &&
-	    strcmp(m.method, "notifications/cancelled") == 0)
+	           strcmp(m.method, "notifications/cancelled") == 0)
 		on_cancel(h, m.params);
 	x = xfer_new(h, X_POST, r);
 	if (m.method != NULL)
@@ -1234,7 +1254,7 @@ header_ok(const char *hd)
 		return 0;
 	for (i = 0; hd + i < colon; i++)
 		if (!(hd[i] == '-' || hd[i] == '_' || (hd[i] >= '0' && hd[i] <= '9') ||
-		    (hd[i] >= 'A' && hd[i] <= 'Z') || (hd[i] >= 'a' && hd[i] <= 'z')))
+		      (hd[i] >= 'A' && hd[i] <= 'Z') || (hd[i] >= 'a' && hd[i] <= 'z')))
 			return 0;
 	for (i = 0; hd[i] != '\0'; i++)
 		if (hd[i] == '\r' || hd[i] == '\n' || hd[i] == '\0')
@@ -1259,8 +1279,8 @@ conf_defaults(struct mcphttp_conf *c)
 
 struct mcphttp *
 mcphttp_new(struct event_base *base, int fd, const char *url, const char *const *headers,
-    size_t nheaders, const struct mcphttp_conf *conf, void (*done)(void *, const char *),
-    void *arg, char *err, size_t errsz)
+            size_t nheaders, const struct mcphttp_conf *conf, void (*done)(void *, const char *),
+            void *arg, char *err, size_t errsz)
 {
 	struct mcphttp *h;
 	char *u;

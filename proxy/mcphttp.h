@@ -62,14 +62,14 @@
 
 struct event_base;
 
-#define MCPHTTP_ERR_CODE (-32603)         /* the code of the bridge's own error answers */
+#define MCPHTTP_ERR_CODE (-32603) /* the code of the bridge's own error answers */
 #define MCPHTTP_INFLIGHT_DEFAULT 16
 #define MCPHTTP_CONNECT_MS_DEFAULT 10000
 #define MCPHTTP_CALL_MS_DEFAULT 60000
-#define MCPHTTP_RETRY_MS_DEFAULT 1000     /* resumption delay without retry: */
-#define MCPHTTP_RETRY_MS_MAX 30000        /* a retry: above is taken as this */
-#define MCPHTTP_RESUMES_MAX 5             /* GETs resuming one request's stream */
-#define MCPHTTP_SESSION_MAX 256           /* bytes of an Mcp-Session-Id */
+#define MCPHTTP_RETRY_MS_DEFAULT 1000 /* resumption delay without retry: */
+#define MCPHTTP_RETRY_MS_MAX 30000    /* a retry: above is taken as this */
+#define MCPHTTP_RESUMES_MAX 5         /* GETs resuming one request's stream */
+#define MCPHTTP_SESSION_MAX 256       /* bytes of an Mcp-Session-Id */
 #define MCPHTTP_SECRETS_MAX 64
 #define MCPHTTP_OUT_MAX (64u * 1024 * 1024) /* bytes written back and not yet read */
 
@@ -81,13 +81,13 @@ struct mcphttp_secret {
 
 /* How the bridge behaves; 0 in a field takes its default. */
 struct mcphttp_conf {
-	size_t line_max;        /* bytes of a line either way, of an answer, of an SSE
-	                         * event (MCP_LINE_MAX_DEFAULT) */
-	size_t inflight_max;    /* requests at once */
+	size_t line_max;     /* bytes of a line either way, of an answer, of an SSE
+	                      * event (MCP_LINE_MAX_DEFAULT) */
+	size_t inflight_max; /* requests at once */
 	uint32_t connect_ms;
-	uint32_t call_ms;       /* one request, resumptions included: the spec's
-	                         * call_timeout (subscriptions/listen and the GET
-	                         * stream are not capped) */
+	uint32_t call_ms;                     /* one request, resumptions included: the spec's
+	                                       * call_timeout (subscriptions/listen and the GET
+	                                       * stream are not capped) */
 	const struct mcphttp_secret *secrets; /* copied (sodium_malloc) */
 	size_t nsecrets;
 };
@@ -104,8 +104,10 @@ struct mcphttp;
  * closed then too.
  */
 struct mcphttp *mcphttp_new(struct event_base *base, int fd, const char *url,
-    const char *const *headers, size_t nheaders, const struct mcphttp_conf *conf,
-    void (*done)(void *arg, const char *err), void *arg, char *err, size_t errsz);
+                            const char *const *headers, size_t nheaders,
+                            const struct mcphttp_conf *conf,
+                            void (*done)(void *arg, const char *err), void *arg, char *err,
+                            size_t errsz);
 
 /* Ends every transfer, closes fd, wipes and frees; no callback runs after.
  * (No DELETE is sent: the caller who wants one lets the client close.) */
@@ -123,14 +125,14 @@ const char *mcphttp_session(const struct mcphttp *h);
  * An event's data, or one line, over max bytes is an error.
  */
 struct mcphttp_sse {
-	char *line;             /* the line being read */
+	char *line; /* the line being read */
 	size_t linelen;
-	char *data;             /* the event's data so far */
+	char *data; /* the event's data so far */
 	size_t datalen;
 	int has_data;
 	char event[64];
-	char *last_id;          /* the last event id set (persists across events) */
-	long retry_ms;          /* the last retry: given, or -1 */
+	char *last_id; /* the last event id set (persists across events) */
+	long retry_ms; /* the last retry: given, or -1 */
 	size_t max;
 	int cr, started, failed;
 };
@@ -143,8 +145,7 @@ void mcphttp_sse_init(struct mcphttp_sse *s, size_t max);
 void mcphttp_sse_free(struct mcphttp_sse *s);
 /* Feeds n bytes; returns 0, or -1 when an event or a line is over max or cb
  * returned -1 (then nothing more is taken). */
-int mcphttp_sse_feed(struct mcphttp_sse *s, const char *p, size_t n, mcphttp_sse_cb cb,
-    void *arg);
+int mcphttp_sse_feed(struct mcphttp_sse *s, const char *p, size_t n, mcphttp_sse_cb cb, void *arg);
 
 /*
  * Checks one message of an answer (text[0..len)): one JSON-RPC message as
@@ -154,8 +155,8 @@ int mcphttp_sse_feed(struct mcphttp_sse *s, const char *p, size_t n, mcphttp_sse
  * id or NULL.  NULL with err when it is not one.
  */
 char *mcphttp_message(const char *text, size_t len, size_t max,
-    const struct mcphttp_secret *secrets, size_t nsecrets, int *kind, json_t **id,
-    size_t *outlen, char *err, size_t errsz);
+                      const struct mcphttp_secret *secrets, size_t nsecrets, int *kind, json_t **id,
+                      size_t *outlen, char *err, size_t errsz);
 
 /* Replaces each of the secrets in p[0..len) by '*' (byte for byte). */
 void mcphttp_redact(char *p, size_t len, const struct mcphttp_secret *secrets, size_t nsecrets);

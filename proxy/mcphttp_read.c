@@ -61,7 +61,8 @@ sse_dispatch(struct mcphttp_sse *s, mcphttp_sse_cb cb, void *arg)
 		/* the data's last '\n' is not part of it */
 		s->data[--s->datalen] = '\0';
 		if (s->datalen > 0)
-			rc = cb(arg, s->event[0] != '\0' ? s->event : "message", s->data, s->datalen);
+			rc = cb(arg, s->event[0] != '\0' ? s->event : "message", s->data,
+			        s->datalen);
 	}
 	s->datalen = 0;
 	s->has_data = 0;
@@ -207,14 +208,15 @@ mcphttp_redact(char *p, size_t len, const struct mcphttp_secret *secrets, size_t
 		if (secrets[i].p == NULL || secrets[i].len < 4)
 			continue;
 		for (q = p; q < end && (hit = memmem(q, (size_t)(end - q), secrets[i].p,
-		    secrets[i].len)) != NULL; q = hit + secrets[i].len)
+		                                     secrets[i].len)) != NULL;
+		     q = hit + secrets[i].len)
 			memset(hit, '*', secrets[i].len);
 	}
 }
 
 char *
 mcphttp_message(const char *text, size_t len, size_t max, const struct mcphttp_secret *secrets,
-    size_t nsecrets, int *kind, json_t **id, size_t *outlen, char *err, size_t errsz)
+                size_t nsecrets, int *kind, json_t **id, size_t *outlen, char *err, size_t errsz)
 {
 	struct mcp_msg m;
 	char *out;
@@ -282,7 +284,7 @@ mcphttp_header_value(const char *v, size_t len)
 		fatal("header");
 	memcpy(out, "=?base64?", 9);
 	sodium_bin2base64(out + 9, b64len, (const unsigned char *)v, len,
-	    sodium_base64_VARIANT_ORIGINAL);
+	                  sodium_base64_VARIANT_ORIGINAL);
 	strcat(out, "?=");
 	return out;
 }

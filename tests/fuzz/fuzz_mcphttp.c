@@ -142,7 +142,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (sa.len[i] != sb.len[i] || sa.hash[i] != sb.hash[i])
 			abort();
 	if (ra == 0 && (a.retry_ms != b.retry_ms || (a.last_id == NULL) != (b.last_id == NULL) ||
-	    (a.last_id != NULL && strcmp(a.last_id, b.last_id) != 0)))
+	                (a.last_id != NULL && strcmp(a.last_id, b.last_id) != 0)))
 		abort();
 	mcphttp_sse_free(&a);
 	mcphttp_sse_free(&b);

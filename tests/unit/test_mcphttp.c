@@ -82,7 +82,8 @@ t_sse_fields(void **state)
 	feed_both("\xef\xbb\xbfid: e1\nretry: 500\ndata: \n\n: a comment\n"
 	          "event: message\ndata: {\"a\":\ndata: 1}\nid: e2\n\n"
 	          "event: endpoint\r\ndata: /messages\r\n\r\n"
-	          "data:no space\r\rdata: unended", 1024, &e, &s);
+	          "data:no space\r\rdata: unended",
+	          1024, &e, &s);
 	/* the priming event has no data: not reported */
 	assert_int_equal(e.n, 3);
 	assert_string_equal(e.type[0], "message");
@@ -128,10 +129,14 @@ t_sse_cap(void **state)
 	mcphttp_sse_free(&s);
 	/* an event's data over the cap in lines under it */
 	mcphttp_sse_init(&s, 100);
-	assert_int_equal(mcphttp_sse_feed(&s, "data: 0123456789012345678901234567890123456789\n"
-	    "data: 0123456789012345678901234567890123456789\n", 94, on_event, &e), 0);
+	assert_int_equal(mcphttp_sse_feed(&s,
+	                                  "data: 0123456789012345678901234567890123456789\n"
+	                                  "data: 0123456789012345678901234567890123456789\n",
+	                                  94, on_event, &e),
+	                 0);
 	assert_int_equal(mcphttp_sse_feed(&s, "data: 0123456789012345678901234567890123456789\n",
-	    47, on_event, &e), -1);
+	                                  47, on_event, &e),
+	                 -1);
 	assert_int_equal(e.n, 0);
 	mcphttp_sse_free(&s);
 }
@@ -171,13 +176,15 @@ t_message_refused(void **state)
 	const char *batch = "[{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}]";
 
 	assert_null(mcphttp_message(batch, strlen(batch), 1024, secrets, 1, &kind, &id, &n, err,
-	    sizeof(err)));
+	                            sizeof(err)));
 	assert_non_null(strstr(err, "batch"));
-	assert_null(mcphttp_message("{nope", 5, 1024, secrets, 1, &kind, &id, &n, err, sizeof(err)));
+	assert_null(
+	    mcphttp_message("{nope", 5, 1024, secrets, 1, &kind, &id, &n, err, sizeof(err)));
 	assert_non_null(strstr(err, "not JSON"));
-	snprintf(big, sizeof(big), "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"t\":\"%01500d\"}}", 0);
-	assert_null(mcphttp_message(big, strlen(big), 1024, secrets, 1, &kind, &id, &n, err,
-	    sizeof(err)));
+	snprintf(big, sizeof(big), "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"t\":\"%01500d\"}}",
+	         0);
+	assert_null(
+	    mcphttp_message(big, strlen(big), 1024, secrets, 1, &kind, &id, &n, err, sizeof(err)));
 	assert_non_null(strstr(err, "more than 1024 bytes"));
 	assert_null(id);
 }
@@ -219,7 +226,7 @@ done_cb(void *arg, const char *err)
  * want, and the end was closed (the peer reads EOF). */
 static void
 refused(struct event_base *base, const char *url, const char *const *hdrs, size_t n,
-    const char *want)
+        const char *want)
 {
 	char err[512], c;
 	int sv[2];
@@ -249,7 +256,7 @@ t_new_refusals(void **state)
 	refused(base, "https://example.com/mcp", no_colon, 1, "header 1");
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	h = mcphttp_new(base, sv[0], "http://127.0.0.1:9/mcp", bad_hdr, 1, NULL, done_cb, NULL, err,
-	    sizeof(err));
+	                sizeof(err));
 	assert_non_null(h);
 	assert_null(mcphttp_session(h));
 	mcphttp_free(h);
@@ -261,9 +268,9 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(t_sse_fields),       cmocka_unit_test(t_sse_odd_fields),
-	    cmocka_unit_test(t_sse_cap),          cmocka_unit_test(t_message),
-	    cmocka_unit_test(t_message_refused),  cmocka_unit_test(t_ctype_and_headers),
+	    cmocka_unit_test(t_sse_fields),      cmocka_unit_test(t_sse_odd_fields),
+	    cmocka_unit_test(t_sse_cap),         cmocka_unit_test(t_message),
+	    cmocka_unit_test(t_message_refused), cmocka_unit_test(t_ctype_and_headers),
 	    cmocka_unit_test(t_new_refusals),
 	};
 
