@@ -60,8 +60,9 @@ struct xfer {
 	struct curl_slist *hdrs;
 	char *body;
 	size_t bodylen;
-	int started; /* the body began: ctype and status are known */
-	int ctype;   /* mcphttp_ctype */
+	int started;  /* the body began: ctype and status are known */
+	int answered; /* its request's response came: the rest is not read */
+	int ctype;    /* mcphttp_ctype */
 	long status;
 	char *resp; /* a JSON or error body */
 	size_t resplen;
@@ -531,7 +532,9 @@ xfer_write(char *data, size_t size, size_t n, void *arg)
 		}
 		if (x->rq != NULL && x->sse.retry_ms >= 0)
 			x->rq->retry_ms = x->sse.retry_ms;
-		return h->finished ? 0 : len;
+		/* the stream's response came: nothing more is read from it (in the
+		 * modern era, closing it is how the request ends) */
+		return h->finished || x->answered ? 0 : len;
 	}
 	cap = x->status >= 200 && x->status < 300 ? h->conf.line_max : ERRBODY_MAX;
 	if (x->resplen + len > cap) {
@@ -825,6 +828,8 @@ deliver(struct xfer *x, const char *text, size_t len)
 				put_with_id(h, line, n, r->id);
 			else
 				put_line(h, line, n);
+			if (r == x->rq)
+				x->answered = 1;
 			req_free(r);
 		}
 	} else
@@ -977,6 +982,8 @@ xfer_done(struct xfer *x, CURLcode rc)
 	}
 	if (r != NULL)
 		req_xfer_done(r, x, rc);
+	else if (x->answered)
+		log_debug("mcp http: %s: its stream stopped once the response came", x->method);
 	else if (x->kind == X_POST && (rc != CURLE_OK || x->status < 200 || x->status >= 300))
 		log_warnx("mcp http: %s: the server refused it (%s)",
 		          x->method[0] != '\0' ? x->method : "a response",

@@ -32,12 +32,11 @@ SE=$ROOT/tests/browser/node_modules/@modelcontextprotocol/server-everything/dist
 DRV=$ROOT/$BUILD/agrippa-mcp-conformance
 if [ ! -f "$SE" ] || ! command -v node >/dev/null 2>&1 || [ ! -x "$DRV" ]; then
 	notok "node, server-everything (make deps) and agrippa-mcp-conformance (make tests) are there"
-	check "no sanitizer report from any run" sh -c "! grep -q 'Sanitizer\|runtime error' '$T/allerr'"
-
-finish mcp_http
+	finish mcp_http
 	exit 1
 fi
 T=$(mktemp -d /tmp/agrippa-test.XXXXXX)
+: >"$T/allerr"
 SEPID=""
 FPID=""
 cleanup() {
@@ -138,6 +137,18 @@ hostile redirect "the server answered with a redirect (HTTP 302), which is not f
 check "redirect: not followed (no request reached 127.0.0.2, where it pointed)" \
 	sh -c "grep -q '\"host\": \"127.0.0.1\"' '$LOG' && ! grep -q '\"host\": \"127.0.0.2\"' '$LOG'"
 hostile slow "tools/call: no answer within 3000 ms"
+
+# a cancel: notifications/cancelled goes to the server, the call's stream is
+# closed, and the next call is answered
+: >"$LOG"
+drv -T 2000 -x 'slow={}' -c 'ok={}' "$FURL"
+check "cancel: the driver exits 0" [ $? -eq 0 ]
+check "cancel: the call ended as cancelled" [ "$(text_of 1)" = cancelled ]
+check "cancel: the next call is answered" [ "$(text_of 2)" = ok ]
+check "cancel: notifications/cancelled reached the server" \
+	grep -q '"rpc": "notifications/cancelled"' "$LOG"
+check "legacy: the GET stream for the server's messages was tried (the fake says 405)" \
+	sh -c "grep '\"method\": \"GET\"' '$LOG' | grep -vq 'last-event-id'"
 
 # requests in flight: two slow calls fill a cap of 2, the third is refused at once
 drv -i 2 -t 3000 -p -c 'slow={}' -c 'slow={}' -c 'ok={}' "$FURL"
