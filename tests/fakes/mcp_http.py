@@ -27,8 +27,12 @@ POST /mcp (GET for resumption, DELETE to end the session):
                 Authorization header's value again with every character
                 \\u-escaped in JSON (the client must see both redacted)
     slow        no answer for 30 s
+    trickle     an SSE stream of comments every 200 ms for 30 s, no answer
+GET without Last-Event-ID is the stream for the server's own messages: a
+ping request on it, then 2 s of quiet.
 Every request is logged as one JSON line to --log (the address it came to,
-method, path, the JSON-RPC method and the MCP headers).  --port 0 picks a port; the port is
+method, path, the JSON-RPC method or the id a response answers, and the MCP
+headers).  --port 0 picks a port; the port is
 written to --port-file.
 """
 import argparse
@@ -40,7 +44,7 @@ import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 TOOLS = ["ok", "ctype", "badjson", "otherid", "batch", "resume", "cut", "big", "bigsse", "gone",
-         "e500", "redirect", "echo", "slow"]
+         "e500", "redirect", "echo", "slow", "trickle"]
 SESSION = "fake-session-7f3a"
 LOCK = threading.Lock()
 STATE = {"pending": None, "port": 0}
@@ -57,12 +61,12 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, fmt, *args):
         pass
 
-    def record(self, rpc=None):
+    def record(self, rpc=None, answers=None):
         hdrs = {k.lower(): v for k, v in self.headers.items()
                 if k.lower().startswith("mcp-") or k.lower() in ("authorization", "last-event-id",
                                                                   "accept", "content-type")}
         entry = {"host": self.server.server_address[0], "method": self.command,
-                 "path": self.path, "rpc": rpc, "headers": hdrs}
+                 "path": self.path, "rpc": rpc, "answers": answers, "headers": hdrs}
         with LOCK:
             with open(ARGS.log, "a") as f:
                 f.write(json.dumps(entry) + "\n")
@@ -94,6 +98,17 @@ class Handler(BaseHTTPRequestHandler):
         last = self.headers.get("Last-Event-ID")
         with LOCK:
             pending = STATE["pending"]
+        if last is None:
+            # the stream for the server's own messages: a ping, then quiet
+            self.sse_begin()
+            ping = {"jsonrpc": "2.0", "id": "srv-ping-1", "method": "ping"}
+            try:
+                self.wfile.write(b"data: " + json.dumps(ping).encode() + b"\n\n")
+                self.wfile.flush()
+                time.sleep(2)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            return
         if last != "e1" or pending is None:
             self.send(405, "text/plain", b"no stream here")
             return
@@ -118,8 +133,8 @@ class Handler(BaseHTTPRequestHandler):
             self.json(400, {"jsonrpc": "2.0", "id": None,
                             "error": {"code": -32700, "message": "Parse error"}})
             return
-        method = msg.get("method")
-        self.record(method)
+        method = msg.get("method") if isinstance(msg, dict) else None
+        self.record(method, msg.get("id") if isinstance(msg, dict) and method is None else None)
         rid = msg.get("id")
         if method == "server/discover":
             self.json(400, {"jsonrpc": "2.0", "id": None, "error": {
@@ -189,6 +204,16 @@ class Handler(BaseHTTPRequestHandler):
             body = json.dumps(self.result(rid, text + " again: AUTHVALUE"))
             esc = "".join("\\u%04x" % ord(c) for c in auth)
             self.send(200, "application/json", body.replace("AUTHVALUE", esc).encode())
+        elif name == "trickle":
+            # busy but never answering: a comment every 200 ms
+            self.sse_begin()
+            try:
+                for _ in range(150):
+                    self.wfile.write(b": still working\n\n")
+                    self.wfile.flush()
+                    time.sleep(0.2)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
         elif name == "slow":
             time.sleep(30)
             self.json(200, self.result(rid, "too late"))

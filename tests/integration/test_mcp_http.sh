@@ -137,6 +137,7 @@ hostile redirect "the server answered with a redirect (HTTP 302), which is not f
 check "redirect: not followed (no request reached 127.0.0.2, where it pointed)" \
 	sh -c "grep -q '\"host\": \"127.0.0.1\"' '$LOG' && ! grep -q '\"host\": \"127.0.0.2\"' '$LOG'"
 hostile slow "tools/call: no answer within 3000 ms"
+hostile trickle "tools/call: no answer within 3000 ms"
 
 # a cancel: notifications/cancelled goes to the server, the call's stream is
 # closed, and the next call is answered
@@ -147,8 +148,10 @@ check "cancel: the call ended as cancelled" [ "$(text_of 1)" = cancelled ]
 check "cancel: the next call is answered" [ "$(text_of 2)" = ok ]
 check "cancel: notifications/cancelled reached the server" \
 	grep -q '"rpc": "notifications/cancelled"' "$LOG"
-check "legacy: the GET stream for the server's messages was tried (the fake says 405)" \
+check "legacy: the GET stream for the server's messages was opened" \
 	sh -c "grep '\"method\": \"GET\"' '$LOG' | grep -vq 'last-event-id'"
+check "legacy: the client answered the ping that came on it (POSTed by the bridge)" \
+	grep -q '"method": "POST".*"answers": "srv-ping-1"' "$LOG"
 
 # requests in flight: two slow calls fill a cap of 2, the third is refused at once
 drv -i 2 -t 3000 -p -c 'slow={}' -c 'slow={}' -c 'ok={}' "$FURL"
