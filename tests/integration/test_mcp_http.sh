@@ -116,9 +116,10 @@ SECRET=ghp_bridge_secret_4711
 # hascall TOOL TEXT: the call of TOOL was a tool error and TEXT is in the output
 hascall() { grep -q "^call $1 error=1" "$OUT" && grep -qF -- "$2" "$OUT"; }
 # hostile TOOL ERRTEXT: a call of TOOL is a tool error saying ERRTEXT, and
-# the call after it on the same bridge is answered
+# the call after it on the same bridge is answered (the bridge's cap on a
+# request: $CAP ms, 30 s when unset)
 hostile() {
-	drv -t 3000 -H "Authorization: Bearer $SECRET" -S "$SECRET" \
+	drv -t "${CAP:-30000}" -H "Authorization: Bearer $SECRET" -S "$SECRET" \
 		-c "$1={}" -c 'ok={}' "$FURL"
 	rc=$?
 	check "$1: the driver exits 0 ($(tail -n 1 "$ERR"))" [ $rc -eq 0 ]
@@ -136,8 +137,8 @@ hostile e500 "the server answered HTTP 500: internal trouble  in the server"
 hostile redirect "the server answered with a redirect (HTTP 302), which is not followed"
 check "redirect: not followed (no request reached 127.0.0.2, where it pointed)" \
 	sh -c "grep -q '\"host\": \"127.0.0.1\"' '$LOG' && ! grep -q '\"host\": \"127.0.0.2\"' '$LOG'"
-hostile slow "tools/call: no answer within 3000 ms"
-hostile trickle "tools/call: no answer within 3000 ms"
+CAP=3000 hostile slow "tools/call: no answer within 3000 ms"
+CAP=3000 hostile trickle "tools/call: no answer within 3000 ms"
 
 # a cancel: notifications/cancelled goes to the server, the call's stream is
 # closed, and the next call is answered
