@@ -110,6 +110,12 @@ MCPC_LIBS := $(shell pkg-config --libs libevent jansson libsodium 2>/dev/null)
 $(BUILD)/agrippa-mcpc: $(BUILD)/mcpc/main.o $(BUILD)/libagrippa.a
 	$(CC) $(ALL_LDFLAGS) -Wl,--as-needed -o $@ $^ $(MCPC_LIBS)
 
+# The conformance suite's client (mcpc/conformance.c): the runner's client
+# through the proxy's Streamable HTTP bridge; built for the tests only.
+CONF_LIBS := $(shell pkg-config --libs libevent jansson libsodium libcurl 2>/dev/null)
+$(BUILD)/agrippa-mcp-conformance: $(BUILD)/mcpc/conformance.o $(BUILD)/libagrippa.a
+	$(CC) $(ALL_LDFLAGS) -Wl,--as-needed -o $@ $^ $(CONF_LIBS)
+
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libagrippa.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS) $$(pkg-config --libs cmocka)
@@ -163,7 +169,7 @@ $(BUILD)/tests/probe/try_syscall: tests/tools/try_syscall.c
 	@mkdir -p $(@D)
 	$(CC) $(BASEFLAGS) -O1 -DPROBE_STATIC -static -o $@ $<
 
-tests: all $(UNIT_BIN) $(TOOL_BIN) $(PROBE_BIN)
+tests: all $(UNIT_BIN) $(TOOL_BIN) $(PROBE_BIN) $(BUILD)/agrippa-mcp-conformance
 
 # The test build is a separate sanitizer tree; every test runs against it.
 check:

