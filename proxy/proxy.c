@@ -36,6 +36,7 @@
 
 #include "common/log.h"
 #include "privsep/child.h"
+#include "proxy/mcphttp.h"
 #include "proxy/proxy.h"
 #include "proxy/wire.h"
 
@@ -104,7 +105,16 @@ static struct proxy {
 	struct provider *pv[IPC_PROVIDERS_MAX];
 	size_t npv;
 	TAILQ_HEAD(, rchan) chans;
+	TAILQ_HEAD(, rmcp) mcps;
 } px;
+
+/* A remote MCP server's bridge for a run's runner (PROXY_MCP). */
+struct rmcp {
+	TAILQ_ENTRY(rmcp) entry;
+	char run[IPC_UUID_LEN + 1];
+	char server[IPC_MCP_NAME_MAX + 1];
+	struct mcphttp *h;
+};
 
 static void call_start(struct call *k);
 static void call_fail(struct call *k, uint32_t code, const char *fmt, ...)
@@ -790,9 +800,84 @@ proxy_channel(struct ipc_msg *m)
 }
 
 static void
+rmcp_done(void *arg, const char *err)
+{
+	struct rmcp *r = arg;
+
+	if (err != NULL)
+		log_info("run %s: mcp server %s: %s", r->run, r->server, err);
+	else
+		log_debug("run %s: mcp server %s: closed", r->run, r->server);
+	TAILQ_REMOVE(&px.mcps, r, entry);
+	mcphttp_free(r->h);
+	free(r);
+}
+
+/*
+ * PROXY_MCP: a remote MCP server's channel for a run's runner.  The
+ * headers (credentials expanded) and the values to redact go into the
+ * bridge's sodium_malloc memory, and their copies in the message are
+ * wiped; the bridge speaks Streamable HTTP to the server for the client at
+ * the channel's other end, until that end closes.
+ */
+static void
+proxy_mcp(struct ipc_msg *m)
+{
+	struct mcphttp_secret secrets[IPC_MCP_SECRETS_MAX];
+	char *headers[IPC_MCP_HEADERS_MAX];
+	struct ipc_proxy_mcp pm;
+	struct mcphttp_conf conf;
+	struct ipc_cur hc, sc;
+	struct rmcp *r;
+	const uint8_t *p;
+	size_t len, nh = 0, ns = 0, i;
+	char err[256];
+
+	if (m->fd < 0 || ipc_dec_proxy_mcp(m->body, &pm) == -1)
+		fatalx("a bad PROXY_MCP");
+	hc = pm.headers;
+	while (ipc_get_bin(&hc, &p, &len, IPC_MCP_HEADER_MAX) == 0) {
+		if ((headers[nh] = sodium_malloc(len + 1)) == NULL)
+			fatalx("sodium_malloc");
+		memcpy(headers[nh], p, len);
+		headers[nh++][len] = '\0';
+		sodium_memzero((void *)(uintptr_t)p, len);
+	}
+	sc = pm.secrets;
+	while (ipc_get_bin(&sc, &p, &len, IPC_SECRET_MAX) == 0)
+		secrets[ns++] = (struct mcphttp_secret){ (const char *)p, len };
+	memset(&conf, 0, sizeof(conf));
+	conf.call_ms = pm.call_ms;
+	conf.secrets = secrets;
+	conf.nsecrets = ns;
+	if ((r = calloc(1, sizeof(*r))) == NULL)
+		fatal("calloc");
+	memcpy(r->run, pm.run, sizeof(r->run));
+	memcpy(r->server, pm.server, sizeof(r->server));
+	r->h = mcphttp_new(px.c.base, m->fd, pm.url, (const char *const *)headers, nh, &conf,
+	                   rmcp_done, r, err, sizeof(err));
+	m->fd = -1; /* taken, even on failure */
+	for (i = 0; i < ns; i++)
+		sodium_memzero((void *)(uintptr_t)secrets[i].p, secrets[i].len);
+	for (i = 0; i < nh; i++)
+		sodium_free(headers[i]);
+	if (r->h == NULL) {
+		/* the runner's client sees its channel close */
+		log_warnx("run %s: mcp server %s: %s", pm.run, pm.server, err);
+		free(r);
+		return;
+	}
+	TAILQ_INSERT_TAIL(&px.mcps, r, entry);
+	log_debug("run %s: mcp server %s: bridge to %s", r->run, r->server, pm.url);
+}
+
+static void
 proxy_dispatch_supervisor(struct child *c, struct ipc_msg *m)
 {
 	switch (m->type) {
+	case IMSG_PROXY_MCP:
+		proxy_mcp(m);
+		return;
 	case IMSG_PROXY_CONF:
 		proxy_conf(m);
 		return;
@@ -829,6 +914,7 @@ proxy_main(void)
 	if ((px.c.base = event_base_new()) == NULL)
 		fatalx("event_base_new");
 	TAILQ_INIT(&px.chans);
+	TAILQ_INIT(&px.mcps);
 	proxy_warm();
 	if ((px.multi = curl_multi_init()) == NULL ||
 	    (px.timer = evtimer_new(px.c.base, multi_timeout, NULL)) == NULL)

@@ -28,6 +28,9 @@
  */
 #include <sys/queue.h>
 
+#include <sys/socket.h>
+
+#include <errno.h>
 #include <signal.h>
 #include <sodium.h>
 #include <stdarg.h>
@@ -193,6 +196,90 @@ ms_secrets_free(struct ms_secrets *sec)
 	sec->n = 0;
 }
 
+/*
+ * A remote (http) server: nothing runs here.  The proxy, which holds the
+ * credentials of remote servers (DESIGN.md section 1), gets one end of a
+ * socketpair with the server's URL, its headers with their credentials
+ * expanded and the values to redact (PROXY_MCP), and speaks Streamable
+ * HTTP to it (proxy/mcphttp.c); the runner's client gets the other end,
+ * on which it speaks as to a stdio server.  Closing it ends the bridge.
+ */
+static void
+ms_http(struct mserver *s, const struct mcpspec *spec, const struct mcp_creds *creds,
+        const char *ctext, size_t clen)
+{
+	struct proc *px = proc_by_role(ROLE_PROXY);
+	struct ms_secrets sec = { .n = 0 };
+	struct ipc_wbuf w;
+	char *v, *line;
+	size_t i, len, nl;
+	int sp[2], rv;
+
+	if (px == NULL || px->chan == NULL || !px->ready) {
+		ms_failed(s->runner, s->id, 0, "mcp server %s: the proxy, which calls remote MCP "
+		          "servers, is not running", s->name);
+		return;
+	}
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) == -1) {
+		ms_failed(s->runner, s->id, 0, "mcp server %s: socketpair: %s", s->name,
+		          strerror(errno));
+		return;
+	}
+	ipc_wbuf_begin(&w, IMSG_PROXY_MCP, s->id, 6);
+	ipc_put_str(&w, s->run);
+	ipc_put_str(&w, s->name);
+	ipc_put_str(&w, spec->url);
+	ipc_put_array(&w, (uint32_t)spec->nheaders);
+	for (i = 0; i < spec->nheaders; i++) {
+		if ((spec->headers[i].refs > 0 && creds == NULL) ||
+		    (v = mcpspec_expand(spec->headers[i].value, creds, &len)) == NULL) {
+			ipc_wbuf_free(&w);
+			close(sp[0]);
+			close(sp[1]);
+			ms_failed(s->runner, s->id, 0, "mcp server %s: spec.headers.%s names a "
+			          "credential it was not given", s->name, spec->headers[i].name);
+			return;
+		}
+		nl = strlen(spec->headers[i].name);
+		if ((line = sodium_malloc(nl + len + 3)) == NULL)
+			fatalx("out of memory");
+		memcpy(line, spec->headers[i].name, nl);
+		memcpy(line + nl, ": ", 2);
+		memcpy(line + nl + 2, v, len + 1);
+		ipc_put_bin(&w, line, nl + 2 + len);
+		sodium_free(line);
+		sodium_free(v);
+	}
+	if (ctext != NULL)
+		mcp_creds_secrets(ctext, clen, ms_secret, &sec);
+	ipc_put_array(&w, (uint32_t)sec.n);
+	for (i = 0; i < sec.n; i++)
+		ipc_put_bin(&w, sec.p[i], sec.len[i]);
+	ms_secrets_free(&sec);
+	ipc_put_u64(&w, (uint64_t)spec->call_timeout * 1000);
+	/* the frame held the credentials: wiped as provider.c wipes the keys */
+	rv = ipc_wbuf_finish(&w, sup.conf.ipc_max_frame) == 0 ? ipc_chan_send(px->chan, &w, sp[0])
+	                                                      : -1;
+	sodium_memzero(w.sb.data, w.sb.size);
+	ipc_wbuf_free(&w);
+	if (rv == -1) {
+		close(sp[0]);
+		close(sp[1]);
+		ms_failed(s->runner, s->id, 0, "mcp server %s: cannot reach the proxy", s->name);
+		return;
+	}
+	close(sp[0]);
+	log_info("run %s: mcp server %s (remote) for step %s through the proxy", s->run, s->name,
+	         s->step);
+	ipc_wbuf_begin(&w, IMSG_MCP_CHANNEL, s->id, 4);
+	ipc_put_u64(&w, IPC_MCP_FD_CHANNEL);
+	ipc_put_u64(&w, IPC_MCP_HTTP);
+	ipc_put_u64(&w, 30000);
+	ipc_put_u64(&w, (uint64_t)spec->call_timeout * 1000);
+	proc_send(s->runner, &w, sp[1]);
+	close(sp[1]);
+}
+
 /* The pinned row is here: the server's sandbox, and its descriptors to
  * the runner. */
 static void
@@ -224,12 +311,6 @@ ms_build(struct mserver *s, PGresult *res)
 		          s->name, why);
 		return;
 	}
-	if (spec->transport != MCPSPEC_STDIO) {
-		ms_failed(s->runner, s->id, 0, "mcp server %s: http servers are not served yet",
-		          s->name);
-		mcpspec_free(spec);
-		return;
-	}
 	if (sealed_open(res, 0, 1, SECRET_CTX_MCP, &ctext, &clen) == -1) {
 		log_warnx("run %s: mcp server %s: its credentials do not open with this master "
 		          "key", s->run, s->name);
@@ -242,6 +323,10 @@ ms_build(struct mserver *s, PGresult *res)
 	    (creds = mcp_creds_parse((const char *)ctext, clen, why, sizeof(why))) == NULL) {
 		ms_failed(s->runner, s->id, 0, "mcp server %s: its stored credentials are "
 		          "unreadable: %s", s->name, why);
+		goto out;
+	}
+	if (spec->transport == MCPSPEC_HTTP) {
+		ms_http(s, spec, creds, (const char *)ctext, clen);
 		goto out;
 	}
 	if (mcp_server_env(spec, creds, &env, err, sizeof(err)) == -1) {

@@ -55,7 +55,7 @@ case $NODE in
 *) NODE=/usr/bin/node ;;
 esac
 make_env
-trap 'kill $FAKE_PID $SRV 2>/dev/null; cleanup_env' EXIT
+trap 'kill $FAKE_PID $SRV $MCPH 2>/dev/null; cleanup_env' EXIT
 printf '127.0.0.1 localhost\n10.77.0.1 allowed.test denied.test\n' >"$T/hosts"
 chmod 0644 "$T/hosts"
 mount --bind "$T/hosts" /etc/hosts
@@ -132,6 +132,15 @@ spec silent "\"command\":[\"/usr/bin/python3\",\"$FAKE\",\"silent\"],\"paths\":[
 spec ungranted "\"command\":[\"/usr/bin/python3\",\"$FAKE\",\"ok\"],\"paths\":[\"$ROOT/tests/fakes\"]"
 spec netty "\"command\":[\"/usr/bin/python3\",\"$FAKE\",\"ok\"],\"paths\":[\"$ROOT/tests/fakes\"],\"network\":{\"allow\":[\"allowed.test:8080\"]}"
 spec offline "\"command\":[\"/usr/bin/python3\",\"$FAKE\",\"ok\"],\"paths\":[\"$ROOT/tests/fakes\"]"
+# a remote (http) server: the hostile fake of test_mcp_http, on loopback
+python3 tests/fakes/mcp_http.py --port 0 --port-file "$T/mcph.port" --log "$T/mcph.log" \
+	>"$T/mcph.out" 2>&1 &
+MCPH=$!
+wait_for 10 test -s "$T/mcph.port"
+RSECRET="remote_${RND}_token"
+printf '{"transport":"http","url":"http://127.0.0.1:%s/mcp","headers":{"Authorization":"Bearer ${credentials.token}"}}\n' \
+	"$(cat "$T/mcph.port")" >"$T/remote.json"
+chmod 0644 "$T/remote.json"
 ctl user add alice && ctl project add p1 && ctl member add p1 alice admin &&
 	ctl repo add p1 clean "$T/repos/clean" </dev/null &&
 	printf '{"token": "%s"}' "$SECRET" | ctl mcp add everything "$T/everything.json" &&
@@ -143,7 +152,8 @@ ctl user add alice && ctl project add p1 && ctl member add p1 alice admin &&
 	ctl mcp add ungranted "$T/ungranted.json" </dev/null &&
 	ctl mcp add netty "$T/netty.json" </dev/null &&
 	ctl mcp add offline "$T/offline.json" </dev/null &&
-	for s in everything files crashy broken many silent netty offline; do ctl grant add p1 mcp $s || exit 1; done
+	printf '{"token": "%s"}' "$RSECRET" | ctl mcp add remote "$T/remote.json" &&
+	for s in everything files crashy broken many silent netty offline remote; do ctl grant add p1 mcp $s || exit 1; done
 SETUP=$?
 tmpl every '[ everything ]'
 tmpl files '[ files ]'
@@ -153,9 +163,10 @@ tmpl many '[ many, everything ]'
 tmpl silent '[ silent ]'
 tmpl optional '[ { name: ungranted, optional: true }, everything ]'
 tmpl net '[ netty, offline ]'
+tmpl remote '[ remote ]'
 TA=$(new_token alice)
 P1=$(psql_q "select id from projects where name = 'p1'")
-check "set-up: nine MCP servers, eight granted, eight templates" [ "$SETUP" = 0 -a -n "$TA" ]
+check "set-up: ten MCP servers, nine granted, nine templates" [ "$SETUP" = 0 -a -n "$TA" ]
 
 J='Content-Type: application/json'
 submit() {
@@ -350,7 +361,28 @@ check "network.allowed is the run's, naming the server" pyj "$(payloads "$R10" n
 check "network.denied names the server and why" pyj "$(payloads "$R10" network.denied)" \
 	"sorted((e['host'], e['port'], e.get('mcp_server')) for e in d) == [('allowed.test', 8081, 'netty'), ('denied.test', 8080, 'netty')]"
 
-# --- 8. a runner killed in the middle of a call ---------------------------------------------
+# --- 8. a remote (http) server, called by the proxy ---------------------------------------
+script '[
+ {"reply": {"tool_calls": [
+   {"id": "h_ok", "name": "mcp__remote__ok", "input": {}},
+   {"id": "h_echo", "name": "mcp__remote__echo", "input": {}},
+   {"id": "h_bad", "name": "mcp__remote__badjson", "input": {}}]}},
+ {"reply": {"text": "remote done"}}]'
+submit remote
+R11=$RUN
+wait_for 60 ended "$R11"
+check "a step with a remote MCP server succeeds ($(run_status "$R11"): $(step_err "$R11"))" is_status "$R11" succeeded
+check "its tools are offered and answer through the proxy" flog "$(res 1)['h_ok'] == ('ok', False)"
+check "the server got the credential in its header, and the model sees it redacted" \
+	flog "'Bearer ' + '*' * ${#RSECRET} in $(res 1)['h_echo'][0] and '$RSECRET' not in json.dumps(L)"
+check "a malformed answer is a tool error the model sees" flog "$(res 1)['h_bad'][1]"
+check "agent.mcp_server: ready, over the legacy protocol" pyj "$(payloads "$R11" agent.mcp_server)" \
+	"d[0]['server'] == 'remote' and d[0]['status'] == 'ready'"
+NSEC=$(psql_q "select count(*) from run_events where payload::text like '%$RSECRET%'")$(psql_q "select count(*) from agent_messages where message::text like '%$RSECRET%'")
+check "the credential is in no event, no message, no log" sh -c "[ '$NSEC' = 00 ] && ! grep -q '$RSECRET' '$LOG'"
+check "the session was ended (DELETE) when the step ended" wait_for 10 grep -q '"DELETE"' "$T/mcph.log"
+
+# --- 9. a runner killed in the middle of a call ---------------------------------------------
 script '[
  {"reply": {"tool_calls": [{"id": "long", "name": "mcp__everything__trigger-long-running-operation", "input": {"duration": 6, "steps": 6}}]}},
  {"reply": {"text": "after the restart"}}]'
