@@ -238,10 +238,13 @@ ticks() { awk '{ print $14 + $15 }' "/proc/$EG/stat"; }
 proxy() {
 	c0=$(ticks)
 	touch "$WS/go.$1"
+	step "got.$1" 600
+	c1=$(ticks)
+	touch "$WS/pings.$1"
 	step "done.$1" 600
 	grep -q '^fail' "$WS/tput.$1" && die "the transfer through the proxy: $(cat "$WS/tput.$1")"
 	grep -q '^fail' "$WS/ping.$1" && die "the tunnels through the proxy: $(cat "$WS/ping.$1")"
-	echo "$c0 $(ticks)" >>"$T/egress.cpu"
+	echo "$c0 $c1 $(ticks)" >>"$T/egress.cpu"
 	srv proxy
 	cat "$WS/tput.$1" >>"$T/proxy.tput"
 	cat "$WS/ping.$1" >>"$T/proxy.ping"
@@ -336,10 +339,12 @@ line "connect to first byte, direct" "$T/direct.ping" us
 pct() { sort -g "$1" | awk -v p="$2" '{ v[NR] = $1 } END { i = int(NR * p + 0.5); if (i < 1) i = 1; print v[i] }'; }
 echo "egress: latency p90/p99: proxy $(pct "$T/proxy.ping" 0.9)/$(pct "$T/proxy.ping" 0.99) us," \
 	"direct $(pct "$T/direct.ping" 0.9)/$(pct "$T/direct.ping" 0.99) us; the medians' ratio $(fld "$lv" 3)x"
-# CPU seconds egress spent per GiB relayed (the transfer and the pings of
-# a sample together; the pings move one byte each)
+# CPU seconds egress spent per GiB relayed (the transfer alone), and per
+# new tunnel (the pings: microseconds each, to a clock tick over K of them)
 awk -v hz="$(getconf CLK_TCK)" -v b="$BYTES" '{ printf "%.3f\n", ($2 - $1) / hz / (b / 1073741824) }' \
 	"$T/egress.cpu" >"$T/egress.cpug"
+awk -v hz="$(getconf CLK_TCK)" -v k="$K" '{ printf "%.1f\n", ($3 - $2) / hz / k * 1e6 }' \
+	"$T/egress.cpu" >"$T/egress.cput"
 echo "egress: the egress process's CPU per GiB relayed: median $(bench_stats 1 "$T/egress.cpug" | cut -d' ' -f1) s" \
 	"(user + system); the client's, through the proxy $(bench_stats 3 "$T/proxy.tput" | cut -d' ' -f1) s," \
 	"direct $(bench_stats 3 "$T/direct.tput" | cut -d' ' -f1) s, bare $(bench_stats 3 "$T/bare.tput" | cut -d' ' -f1) s per transfer ($(nproc) cores for server, proxy and client)"
@@ -347,7 +352,13 @@ echo "egress: the egress process's CPU per GiB relayed: median $(bench_stats 1 "
 gib() { awk -v c="$2" -v b="$BYTES" '$1 != "fail" { printf "%.3f\n", $c / (b / 1073741824) }' "$1" >"$1.g"; bench_stats 1 "$1.g" | cut -d' ' -f1; }
 echo "egress: CPU seconds per GiB, medians: client through the proxy $(gib "$T/proxy.tput" 3), direct $(gib "$T/direct.tput" 3)," \
 	"bare $(gib "$T/bare.tput" 3); the server's for those $(gib "$T/proxy.srv" 1), $(gib "$T/direct.srv" 1), $(gib "$T/bare.srv" 1);" \
-	"egress $(bench_stats 1 "$T/egress.cpug" | cut -d' ' -f1)"
+	"egress $(bench_stats 1 "$T/egress.cpug" | cut -d' ' -f1) (and $(bench_stats 1 "$T/egress.cput" | cut -d' ' -f1) us per new tunnel)"
+# the whole path's CPU per GiB: what bounds the ratio when the cores are
+# busy with other work too (then each leg gets a share of them)
+pc=$(awk -v a="$(gib "$T/proxy.tput" 3)" -v b="$(gib "$T/proxy.srv" 1)" -v c="$(bench_stats 1 "$T/egress.cpug" | cut -d' ' -f1)" 'BEGIN { printf "%.3f", a + b + c }')
+dc=$(awk -v a="$(gib "$T/direct.tput" 3)" -v b="$(gib "$T/direct.srv" 1)" 'BEGIN { printf "%.3f", a + b }')
+echo "egress: the whole path's CPU per GiB (client + server + egress): through the proxy $pc s, the peer's $dc s;" \
+	"their ratio $(awk -v a="$pc" -v b="$dc" 'BEGIN { printf "%.2f", b / a }')x (what the throughput ratio tends to when other load takes the cores)"
 echo "egress: congestion control of the sandbox's side of the $HOLD held tunnels (ss in the sandbox's namespace): ${CC_SBX:-?}"
 echo "egress: memory of the egress process (VmRSS / Pss, kB): at start $(fld "$MEM0" 1) / $(fld "$MEM0" 2)," \
 	"after the transfers $(fld "$MEM1" 1) / $(fld "$MEM1" 2), with $HOLD idle tunnels open $(fld "$MEM2" 1) / $(fld "$MEM2" 2)" \
