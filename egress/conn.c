@@ -27,6 +27,7 @@
 
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <arpa/inet.h>
 
 #include <errno.h>
@@ -58,6 +59,19 @@ enum { CS_HEAD, CS_RESOLVE, CS_HELLO, CS_CONNECT, CS_RELAY, CS_CLOSING };
                                       user's pipe pages) */
 #define CONN_BEV_IO (256 * 1024)   /* a bufferevent's largest read and write */
 #define SPL_FILLS_MAX 8            /* splices into a pipe per wakeup, at most */
+/* The sandbox's side of every tunnel is a loopback connection inside the
+ * sandbox's own network namespace: no link, no loss, no queue to share.
+ * A namespace starts with the host's default congestion control, and a
+ * pacing one there (BBR: the kernel's internal pacing when the qdisc is
+ * not fq) holds each segment for an hrtimer and sends it from softirq on
+ * whichever CPU the timer fires, so the segments of one connection leave
+ * from two CPUs, arrive out of order and are retransmitted: at loopback
+ * speeds that is most of what a spliced tunnel costs, in egress and in the
+ * sandbox's own receiving process.  Reno is built into every kernel and
+ * allowed without privilege (net.ipv4.tcp_allowed_congestion_control) and
+ * never paces.  The target's side keeps the host's choice: it is the real
+ * network. */
+#define CONN_SANDBOX_CC "reno"
 
 struct econn;
 
@@ -997,6 +1011,9 @@ conn_accept(struct erun *r, int fd)
 		return;
 	}
 	c->r = r;
+	/* only a cost if it fails: the tunnel then works as before */
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, CONN_SANDBOX_CC,
+	    sizeof(CONN_SANDBOX_CC) - 1);
 	clock_gettime(CLOCK_MONOTONIC, &c->t0);
 	egress_head_init(c->head);
 	c->cli = bufferevent_socket_new(eg.c.base, fd, BEV_OPT_CLOSE_ON_FREE);

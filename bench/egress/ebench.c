@@ -5,14 +5,17 @@
  *
  *   ebench serve ADDR PORT READY
  *       three listeners on ADDR: PORT sends what a client asks for (it
- *       sends "BYTES\n" and gets that many bytes, then EOF), PORT+1 sends
+ *       sends "BYTES\n" and gets that many bytes, then EOF; each transfer
+ *       adds "sent BYTES USER SYS" to the standard output, the CPU seconds
+ *       the server spent on it, before its last byte), PORT+1 sends
  *       one byte at once on accept and closes, PORT+2 holds every
  *       connection open, idle, until its client closes it.  READY is
  *       created once they listen.
  *   ebench get  ADDR PORT BYTES [PROXYADDR PROXYPORT NAME]
- *       one transfer of BYTES from the bulk port: "seconds bytes cpu" on
- *       stdout (seconds from the request to the last byte; cpu: the
- *       client's own user + system seconds).
+ *       one transfer of BYTES from the bulk port: "seconds bytes cpu recvs
+ *       user sys" on stdout (seconds from the request to the last byte;
+ *       cpu: the client's own user + system seconds, also apart; recvs:
+ *       how many recv calls it took).
  *   ebench ping ADDR PORT N [PROXYADDR PROXYPORT NAME]
  *       N new connections to the first-byte port, one after another: the
  *       microseconds from the start of connect() to the server's first
@@ -142,13 +145,15 @@ listen_on(struct sockaddr_in sin)
 static void
 serve_bulk(int fd)
 {
-	char line[32];
+	char line[80];
 	size_t got = 0;
-	unsigned long long want;
+	unsigned long long want, total;
+	struct rusage ru;
 	ssize_t r;
 	size_t n;
+	int k;
 
-	while (got < sizeof(line) - 1) {
+	while (got < 31) {
 		if ((r = recv(fd, line + got, 1, 0)) <= 0)
 			_exit(1);
 		if (line[got++] == '\n')
@@ -156,11 +161,21 @@ serve_bulk(int fd)
 	}
 	line[got] = '\0';
 	want = strtoull(line, NULL, 10);
+	total = want;
 	while (want > 0) {
 		n = want < sizeof(buf) ? (size_t)want : sizeof(buf);
 		send_all(fd, buf, n);
 		want -= n;
 	}
+	/* the server's own CPU for the transfer: one line on its output,
+	 * written before the close, so it is there once the client has its
+	 * last byte */
+	getrusage(RUSAGE_SELF, &ru);
+	k = snprintf(line, sizeof(line), "sent %llu %.3f %.3f\n", total,
+	    (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6,
+	    (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6);
+	if (k > 0 && (size_t)k < sizeof(line))
+		(void)write(STDOUT_FILENO, line, (size_t)k);
 	close(fd);
 	_exit(0);
 }
@@ -311,7 +326,7 @@ static void
 get(int argc, char **argv)
 {
 	struct target t = target_of(argv, argc, 3);
-	unsigned long long want = strtoull(argv[2], NULL, 10), have = 0;
+	unsigned long long want = strtoull(argv[2], NULL, 10), have = 0, nrecv = 0;
 	char line[32], early[1];
 	struct rusage ru;
 	size_t ne;
@@ -323,8 +338,10 @@ get(int argc, char **argv)
 	n = snprintf(line, sizeof(line), "%llu\n", want);
 	t0 = now_s();
 	send_all(fd, line, (size_t)n);
-	while ((r = recv(fd, buf, sizeof(buf), 0)) > 0)
+	while ((r = recv(fd, buf, sizeof(buf), 0)) > 0) {
 		have += (unsigned long long)r;
+		nrecv++;
+	}
 	t1 = now_s();
 	if (r < 0)
 		die("recv");
@@ -333,9 +350,11 @@ get(int argc, char **argv)
 		die("got %llu bytes of %llu", have, want);
 	}
 	getrusage(RUSAGE_SELF, &ru);
-	printf("%.6f %llu %.3f\n", t1 - t0, have,
+	printf("%.6f %llu %.3f %llu %.3f %.3f\n", t1 - t0, have,
 	    (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-	        (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
+	        (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6,
+	    nrecv, (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6,
+	    (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6);
 	close(fd);
 }
 

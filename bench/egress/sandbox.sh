@@ -3,6 +3,7 @@
 # runs inside a run's sandbox (its command step), in step with
 # bench/egress/run.sh through files in the workspace: sample I starts when
 # go.I appears, leaves tput.I (one 1 GiB transfer through the proxy) and
+# got.I, then, once pings.I appears (run.sh reads egress's CPU in between),
 # ping.I (K new tunnels, CONNECT to the first byte) and ends with done.I;
 # then, on go.hold, HOLD idle tunnels are held open until release appears
 # (hold.out, done.hold), and the step ends on bye.
@@ -24,6 +25,9 @@ while [ "$i" -le "$N" ]; do
 	wait_file "go.$i"
 	# shellcheck disable=SC2086 # P: three words
 	./ebench get 10.79.0.1 9000 "$BYTES" $P >"tput.$i" 2>&1 || echo "fail $(cat "tput.$i")" >"tput.$i"
+	# run.sh reads egress's CPU between the transfer and the tunnels
+	touch "got.$i"
+	wait_file "pings.$i"
 	# shellcheck disable=SC2086
 	./ebench ping 10.79.0.1 9000 "$K" $P >"ping.$i" 2>&1 || echo "fail $(tail -n 1 "ping.$i")" >"ping.$i"
 	touch "done.$i"

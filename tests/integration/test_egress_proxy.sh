@@ -403,6 +403,14 @@ echo "$st" | sed 's/^/# status: /'
 # (the 8 the flood holds, whether or not the rate limit left their
 # network.allowed out of the events: egress counts them all the same)
 check "status shows the flood's 8 open tunnels (at least)" has '^egress: [0-9]* runs with a network, ([89]|[1-9][0-9]+) tunnels open' "$st"
+# the sandbox's side of the held tunnels, seen from inside its namespace:
+# reno (egress/conn.c), not the host's default, which may pace
+sbx6=$(sed -n "s/.*run $R6: runner started (pid [0-9]*, sandbox \(sbx-[0-9a-f]*\)).*/\1/p" "$LOG" | tail -n 1)
+sbxpid6=$(sed -n "s/.*sandbox $sbx6 started (pid \([0-9]*\),.*/\1/p" "$LOG" | tail -n 1)
+tun6=$(nsenter -t "$sbxpid6" -n ss -tn state established '( sport = :3128 )' 2>/dev/null | tail -n +2 | grep -c .)
+reno6=$(nsenter -t "$sbxpid6" -n ss -tin state established '( sport = :3128 )' 2>/dev/null | grep -cw reno)
+check "the sandbox's side of the $tun6 held tunnels is reno ($reno6; the host's default: $(cat /proc/sys/net/ipv4/tcp_congestion_control))" \
+	sh -c '[ "$1" -ge 8 ] && [ "$1" = "$2" ]' _ "$tun6" "$reno6"
 submit other
 R7=$RUN
 wait_for 60 is_done "$R7"
