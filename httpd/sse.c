@@ -35,12 +35,14 @@
  * drained it (then it catches up from its seq), and one that drains
  * nothing for SSE_STALL_SECS is dropped.
  *
- * All streams together hold at most about api.sse_queued_max bytes
- * (agrippad.conf(5)): each client's share is that divided by the streams
- * open (never under SSE_SHARE_MIN, never over SSE_OUTBUF_MAX), and a client
- * past its share is full as above.  A client with nothing queued always
- * gets the next event, so readers go on however many clients do not read;
- * the bound is the sum of the shares plus one event per client.
+ * All streams together hold at most api.sse_queued_max bytes unwritten
+ * (agrippad.conf(5)), counted exactly (an evbuffer callback on each
+ * client's output).  A write that would pass it first closes the clients
+ * that hold the most, largest first, while they hold more than the
+ * writer: a client that does not read holds what it was sent, one that
+ * reads holds little, so readers are served however many clients do not
+ * read.  A closed client may reconnect and resume from its Last-Event-ID.
+ * When the writer itself holds the most, it is full, as above.
  */
 #include <sys/queue.h>
 
@@ -65,7 +67,7 @@
 #define SSE_PAGE 1000
 #define SSE_RETRY_MS 2000
 #define SSE_OUTBUF_MAX (1024 * 1024)
-#define SSE_SHARE_MIN 4096
+
 #define SSE_STALL_SECS 60 /* a full client that drains nothing for this long is dropped */
 #define SSE_STREAM_TIMEOUT_SECS (24 * 3600)
 
@@ -73,6 +75,9 @@ struct sse_run;
 
 static size_t sse_queued_max = 64u * 1024 * 1024; /* api.sse_queued_max */
 static unsigned sse_streams;                       /* clients of every run */
+static size_t sse_queued;    /* bytes unwritten over every client's output */
+static size_t sse_evicting;  /* ... of clients being closed for the cap */
+static struct event *sse_evict_ev;
 
 void
 sse_configure(size_t queued_max)
@@ -92,6 +97,10 @@ struct sse_client {
 	struct evhttp_request *req;
 	uint64_t after; /* the last seq this client has */
 	time_t full_since; /* monotonic seconds since its output is full, 0 when not */
+	struct evbuffer *out; /* its connection's output */
+	struct evbuffer_cb_entry *cbe;
+	size_t queued;   /* bytes in out, as its callback last saw */
+	int evict;       /* to be closed for the cap (sse_evict_ev) */
 };
 TAILQ_HEAD(sse_clientq, sse_client);
 
@@ -141,6 +150,11 @@ sse_client_free(struct sse_client *c)
 {
 	struct sse_run *g = c->run;
 
+	if (c->cbe != NULL)
+		evbuffer_remove_cb_entry(c->out, c->cbe);
+	sse_queued -= c->queued;
+	if (c->evict)
+		sse_evicting -= c->queued;
 	TAILQ_REMOVE(&g->clients, c, entry);
 	g->nclients--;
 	sse_streams--;
@@ -201,19 +215,84 @@ sse_now(void)
 	return ts.tv_sec;
 }
 
-/* Whether c's share of api.sse_queued_max already waits to be written to it. */
+/* Whether SSE_OUTBUF_MAX bytes already wait to be written to c. */
 static int
 sse_full(struct sse_client *c)
 {
 	struct bufferevent *bev =
 	    evhttp_connection_get_bufferevent(evhttp_request_get_connection(c->req));
-	size_t share = sse_queued_max / (sse_streams > 0 ? sse_streams : 1);
 
-	if (share < SSE_SHARE_MIN)
-		share = SSE_SHARE_MIN;
-	if (share > SSE_OUTBUF_MAX)
-		share = SSE_OUTBUF_MAX;
-	return bev != NULL && evbuffer_get_length(bufferevent_get_output(bev)) > share;
+	return bev != NULL && evbuffer_get_length(bufferevent_get_output(bev)) > SSE_OUTBUF_MAX;
+}
+
+/* c's output changed: the count of all follows. */
+static void
+sse_out_cb(struct evbuffer *b, const struct evbuffer_cb_info *info, void *arg)
+{
+	struct sse_client *c = arg;
+	size_t now = info->orig_size + info->n_added - info->n_deleted;
+
+	(void)b;
+	sse_queued = sse_queued - c->queued + now;
+	if (c->evict)
+		sse_evicting = sse_evicting - c->queued + now;
+	c->queued = now;
+}
+
+/* The clients marked for the cap are closed (from the loop: they may be
+ * next in a loop over their group when they are marked). */
+static void
+sse_evict_run(evutil_socket_t fd, short what, void *arg)
+{
+	struct sse_run *g, *gnext;
+	struct sse_client *c, *next;
+	unsigned n = 0;
+
+	(void)fd;
+	(void)what;
+	(void)arg;
+	for (g = LIST_FIRST(&runs); g != NULL; g = gnext) {
+		gnext = LIST_NEXT(g, entry);
+		g->hold = 1;
+		for (c = TAILQ_FIRST(&g->clients); c != NULL; c = next) {
+			next = TAILQ_NEXT(c, entry);
+			if (c->evict) {
+				sse_client_drop(c);
+				n++;
+			}
+		}
+		sse_release(g);
+	}
+	if (n > 0)
+		log_info("event streams: %u clients that held the most were closed "
+		         "(api.sse_queued_max)", n);
+}
+
+/* Room for len more bytes for c under api.sse_queued_max: 0, or -1 when c
+ * holds the most itself. */
+static int
+sse_make_room(struct sse_client *c, size_t len)
+{
+	struct sse_run *g;
+	struct sse_client *x, *most;
+
+	while (sse_queued - sse_evicting + len > sse_queued_max) {
+		most = NULL;
+		LIST_FOREACH(g, &runs, entry)
+			TAILQ_FOREACH(x, &g->clients, entry)
+				if (x != c && !x->evict && (most == NULL || x->queued > most->queued))
+					most = x;
+		if (most == NULL || most->queued <= c->queued)
+			return -1;
+		most->evict = 1;
+		sse_evicting += most->queued;
+		if (sse_evict_ev == NULL &&
+		    (sse_evict_ev = event_new(httpd_child()->base, -1, 0, sse_evict_run, NULL)) ==
+		        NULL)
+			fatalx("event_new");
+		event_active(sse_evict_ev, 0, 0);
+	}
+	return 0;
 }
 
 /* Everything queued for c has been written: it may take more. */
@@ -238,7 +317,9 @@ sse_client_flushed(struct evhttp_connection *conn, void *arg)
 static int
 sse_write(struct sse_client *c, struct evbuffer *text)
 {
-	if (sse_full(c)) {
+	if (c->evict)
+		return 1; /* being closed */
+	if (sse_full(c) || sse_make_room(c, evbuffer_get_length(text)) == -1) {
 		if (c->full_since == 0)
 			c->full_since = sse_now();
 		return 1;
@@ -455,6 +536,18 @@ sse_join(struct hreq *h, uint64_t after)
 	evhttp_connection_set_timeout_tv(evhttp_request_get_connection(req), &forever);
 	evhttp_connection_set_closecb(evhttp_request_get_connection(req), sse_client_gone, c);
 	evhttp_send_reply_start(req, 200, "OK");
+	{
+		struct bufferevent *bev =
+		    evhttp_connection_get_bufferevent(evhttp_request_get_connection(req));
+
+		if (bev != NULL) {
+			c->out = bufferevent_get_output(bev);
+			c->queued = evbuffer_get_length(c->out);
+			sse_queued += c->queued;
+			if ((c->cbe = evbuffer_add_cb(c->out, sse_out_cb, c)) == NULL)
+				fatalx("evbuffer_add_cb");
+		}
+	}
 	if ((b = evbuffer_new()) == NULL)
 		fatalx("out of memory");
 	evbuffer_add_printf(b, "retry: %d\n\n", SSE_RETRY_MS);
