@@ -46,6 +46,7 @@ static TAILQ_HEAD(, erun) eruns = TAILQ_HEAD_INITIALIZER(eruns);
 
 static struct child engine;
 static char engine_host[256];
+static struct event *hb_ev; /* the heartbeat's timer */
 static int heartbeat_failures;
 static struct ipc_engine_conf conf;
 static int have_conf;
@@ -254,7 +255,8 @@ sweep(evutil_socket_t fd, short what, void *arg)
 	struct ipc_wbuf w;
 	uint64_t id;
 
-	id = child_db_begin(&engine, &w, "engine_sweep", 0);
+	id = child_db_begin(&engine, &w, "engine_sweep", 1);
+	ipc_put_u64(&w, conf.host_grace);
 	if (child_db_send(&engine, &w, id, sweep_done, NULL) == -1)
 		log_warnx("sweep: cannot send");
 	engine_claim(); /* leases that lapsed notify nobody */
@@ -272,8 +274,11 @@ set_conf(struct ipc_msg *m)
 	stv.tv_sec = conf.sweep;
 	if (event_add(renew_ev, &rtv) == -1 || event_add(sweep_ev, &stv) == -1)
 		fatalx("engine timers");
-	log_debug("concurrency %u, lease %u s, sweep every %u s", conf.concurrency, conf.lease,
-	    conf.sweep);
+	log_debug("concurrency %u, lease %u s, sweep every %u s, host grace %u s",
+	    conf.concurrency, conf.lease, conf.sweep, conf.host_grace);
+	/* a beat that names the host before the first sweep judges hosts */
+	if (hb_ev != NULL)
+		event_active(hb_ev, EV_TIMEOUT, 0);
 	engine_claim();
 }
 
@@ -300,10 +305,14 @@ engine_heartbeat(evutil_socket_t fd, short what, void *arg)
 	struct ipc_wbuf w;
 	uint64_t id;
 
-	id = child_db_begin(&engine, &w, "engine_heartbeat", 3);
+	id = child_db_begin(&engine, &w, "engine_heartbeat", 4);
 	ipc_put_str(&w, engine.hello.instance);
 	ipc_put_str(&w, engine_host);
 	ipc_put_u64(&w, (uint64_t)getpid());
+	if (have_conf)
+		ipc_put_str(&w, conf.host); /* the host this engine claims for */
+	else
+		ipc_put_nil(&w);
 	if (child_db_send(&engine, &w, id, engine_heartbeat_done, NULL) == -1)
 		log_warnx("heartbeat: cannot send");
 }
@@ -352,7 +361,7 @@ engine_main(void)
 	if ((engine.base = event_base_new()) == NULL)
 		fatalx("event_base_new");
 	child_lockdown(&engine);
-	hb = event_new(engine.base, -1, EV_PERSIST, engine_heartbeat, NULL);
+	hb = hb_ev = event_new(engine.base, -1, EV_PERSIST, engine_heartbeat, NULL);
 	renew_ev = event_new(engine.base, -1, EV_PERSIST, renew_all, NULL);
 	sweep_ev = event_new(engine.base, -1, EV_PERSIST, sweep, NULL);
 	if (hb == NULL || renew_ev == NULL || sweep_ev == NULL || event_add(hb, &tv) == -1)

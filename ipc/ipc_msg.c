@@ -729,9 +729,11 @@ ipc_dec_engine_conf(const msgpack_object *body, struct ipc_engine_conf *out)
 	ipc_cur_init(&c, body);
 	if (ipc_get_u32(&c, &out->concurrency) == -1 || ipc_get_u32(&c, &out->lease) == -1 ||
 	    ipc_get_u32(&c, &out->sweep) == -1 ||
-	    ipc_get_hex(&c, out->host, IPC_HOST_ID_LEN, &len) == -1 || ipc_end(&c) == -1 ||
+	    ipc_get_hex(&c, out->host, IPC_HOST_ID_LEN, &len) == -1 ||
+	    ipc_get_u32(&c, &out->host_grace) == -1 || ipc_end(&c) == -1 ||
 	    out->concurrency > 1024 || out->lease < 2 || out->lease > 3600 || out->sweep < 1 ||
-	    out->sweep > 3600 || len != IPC_HOST_ID_LEN)
+	    out->sweep > 3600 || len != IPC_HOST_ID_LEN || out->host_grace < 60 ||
+	    out->host_grace > 31536000)
 		return -1;
 	return 0;
 }

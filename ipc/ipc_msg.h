@@ -579,6 +579,7 @@ int ipc_dec_runner_done(const msgpack_object *body, uint32_t *outcome);
 struct ipc_engine_conf {
 	uint32_t concurrency, lease, sweep;
 	char host[IPC_HOST_ID_LEN + 1];
+	uint32_t host_grace;
 };
 int ipc_dec_engine_conf(const msgpack_object *body, struct ipc_engine_conf *out);
 

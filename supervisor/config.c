@@ -702,6 +702,7 @@ static const struct conf_key conf_eng_keys[] = {
     CONF_ENG(sweep),
     {"step_budget", "engine.step_budget", conf_set_usd, offsetof(struct config, engine.step_budget),
      0},
+    CONF_ENG(host_grace),
 };
 /* Ranges, in the order of conf_eng_keys. */
 static const struct conf_range conf_eng_ranges[] = {
@@ -709,6 +710,7 @@ static const struct conf_range conf_eng_ranges[] = {
     {2, 3600, 0}, /* lease: seconds */
     {1, 3600, 0}, /* sweep: seconds */
     {0, 0, 0},    /* step_budget: an amount (conf_set_usd) */
+    {60, 31536000, 0}, /* host_grace: seconds */
 };
 _Static_assert(CONF_NKEYS(conf_eng_keys) == CONF_NKEYS(conf_eng_ranges), "one range per key");
 
@@ -1901,6 +1903,7 @@ config_defaults(struct config *c)
 	c->engine.lease = 30;
 	c->engine.sweep = 5;
 	c->engine.step_budget = 10000000; /* 10 USD */
+	c->engine.host_grace = 86400;
 	c->agent.max_tokens = 8192;
 	c->agent.tool_output_max = 32 * 1024;
 	c->agent.mcp_tools_max = 128;

@@ -58,6 +58,8 @@ struct conf_engine {
 	uint64_t step_budget; /* step_budget: what an agent step attempt reserves when
 	                       * neither its run nor its phase has a budget,
 	                       * micro-dollars, default 10 USD */
+	uint64_t host_grace;  /* host_grace: seconds without an engine of a run's host
+	                       * before its runs fail, 60..31536000, default 86400 */
 };
 
 enum conf_provider_kind { CONF_PROVIDER_ANTHROPIC = 0, CONF_PROVIDER_OPENAI = 1 };

@@ -139,11 +139,12 @@ runs_send_conf(void)
 
 	if (e == NULL)
 		return;
-	ipc_wbuf_begin(&w, IMSG_ENGINE_CONF, 0, 4);
+	ipc_wbuf_begin(&w, IMSG_ENGINE_CONF, 0, 5);
 	ipc_put_u64(&w, sup.conf.engine.concurrency);
 	ipc_put_u64(&w, sup.conf.engine.lease);
 	ipc_put_u64(&w, sup.conf.engine.sweep);
 	ipc_put_str(&w, sup.host_id);
+	ipc_put_u64(&w, sup.conf.engine.host_grace);
 	proc_send(e, &w, -1);
 }
 

@@ -1,6 +1,7 @@
 -- op: engine_sweep
 -- roles: engine
--- args: 
+-- args: int4
 -- scope: none
--- Expired approvals, cancelled runs nobody runs (sweep_runs).
-SELECT sweep_runs()
+-- Expired approvals, cancelled runs nobody runs, and runs whose host has
+-- had no engine for engine.host_grace seconds ($1) (sweep_runs).
+SELECT sweep_runs($1)

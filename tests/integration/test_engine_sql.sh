@@ -161,6 +161,39 @@ is "... with its terminal event" \
 	"SELECT status || ' ' || (SELECT type FROM run_events WHERE run_id = '$R3' ORDER BY seq DESC LIMIT 1) FROM runs WHERE id = '$R3'" \
 	"cancelled run.cancelled"
 
+### a host that is gone: its pinned runs fail after the grace, not before
+H1=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
+H2=bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb
+RH=$(newrun)
+sq -c "UPDATE runs SET status = 'running', workspace_host = '$H1', lease_owner = 'e1',
+        lease_expires_at = now() - interval '1 second', started_at = now() WHERE id = '$RH'" >/dev/null
+RH2=$(newrun)
+sq -c "UPDATE runs SET status = 'waiting_approval', workspace_host = '$H1', started_at = now()
+        WHERE id = '$RH2'" >/dev/null
+RK=$(newrun)
+sq -c "UPDATE runs SET status = 'running', workspace_host = '$H2', lease_owner = 'e9',
+        lease_expires_at = now() - interval '1 second', started_at = now() WHERE id = '$RK'" >/dev/null
+sq -c "INSERT INTO engine_heartbeats (instance_id, hostname, pid, host_id, last_seen) VALUES
+        ('e1', 'h1', 1, '$H1', now() - interval '100 seconds'),
+        ('e9', 'h2', 9, '$H2', now() - interval '10 seconds')" >/dev/null
+is "without a grace the sweep fails nothing" "SELECT sweep_runs() + sweep_runs(NULL)" 0
+is "an engine of the host heard within the grace (200 s): nothing failed" "SELECT sweep_runs(200)" 0
+is "silent for longer than the grace (60 s): both of its runs fail, the other host's does not" \
+	"SELECT sweep_runs(60)" 2
+is "... failed, with the reason and the host in the event" \
+	"SELECT string_agg(r.status || ' ' || (SELECT payload->>'reason' || ' ' || (payload->>'host') FROM run_events WHERE run_id = r.id ORDER BY seq DESC LIMIT 1), ',' ORDER BY r.created_at) FROM runs r WHERE r.id IN ('$RH', '$RH2')" \
+	"failed host_gone $H1,failed host_gone $H1"
+is "... and an error that says so" \
+	"SELECT error LIKE 'the host $H1, which holds its workspace, has had no engine for 60 s%' FROM runs WHERE id = '$RH'" t
+is "the live host's run is untouched" "SELECT status FROM runs WHERE id = '$RK'" running
+sq -c "UPDATE runs SET lease_expires_at = now() + interval '30 seconds' WHERE id = '$RK'" >/dev/null
+sq -c "UPDATE engine_heartbeats SET last_seen = now() - interval '1000 seconds' WHERE host_id = '$H2'" >/dev/null
+is "a run an engine still holds (a live lease) is not failed, whatever the heartbeats" \
+	"SELECT sweep_runs(60)" 0
+refused "a grace out of range is refused" "host grace must be 60 to 31536000 seconds" "SELECT sweep_runs(59)"
+sq -c "UPDATE runs SET status = 'failed', finished_at = now(), lease_owner = NULL, lease_expires_at = NULL WHERE finished_at IS NULL" >/dev/null
+sq -c "DELETE FROM engine_heartbeats" >/dev/null
+
 ### budgets
 RB=$(newrun)
 claim e1 >/dev/null

@@ -347,6 +347,13 @@ test_engine_section(void **state)
 	/* step_budget: dollars as templates write them, more than 0, at most
 	 * 100000, in micro-dollars */
 	assert_int_equal(def.engine.step_budget, 10000000);
+	assert_int_equal(def.engine.host_grace, 86400);
+	assert_int_equal(parse("engine: { host_grace: 60 }\n"), 0);
+	assert_int_equal(cfg.engine.host_grace, 60);
+	assert_int_equal(parse("engine: { host_grace: 31536000 }\n"), 0);
+	assert_int_equal(cfg.engine.host_grace, 31536000);
+	expect_only("engine: { host_grace: 59 }\n",
+	    "1:23: engine.host_grace: expected an integer from 60 to 31536000");
 	assert_int_equal(parse("engine: { step_budget: 2.5 }\n"), 0);
 	assert_int_equal(cfg.engine.step_budget, 2500000);
 	assert_int_equal(parse("engine: { step_budget: 0.000001 }\n"), 0);

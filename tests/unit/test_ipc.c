@@ -1263,22 +1263,29 @@ t_v_engine(void **state)
 	/* ENGINE_CONF: concurrency 0..1024, lease 2..3600, sweep 1..3600, a
 	 * host id of 32 lower-case hex digits */
 #define HID "0123456789abcdef0123456789abcdef"
-	assert_int_equal(valid(IMSG_ENGINE_CONF, 4, "uuus", 0u, 2u, 1u, HID), 0);
-	assert_int_equal(valid(IMSG_ENGINE_CONF, 4, "uuus", 1024u, 3600u, 3600u, HID), 0);
-	assert_int_equal(valid(IMSG_ENGINE_CONF, 4, "uuus", 1025u, 30u, 5u, HID), -1);
-	assert_int_equal(valid(IMSG_ENGINE_CONF, 4, "uuus", 4u, 1u, 5u, HID), -1);
-	assert_int_equal(valid(IMSG_ENGINE_CONF, 4, "uuus", 4u, 30u, 0u, HID), -1);
+	assert_int_equal(valid(IMSG_ENGINE_CONF, 5, "uuusu", 0u, 2u, 1u, HID, 86400u), 0);
+	assert_int_equal(valid(IMSG_ENGINE_CONF, 5, "uuusu", 1024u, 3600u, 3600u, HID, 86400u), 0);
+	assert_int_equal(valid(IMSG_ENGINE_CONF, 5, "uuusu", 1025u, 30u, 5u, HID, 86400u), -1);
+	assert_int_equal(valid(IMSG_ENGINE_CONF, 5, "uuusu", 4u, 1u, 5u, HID, 86400u), -1);
+	assert_int_equal(valid(IMSG_ENGINE_CONF, 5, "uuusu", 4u, 30u, 0u, HID, 86400u), -1);
 	assert_int_equal(valid(IMSG_ENGINE_CONF, 3, "uuu", 4u, 30u, 5u), -1);
-	assert_int_equal(valid(IMSG_ENGINE_CONF, 4, "uuus", 4u, 30u, 5u,
-	    "0123456789abcdef0123456789abcde"), -1);                     /* 31 */
-	assert_int_equal(valid(IMSG_ENGINE_CONF, 4, "uuus", 4u, 30u, 5u, HID "0"), -1); /* 33 */
-	assert_int_equal(valid(IMSG_ENGINE_CONF, 4, "uuus", 4u, 30u, 5u,
-	    "0123456789ABCDEF0123456789abcdef"), -1);                    /* upper case */
-	assert_int_equal(valid(IMSG_ENGINE_CONF, 4, "uuus", 4u, 30u, 5u,
-	    "0123456789abcdef0123456789abcde/"), -1);
-	build(&m, IMSG_ENGINE_CONF, 4, "uuus", 8u, 30u, 5u, HID);
+	/* host_grace 60..31536000 */
+	assert_int_equal(valid(IMSG_ENGINE_CONF, 4, "uuus", 4u, 30u, 5u, HID), -1);
+	assert_int_equal(valid(IMSG_ENGINE_CONF, 5, "uuusu", 4u, 30u, 5u, HID, 60u), 0);
+	assert_int_equal(valid(IMSG_ENGINE_CONF, 5, "uuusu", 4u, 30u, 5u, HID, 59u), -1);
+	assert_int_equal(valid(IMSG_ENGINE_CONF, 5, "uuusu", 4u, 30u, 5u, HID, 31536000u), 0);
+	assert_int_equal(valid(IMSG_ENGINE_CONF, 5, "uuusu", 4u, 30u, 5u, HID, 31536001u), -1);
+	assert_int_equal(valid(IMSG_ENGINE_CONF, 5, "uuusu", 4u, 30u, 5u,
+	    "0123456789abcdef0123456789abcde", 86400u), -1);                     /* 31 */
+	assert_int_equal(valid(IMSG_ENGINE_CONF, 5, "uuusu", 4u, 30u, 5u, HID "0", 86400u), -1); /* 33 */
+	assert_int_equal(valid(IMSG_ENGINE_CONF, 5, "uuusu", 4u, 30u, 5u,
+	    "0123456789ABCDEF0123456789abcdef", 86400u), -1);                    /* upper case */
+	assert_int_equal(valid(IMSG_ENGINE_CONF, 5, "uuusu", 4u, 30u, 5u,
+	    "0123456789abcdef0123456789abcde/", 86400u), -1);
+	build(&m, IMSG_ENGINE_CONF, 5, "uuusu", 8u, 30u, 5u, HID, 86400u);
 	assert_int_equal(ipc_dec_engine_conf(m.body, &ec), 0);
 	assert_string_equal(ec.host, HID);
+	assert_int_equal(ec.host_grace, 86400);
 #undef HID
 	assert_int_equal(ec.concurrency, 8);
 	ipc_msg_free(&m);
