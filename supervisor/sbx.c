@@ -117,6 +117,7 @@ struct sbx_child {
 	int objs;     /* in the child: the mirror's objects (a mount or O_PATH), or -1 */
 	int parent[4]; /* the supervisor's ends of the above, closed first (or -1) */
 	int serrw;    /* an MCP server: write end of its stderr pipe, or -1 */
+	int cg[CG_NCTL]; /* its cgroups' cgroup.procs, opened by the supervisor, or -1 */
 	const struct sbx_mcp *mcp; /* an MCP server's sandbox, or NULL */
 	char **xargv, **xenv; /* an MCP server: the tool server's argv and environment */
 	int devmode;
@@ -653,6 +654,18 @@ sbx_listen_egress(struct sbx_child *c)
 	close(fd);
 }
 
+/* Into its cgroups before anything else (cgroup_open_procs): "0" is the
+ * writer itself.  The descriptors go with sbx_keep_only. */
+static void
+sbx_join_cgroups(const struct sbx_child *c)
+{
+	int i;
+
+	for (i = 0; i < CG_NCTL; i++)
+		if (c->cg[i] >= 0 && write(c->cg[i], "0", 1) != 1)
+			sbx_fail(c, "joining its cgroup", errno);
+}
+
 __attribute__((noreturn)) static void
 sbx_child_main(struct sbx_child *c)
 {
@@ -662,6 +675,7 @@ sbx_child_main(struct sbx_child *c)
 	int envc = 0;
 
 	sbx_close_all(c->parent, 4);
+	sbx_join_cgroups(c);
 	/* Nothing else of the supervisor's stays open here: a prepared child
 	 * may wait long for its launch, and a copy of a socket the supervisor
 	 * has closed would keep that socket registered in the supervisor's
@@ -1075,8 +1089,10 @@ sbx_mcp_exec(struct sbx_child *c, int network, char *err, size_t errsz)
 }
 
 /*
- * Clone a sandbox's first process, map its ids and put it in its cgroups.
- * It then waits for its launch.  An MCP server's (mcp not NULL) is made
+ * Clone a sandbox's first process and map its ids; it joins its cgroups
+ * itself, first thing (sbx_join_cgroups: the supervisor does not wait for
+ * the moves), and then waits for its launch, which it reads only once it
+ * is in them.  An MCP server's (mcp not NULL) is made
  * for its request, never ahead: its command and environment are in the
  * child's copy of our memory.  Returns the sandbox or NULL with err set.
  */
@@ -1085,7 +1101,7 @@ sbx_prepare(const struct sbx_mcp *mcp, int network, char *err, size_t errsz)
 {
 	struct sbx_child c = { .ws = -1, .art = -1, .objs = -1, .devmode = sup.devmode,
 		.lim = &sup.conf.sandbox, .serrw = -1, .mcp = mcp,
-		.parent = { -1, -1, -1, -1 } };
+		.parent = { -1, -1, -1, -1 }, .cg = { -1, -1, -1 } };
 	int sv[2] = { -1, -1 }, go[2] = { -1, -1 }, ep[2] = { -1, -1 }, pidfd = -1;
 	int se[2] = { -1, -1 };
 	unsigned char rnd[8];
@@ -1112,7 +1128,8 @@ sbx_prepare(const struct sbx_mcp *mcp, int network, char *err, size_t errsz)
 	randombytes_buf(rnd, sizeof(rnd));
 	snprintf(s->id, sizeof(s->id), "sbx-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1],
 	    rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
-	if (cgroup_create(s->id, &sup.conf.sandbox, &s->cg, err, errsz) == -1)
+	if (cgroup_create(s->id, &sup.conf.sandbox, &s->cg, err, errsz) == -1 ||
+	    cgroup_open_procs(&s->cg, c.cg, err, errsz) == -1)
 		goto fail;
 	if ((c.bin = open(sup.sandbox_exe, O_PATH | O_CLOEXEC)) == -1 ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1 ||
@@ -1143,16 +1160,18 @@ sbx_prepare(const struct sbx_mcp *mcp, int network, char *err, size_t errsz)
 	s->serr = se[0];
 	se[0] = -1;
 	sbx_close_all((int[]){ c.bin, sv[1], go[0], ep[1], se[1] }, 5);
+	sbx_close_all(c.cg, CG_NCTL);
 	free(c.xargv);
 	free(c.xenv);
 	if ((c.devmode && sbx_wait_child(s->errr, 'D', err, errsz) == -1) ||
-	    sbx_maps(s->pid, err, errsz) == -1 || cgroup_attach(&s->cg, s->pid, err, errsz) == -1) {
+	    sbx_maps(s->pid, err, errsz) == -1) {
 		sbx_discard(s, 0);
 		return NULL;
 	}
 	return s;
 fail:
 	sbx_close_all((int[]){ c.bin, sv[0], sv[1], go[0], go[1], ep[0], ep[1], se[0], se[1] }, 9);
+	sbx_close_all(c.cg, CG_NCTL);
 	free(c.xargv);
 	free(c.xenv);
 	sbx_discard(s, 0);
@@ -1239,8 +1258,8 @@ sbx_launch(struct sbx *s, const struct sbx_launch *l, const int *fds, int nfds, 
 /*
  * Root mode keeps one sandbox prepared ahead (cloned, mapped, in its
  * cgroups, waiting for its workspace), so that the slow part of a build,
- * above all the cgroup v1 move (a kernel RCU grace period), is not on the
- * path of a request.  It holds a copy of the supervisor's memory, as every
+ * above all the cgroup v1 moves (a kernel RCU grace period each, which the
+ * child waits for, not the supervisor), is not on the path of a request.  It holds a copy of the supervisor's memory, as every
  * sandbox process does until its exec, and is as private as the
  * supervisor itself (root, not dumpable).  Development mode prepares none:
  * there the child must be dumpable while it is mapped.
