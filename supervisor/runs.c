@@ -86,6 +86,7 @@ struct srun {
 	int sbx_fd;         /* the runner's end of the sandbox channel, until handed */
 	int said;           /* RUNNER_DONE came */
 	int handed;         /* RUNNER_START sent: the runner has its run */
+	int recording;      /* sup_run_checked_out in flight: not handed before it is done */
 	uint32_t outcome;
 	int ended;          /* RUN_ENDED sent: the run is over for this supervisor */
 	int finished;       /* ... and finished: its directory goes once all has ended */
@@ -876,7 +877,7 @@ runner_hand(struct srun *r)
 {
 	struct ipc_wbuf w;
 
-	if (r->handed || !r->p.ready || r->sbx == NULL || r->sbx_fd < 0)
+	if (r->handed || r->recording || !r->p.ready || r->sbx == NULL || r->sbx_fd < 0)
 		return;
 	r->handed = 1;
 	ipc_wbuf_begin(&w, IMSG_RUNNER_START, 0, 5);
@@ -1086,7 +1087,27 @@ checked_out_done(struct srun *r, int code, const char *err, PGresult *res)
 		srun_end(r, IPC_RUN_CRASHED);
 		return;
 	}
-	runner_start(r);
+	r->recording = 0;
+	runner_hand(r);
+}
+
+/*
+ * The workspace is checked out and given: its base commit is recorded
+ * (workspace.ready) while its sandbox is built, and the runner gets its run
+ * once both are done (runner_hand), so that no event of the runner's comes
+ * before workspace.ready.
+ */
+static void
+ws_ready(struct srun *r)
+{
+	r->recording = 1;
+	r->setup_ops++; /* r stays while both are under way */
+	sop_submit(r, "sup_run_checked_out", checked_out_done, 4, r->p.run, r->p.owner, r->base,
+	           r->ref_out);
+	if (!r->ended)
+		runner_start(r);
+	r->setup_ops--;
+	srun_maybe_free(r);
 }
 
 /* The chowner has given the workspace to the sandbox user (or could not). */
@@ -1116,8 +1137,7 @@ given_done(void *arg, int status, char *out)
 	if (r->listing == 1)
 		r->listing = 2;
 	r->t_chown = srun_ms(r);
-	sop_submit(r, "sup_run_checked_out", checked_out_done, 4, r->p.run, r->p.owner, r->base,
-	           r->ref_out);
+	ws_ready(r);
 }
 
 /* The workspace to the sandbox user (after a checkout by the service user),
@@ -1192,8 +1212,7 @@ checkout_done(void *arg, int ok, const char *error, const char *base, uint64_t s
 		return;
 	}
 	if (now)
-		sop_submit(r, "sup_run_checked_out", checked_out_done, 4, r->p.run, r->p.owner,
-		           base, ref);
+		ws_ready(r);
 }
 
 /* The mirror is up to date (or could not be brought so): the workspace is
