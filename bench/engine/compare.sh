@@ -3,11 +3,17 @@
 # step regress?  BEFORE is a source tree of the build to compare with (for
 # example a worktree of an older commit, built with make all tests; its own
 # build directory BEFORE_BUILD, default build), the current tree is the one
-# this is started in (BUILD, default build).  ROUNDS (5) rounds, each one
-# pass of bench/engine/run.sh's latency part (LAT_N, 40 runs one after the
-# other, no throughput part, no sandbox peer) in BEFORE, then one here: a
-# host that is busy with something else for a while is busy for both.
-# Every pass starts its own daemon from its own tree's lib.sh.
+# this is started in (BUILD, default build).
+#
+# ROUNDS (3) rounds.  In each, two daemons run side by side, each started
+# by bench/engine/run.sh from its own tree (its lib.sh, its binaries, its
+# embedded database; only the latency part: LAT_N runs of a one-command
+# template, no throughput part, no sandbox peer), and their measured runs
+# take turns, TURN_EVERY (5) runs one after the other of one daemon, then
+# as many of the other's, and so on: both see the same load of a shared
+# host, minute by minute, and each keeps its own back-to-back pattern (its
+# runs' background work, spares made again, directories removed, overlaps
+# its own next run as in run.sh).  A daemon waiting for its turn is idle.
 #
 # Prints, for each build, the median and p90 of all its runs together (and
 # each round's), the gaps between the milestones (claim, checkout,
@@ -15,40 +21,38 @@
 # FAIL for "no regression":
 #   median(now) <= median(before) + max(5 % of it, 2 ms), and
 #   p90(now)    <= p90(before)    + max(5 % of it, 2 ms).
-# The tolerance is the noise of the measure itself: on a shared 2-core host
-# the pooled median of two passes of one and the same build differ by up
-# to ~2 ms (about 4 % of 50 ms), their p90 by a little more.  Comparing a
-# build with itself (BEFORE = this tree) shows that noise on the host at
-# hand.  Exit status 0 for PASS, 1 for FAIL or an error.
+# The tolerance is the noise of the measure itself: comparing a build with
+# itself (BEFORE = this tree) shows it on the host at hand.  Exit status 0
+# for PASS, 1 for FAIL or an error.
 set -eu
 [ $# -ge 1 ] || { echo "usage: bench/engine/compare.sh BEFORE [BUILD [BEFORE_BUILD]]" >&2; exit 1; }
 BEFORE=$(cd "$1" && pwd)
 BUILD=${2:-build}
 BBUILD=${3:-build}
-ROUNDS=${ROUNDS:-5}
+ROUNDS=${ROUNDS:-3}
 LAT_N=${LAT_N:-40}
+TURN_EVERY=${TURN_EVERY:-5}
 HERE=$(cd "$(dirname "$0")" && pwd)
 NOW=$(pwd)
 [ -x "$BEFORE/$BBUILD/agrippad" ] || { echo "bench/engine/compare: no $BEFORE/$BBUILD/agrippad" >&2; exit 1; }
 [ -x "$NOW/$BUILD/agrippad" ] || { echo "bench/engine/compare: no $NOW/$BUILD/agrippad" >&2; exit 1; }
 OUT=$(mktemp -d /tmp/agrippa-bench-compare.XXXXXX)
-trap 'rm -rf "$OUT"' EXIT
+TURNS=0 # the round's FIFOs are open on 3 (before's) and 4 (now's)
+# feed FD: every turn a pass may still wait for, so that it finishes and
+# cleans up after itself (FIFOs opened read-write do not block)
+feed() { head -c "$((LAT_N + 1))" /dev/zero | tr '\0' t >&"$1"; }
+compare_cleanup() {
+	if [ "$TURNS" = 1 ]; then
+		feed 3
+		feed 4
+	fi
+	wait
+	rm -rf "$OUT"
+}
+trap compare_cleanup EXIT
+trap 'exit 1' INT TERM HUP
 : >"$OUT/before"
 : >"$OUT/now"
-
-# pass WHO TREE BUILD: one latency pass of TREE's BUILD, samples appended
-# to $OUT/WHO, its round's median and p90 printed.
-pass() {
-	: >"$OUT/round"
-	if ! (cd "$2" && LAT_N=$LAT_N THR_N=0 SBX_N=0 LAT_OUT="$OUT/round" sh "$HERE/run.sh" "$3") \
-		>"$OUT/log" 2>&1; then
-		tail -n 30 "$OUT/log" >&2
-		echo "bench/engine/compare: the pass of $2 ($3) failed" >&2
-		exit 1
-	fi
-	cat "$OUT/round" >>"$OUT/$1"
-	printf '  %-6s %s\n' "$1" "$(awk '{ print $1 }' "$OUT/round" | stats | cut -d' ' -f1,2)"
-}
 
 # stats: "median p90 max" of the numbers on stdin (nearest rank; the lower
 # middle when the count is even), as run.sh counts them.
@@ -64,15 +68,64 @@ stats() {
 # ($1 command, $2 claim, $3 checkout, $4 step.started).
 col() { awk "{ printf \"%.3f\\n\", $2 }" "$1" | stats; }
 
+# start WHO TREE BUILD IN OUT: one latency pass of TREE's BUILD in the
+# background, its samples to $OUT/WHO.round and its exit status to
+# $OUT/WHO.rc, taking its turns on the FIFO IN and handing them on to OUT.
+start() {
+	: >"$OUT/$1.round"
+	rm -f "$OUT/$1.rc"
+	(
+		rc=0
+		(cd "$2" && LAT_N=$LAT_N THR_N=0 SBX_N=0 LAT_OUT="$OUT/$1.round" TURN_IN="$4" \
+			TURN_OUT="$5" TURN_EVERY=$TURN_EVERY exec sh "$HERE/run.sh" "$3") \
+			>"$OUT/$1.log" 2>&1 </dev/null 3>&- 4>&- || rc=$?
+		echo "$rc" >"$OUT/$1.rc"
+	) &
+}
+
 echo "bench/engine/compare: $(nproc) cores; before: $BEFORE ($BBUILD," \
 	"$(git -C "$BEFORE" rev-parse --short HEAD 2>/dev/null || echo '?')); now: $NOW ($BUILD," \
-	"$(git -C "$NOW" rev-parse --short HEAD 2>/dev/null || echo '?')); $ROUNDS rounds of $LAT_N runs each"
+	"$(git -C "$NOW" rev-parse --short HEAD 2>/dev/null || echo '?')); $ROUNDS rounds of" \
+	"$LAT_N runs each, in turns of $TURN_EVERY"
 echo "submit -> first step per round, ms: median p90"
 r=1
 while [ $r -le "$ROUNDS" ]; do
-	echo " round $r"
-	pass before "$BEFORE" "$BBUILD"
-	pass now "$NOW" "$BUILD"
+	rm -f "$OUT/before.turn" "$OUT/now.turn"
+	mkfifo "$OUT/before.turn" "$OUT/now.turn"
+	exec 3<>"$OUT/before.turn" 4<>"$OUT/now.turn"
+	TURNS=1
+	start before "$BEFORE" "$BBUILD" "$OUT/before.turn" "$OUT/now.turn"
+	start now "$NOW" "$BUILD" "$OUT/now.turn" "$OUT/before.turn"
+	printf t >&3 # the first turn is before's
+	# a pass that failed hands the other every turn it waits for
+	while [ ! -s "$OUT/before.rc" ] || [ ! -s "$OUT/now.rc" ]; do
+		if [ -s "$OUT/before.rc" ] && [ "$(cat "$OUT/before.rc")" != 0 ] && [ ! -e "$OUT/fed" ]; then
+			: >"$OUT/fed"
+			feed 4
+		fi
+		if [ -s "$OUT/now.rc" ] && [ "$(cat "$OUT/now.rc")" != 0 ] && [ ! -e "$OUT/fed" ]; then
+			: >"$OUT/fed"
+			feed 3
+		fi
+		sleep 0.2
+	done
+	wait
+	exec 3>&- 4>&-
+	TURNS=0
+	rm -f "$OUT/fed"
+	failed=""
+	[ "$(cat "$OUT/before.rc")" = 0 ] || failed="before"
+	[ "$(cat "$OUT/now.rc")" = 0 ] || failed="$failed now"
+	for w in $failed; do
+		tail -n 30 "$OUT/$w.log" >&2
+		echo "bench/engine/compare: round $r: the pass of $w failed" >&2
+	done
+	[ -z "$failed" ] || exit 1
+	for w in before now; do
+		cat "$OUT/$w.round" >>"$OUT/$w"
+		printf '  round %d %-6s %s\n' "$r" "$w" \
+			"$(awk '{ print $1 }' "$OUT/$w.round" | stats | cut -d' ' -f1,2)"
+	done
 	r=$((r + 1))
 done
 

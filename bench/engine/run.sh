@@ -26,7 +26,8 @@
 # Tunables (environment): LAT_N, SBX_N, THR_N, THR_THREADS; SBX_N=0 or
 # THR_N=0 leaves that part out.  LAT_OUT=FILE appends each measured run's
 # "command claim checkout step.started" (ms after the POST answered) to
-# FILE.  The script runs the tree it is started in (its lib.sh, its
+# FILE; TURN_IN, TURN_OUT and TURN_EVERY make the measured runs take turns
+# with another daemon's (bench/engine/engine.py).  The script runs the tree it is started in (its lib.sh, its
 # BUILD): bench/engine/compare.sh starts it in an older tree to compare.
 set -eu
 BUILD=${1:-build}
@@ -121,7 +122,7 @@ echo "bench/engine: $(nproc) cores, $BUILD, engine concurrency $CONCURRENCY," \
 
 # --- 1. submit -> first step ---------------------------------------------------------
 # one warm-up run (first clone of the repository, first runner) not counted
-$HELPER latency "$BASE" "$TOKEN" "$P1" first r 1 "$T/warm" || { alive || died "the warm-up run"; die "warm-up run failed"; }
+TURN_IN= TURN_OUT= $HELPER latency "$BASE" "$TOKEN" "$P1" first r 1 "$T/warm" || { alive || died "the warm-up run"; die "warm-up run failed"; }
 WARM=$(cut -d' ' -f1 "$T/warm")
 T0=$(date +%s)
 $HELPER latency "$BASE" "$TOKEN" "$P1" first r "$LAT_N" "$T/lat" || { alive || died "the latency runs"; die "latency runs failed"; }
