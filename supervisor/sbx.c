@@ -1092,22 +1092,25 @@ sbx_mcp_exec(struct sbx_child *c, int network, char *err, size_t errsz)
  * Clone a sandbox's first process and map its ids; it joins its cgroups
  * itself, first thing (sbx_join_cgroups: the supervisor does not wait for
  * the moves), and then waits for its launch, which it reads only once it
- * is in them.  An MCP server's (mcp not NULL) is made
- * for its request, never ahead: its command and environment are in the
- * child's copy of our memory.  Returns the sandbox or NULL with err set.
+ * is in them.  An MCP server's (mcp not NULL) is made for its request,
+ * never ahead: its command and environment are in the child's copy of our
+ * memory.  Returns the sandbox or NULL with err set.
  */
 static struct sbx *
 sbx_prepare(const struct sbx_mcp *mcp, int network, char *err, size_t errsz)
 {
 	struct sbx_child c = { .ws = -1, .art = -1, .objs = -1, .devmode = sup.devmode,
 		.lim = &sup.conf.sandbox, .serrw = -1, .mcp = mcp,
-		.parent = { -1, -1, -1, -1 }, .cg = { -1, -1, -1 } };
+		.parent = { -1, -1, -1, -1 } };
 	int sv[2] = { -1, -1 }, go[2] = { -1, -1 }, ep[2] = { -1, -1 }, pidfd = -1;
 	int se[2] = { -1, -1 };
 	unsigned char rnd[8];
 	struct sbx *s;
 	long pid;
+	int i;
 
+	for (i = 0; i < CG_NCTL; i++)
+		c.cg[i] = -1;
 	if ((s = calloc(1, sizeof(*s))) == NULL) {
 		snprintf(err, errsz, "out of memory");
 		return NULL;
@@ -1259,9 +1262,10 @@ sbx_launch(struct sbx *s, const struct sbx_launch *l, const int *fds, int nfds, 
  * Root mode keeps one sandbox prepared ahead (cloned, mapped, in its
  * cgroups, waiting for its workspace), so that the slow part of a build,
  * above all the cgroup v1 moves (a kernel RCU grace period each, which the
- * child waits for, not the supervisor), is not on the path of a request.  It holds a copy of the supervisor's memory, as every
- * sandbox process does until its exec, and is as private as the
- * supervisor itself (root, not dumpable).  Development mode prepares none:
+ * child waits for, not the supervisor), is not on the path of a request.
+ * It holds a copy of the supervisor's memory, as every sandbox process
+ * does until its exec, and is as private as the supervisor itself (root,
+ * not dumpable).  Development mode prepares none:
  * there the child must be dumpable while it is mapped.
  */
 static struct sbx *sbx_warm;
