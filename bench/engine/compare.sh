@@ -20,10 +20,13 @@
 # step.started, the command's clock), the ratios now/before, and PASS or
 # FAIL for "no regression":
 #   median(now) <= median(before) + max(5 % of it, 2 ms), and
-#   p90(now)    <= p90(before)    + max(5 % of it, 2 ms).
-# The tolerance is the noise of the measure itself: comparing a build with
-# itself (BEFORE = this tree) shows it on the host at hand.  Exit status 0
-# for PASS, 1 for FAIL or an error.
+#   p90(now)    <= p90(before)    + max(10 % of it, 4 ms).
+# The tolerance is the noise of the measure itself, which comparing a build
+# with itself (BEFORE = this tree) shows on the host at hand: on a shared
+# 2-core host with a load of about 4, 3 rounds of 40 runs, the medians of
+# one build and the same build differed by 2.2 ms (4 %), their p90 by
+# 6.5 ms (7 %); a tail is noisier than a middle.  Exit status 0 for PASS,
+# 1 for FAIL or an error.
 set -eu
 [ $# -ge 1 ] || { echo "usage: bench/engine/compare.sh BEFORE [BUILD [BEFORE_BUILD]]" >&2; exit 1; }
 BEFORE=$(cd "$1" && pwd)
@@ -145,7 +148,7 @@ N=$(col "$OUT/now" '$1')
 awk -v b="$B" -v n="$N" 'BEGIN {
 	split(b, x, " "); split(n, y, " ")
 	tm = x[1] * 0.05; if (tm < 2) tm = 2
-	tp = x[2] * 0.05; if (tp < 2) tp = 2
+	tp = x[2] * 0.10; if (tp < 4) tp = 4
 	printf "engine: submit_to_first_step now/before: median %.2f (%+.1f ms), p90 %.2f (%+.1f ms)\n",
 		y[1] / x[1], y[1] - x[1], y[2] / x[2], y[2] - x[2]
 	ok = y[1] <= x[1] + tm && y[2] <= x[2] + tp
