@@ -325,20 +325,28 @@ cgroup_create(const char *name, const struct conf_sandbox *lim, struct sbx_cgrou
 }
 
 int
-cgroup_attach(const struct sbx_cgroup *c, pid_t pid, char *err, size_t errsz)
+cgroup_open_procs(const struct sbx_cgroup *c, int fds[CG_NCTL], char *err, size_t errsz)
 {
-	char v[32];
-	int i;
+	char path[PATH_MAX];
+	int i, j;
 
-	snprintf(v, sizeof(v), "%ld", (long)pid);
+	for (i = 0; i < CG_NCTL; i++)
+		fds[i] = -1;
 	for (i = 0; i < CG_NCTL; i++) {
 		if (c->dir[i][0] == '\0')
 			continue;
-		if (cg_write(c->dir[i], "cgroup.procs", v) == -1) {
-			snprintf(err, errsz, "cgroup: cannot move the sandbox in: %s",
-			    strerror(errno));
-			return -1;
-		}
+		if (fmt_ok(path, sizeof(path), "%s/cgroup.procs", c->dir[i]) == -1)
+			errno = ENAMETOOLONG;
+		else if ((fds[i] = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)) != -1)
+			continue;
+		snprintf(err, errsz, "cgroup: cannot open %s/cgroup.procs: %s", c->dir[i],
+		    strerror(errno));
+		for (j = 0; j < i; j++)
+			if (fds[j] >= 0)
+				close(fds[j]);
+		for (j = 0; j < CG_NCTL; j++)
+			fds[j] = -1;
+		return -1;
 	}
 	return 0;
 }

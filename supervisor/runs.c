@@ -13,10 +13,11 @@
  *    event workspace.ready.  A fetch or checkout that fails fails the run.
  *    The mirror is the trusted object store: the sandbox sees its objects
  *    read-only, the patch is made against it.
- *  - Runner: a sandbox on the workspace, then a runner process (agrippad
- *    -P runner) whose channel is scoped to this run and lease owner: its
- *    database operations must name both (SQL_SCOPE_RUN), and it is given
- *    its end of the sandbox channel in RUNNER_START.
+ *  - Runner: a runner process (agrippad -P runner), started as the
+ *    checkout begins so that its start overlaps it, whose channel is scoped
+ *    to this run and lease owner: its database operations must name both
+ *    (SQL_SCOPE_RUN); once the workspace is ready a sandbox on it, and the
+ *    runner is given its end of the sandbox channel in RUNNER_START.
  *  - End: when the runner exits, its sandbox is killed and the engine told
  *    (RUN_ENDED) how it ended; a finished run's directory is removed in
  *    the background (supervisor/remove.c) once its runner and its sandbox
@@ -82,8 +83,10 @@ struct srun {
 	struct gitrun *gitrun;
 	struct mirror_wait *mwait; /* waiting for the mirror's fetch */
 	struct sbx *sbx;
-	int sbx_fd;         /* the runner's end of the sandbox channel, until it is ready */
+	int sbx_fd;         /* the runner's end of the sandbox channel, until handed */
 	int said;           /* RUNNER_DONE came */
+	int handed;         /* RUNNER_START sent: the runner has its run */
+	int recording;      /* sup_run_checked_out in flight: not handed before it is done */
 	uint32_t outcome;
 	int ended;          /* RUN_ENDED sent: the run is over for this supervisor */
 	int finished;       /* ... and finished: its directory goes once all has ended */
@@ -884,12 +887,34 @@ runs_proxy_ready(void)
 			runner_send_proxy(r);
 }
 
+/* The runner is ready and its sandbox is there: its run, its end of the
+ * sandbox's channel, its model channel. */
+static void
+runner_hand(struct srun *r)
+{
+	struct ipc_wbuf w;
+
+	if (r->handed || r->recording || !r->p.ready || r->sbx == NULL || r->sbx_fd < 0)
+		return;
+	r->handed = 1;
+	ipc_wbuf_begin(&w, IMSG_RUNNER_START, 0, 5);
+	ipc_put_str(&w, r->p.run);
+	ipc_put_str(&w, r->p.owner);
+	ipc_put_str(&w, r->previous);
+	ipc_put_u64(&w, sup.conf.sandbox.exec_timeout * 1000);
+	ipc_put_u64(&w, sup.conf.engine.step_budget);
+	if (proc_send(&r->p, &w, r->sbx_fd) == -1)
+		kill(r->p.pid, SIGKILL);
+	close(r->sbx_fd);
+	r->sbx_fd = -1;
+	runner_send_proxy(r);
+}
+
 static void
 runner_on_msg(struct ipc_chan *ch, struct ipc_msg *m, void *arg)
 {
 	struct srun *r = arg;
 	struct ipc_ready rd;
-	struct ipc_wbuf w;
 	uint32_t outcome;
 
 	if (!r->p.ready && m->type != IMSG_READY) {
@@ -905,17 +930,7 @@ runner_on_msg(struct ipc_chan *ch, struct ipc_msg *m, void *arg)
 			return;
 		}
 		r->p.ready = 1;
-		ipc_wbuf_begin(&w, IMSG_RUNNER_START, 0, 5);
-		ipc_put_str(&w, r->p.run);
-		ipc_put_str(&w, r->p.owner);
-		ipc_put_str(&w, r->previous);
-		ipc_put_u64(&w, sup.conf.sandbox.exec_timeout * 1000);
-		ipc_put_u64(&w, sup.conf.engine.step_budget);
-		if (proc_send(&r->p, &w, r->sbx_fd) == -1)
-			kill(r->p.pid, SIGKILL);
-		close(r->sbx_fd);
-		r->sbx_fd = -1;
-		runner_send_proxy(r);
+		runner_hand(r); /* or once its sandbox is there */
 		return;
 	case IMSG_DB_OP:
 		redact(r, m);
@@ -988,6 +1003,21 @@ seal_list(struct srun *r)
 		close(fd);
 }
 
+/*
+ * The run's runner process, started as its checkout begins so that its
+ * exec, dynamic linking and lockdown (~12 ms) overlap the checkout: it
+ * waits, holding nothing, for RUNNER_START (runner_hand), sent once its
+ * sandbox is built.  Its channel is the run's from the start.  0, or -1
+ * when it could not be started.
+ */
+static int
+runner_spawn(struct srun *r)
+{
+	if (r->p.pid > 0 || r->p.chan != NULL)
+		return 0;
+	return proc_spawn(&r->p, runner_on_msg, runner_on_err, r);
+}
+
 static void
 runner_start(struct srun *r)
 {
@@ -1027,10 +1057,11 @@ runner_start(struct srun *r)
 	}
 	if (req.network)
 		egress_runs_listener(r->p.run, sbx_take_listener(r->sbx));
-	if (proc_spawn(&r->p, runner_on_msg, runner_on_err, r) == -1) {
+	if (runner_spawn(r) == -1) {
 		srun_end(r, IPC_RUN_CRASHED);
 		return;
 	}
+	runner_hand(r); /* or at its READY */
 	log_info("run %s: runner started (pid %ld, sandbox %s)", r->p.run, (long)r->p.pid,
 	    sbx_id(r->sbx));
 }
@@ -1081,7 +1112,27 @@ checked_out_done(struct srun *r, int code, const char *err, PGresult *res)
 		srun_end(r, IPC_RUN_CRASHED);
 		return;
 	}
-	runner_start(r);
+	r->recording = 0;
+	runner_hand(r);
+}
+
+/*
+ * The workspace is checked out and given: its base commit is recorded
+ * (workspace.ready) while its sandbox is built, and the runner gets its run
+ * once both are done (runner_hand), so that no event of the runner's comes
+ * before workspace.ready.
+ */
+static void
+ws_ready(struct srun *r)
+{
+	r->recording = 1;
+	r->setup_ops++; /* r stays while both are under way */
+	sop_submit(r, "sup_run_checked_out", checked_out_done, 4, r->p.run, r->p.owner, r->base,
+	           r->ref_out);
+	if (!r->ended)
+		runner_start(r);
+	r->setup_ops--;
+	srun_maybe_free(r);
 }
 
 /* The chowner has given the workspace to the sandbox user (or could not). */
@@ -1111,8 +1162,7 @@ given_done(void *arg, int status, char *out)
 	if (r->listing == 1)
 		r->listing = 2;
 	r->t_chown = srun_ms(r);
-	sop_submit(r, "sup_run_checked_out", checked_out_done, 4, r->p.run, r->p.owner, r->base,
-	           r->ref_out);
+	ws_ready(r);
 }
 
 /* The workspace to the sandbox user (after a checkout by the service user),
@@ -1187,8 +1237,7 @@ checkout_done(void *arg, int ok, const char *error, const char *base, uint64_t s
 		return;
 	}
 	if (now)
-		sop_submit(r, "sup_run_checked_out", checked_out_done, 4, r->p.run, r->p.owner,
-		           base, ref);
+		ws_ready(r);
 }
 
 /* The mirror is up to date (or could not be brought so): the workspace is
@@ -1602,6 +1651,8 @@ setup_done(struct srun *r, int code, const char *err, PGresult *res)
 		return;
 	}
 	ws_begin(r);
+	if (!r->failing && !r->ended && runner_spawn(r) == -1)
+		srun_end(r, IPC_RUN_CRASHED);
 }
 
 void
@@ -1667,7 +1718,7 @@ runs_stop(struct proc *engine, struct ipc_msg *m)
 	}
 	/* a cancel: the runner ends the run (one still in setup reads the
 	 * cancel when it loads the run) */
-	if (r->p.chan != NULL && r->p.ready) {
+	if (r->p.chan != NULL && r->p.ready && r->handed) {
 		ipc_wbuf_begin(&w, IMSG_RUNNER_CANCEL, 0, 0);
 		proc_send(&r->p, &w, -1);
 	}

@@ -121,6 +121,7 @@ struct sbx_child {
 	int objs;     /* in the child: the mirror's objects (a mount or O_PATH), or -1 */
 	int parent[4]; /* the supervisor's ends of the above, closed first (or -1) */
 	int serrw;    /* an MCP server: write end of its stderr pipe, or -1 */
+	int cg[CG_NCTL]; /* its cgroups' cgroup.procs, opened by the supervisor, or -1 */
 	const struct sbx_mcp *mcp; /* an MCP server's sandbox, or NULL */
 	char **xargv, **xenv; /* an MCP server: the tool server's argv and environment */
 	char linemax[24];     /* an MCP server: its line cap, the relay's argument */
@@ -690,6 +691,18 @@ sbx_listen_egress(struct sbx_child *c)
 	close(fd);
 }
 
+/* Into its cgroups before anything else (cgroup_open_procs): "0" is the
+ * writer itself.  The descriptors go with sbx_keep_only. */
+static void
+sbx_join_cgroups(const struct sbx_child *c)
+{
+	int i;
+
+	for (i = 0; i < CG_NCTL; i++)
+		if (c->cg[i] >= 0 && write(c->cg[i], "0", 1) != 1)
+			sbx_fail(c, "joining its cgroup", errno);
+}
+
 __attribute__((noreturn)) static void
 sbx_child_main(struct sbx_child *c)
 {
@@ -699,6 +712,7 @@ sbx_child_main(struct sbx_child *c)
 	int envc = 0;
 
 	sbx_close_all(c->parent, 4);
+	sbx_join_cgroups(c);
 	/* Nothing else of the supervisor's stays open here: a prepared child
 	 * may wait long for its launch, and a copy of a socket the supervisor
 	 * has closed would keep that socket registered in the supervisor's
@@ -1138,10 +1152,12 @@ sbx_mcp_exec(struct sbx_child *c, int network, char *err, size_t errsz)
 }
 
 /*
- * Clone a sandbox's first process, map its ids and put it in its cgroups.
- * It then waits for its launch.  An MCP server's (mcp not NULL) is made
- * for its request, never ahead: its command and environment are in the
- * child's copy of our memory.  Returns the sandbox or NULL with err set.
+ * Clone a sandbox's first process and map its ids; it joins its cgroups
+ * itself, first thing (sbx_join_cgroups: the supervisor does not wait for
+ * the moves), and then waits for its launch, which it reads only once it
+ * is in them.  An MCP server's (mcp not NULL) is made for its request,
+ * never ahead: its command and environment are in the child's copy of our
+ * memory.  Returns the sandbox or NULL with err set.
  */
 static struct sbx *
 sbx_prepare(const struct sbx_mcp *mcp, int network, char *err, size_t errsz)
@@ -1154,7 +1170,10 @@ sbx_prepare(const struct sbx_mcp *mcp, int network, char *err, size_t errsz)
 	unsigned char rnd[8];
 	struct sbx *s;
 	long pid;
+	int i;
 
+	for (i = 0; i < CG_NCTL; i++)
+		c.cg[i] = -1;
 	if ((s = calloc(1, sizeof(*s))) == NULL) {
 		snprintf(err, errsz, "out of memory");
 		return NULL;
@@ -1175,7 +1194,8 @@ sbx_prepare(const struct sbx_mcp *mcp, int network, char *err, size_t errsz)
 	randombytes_buf(rnd, sizeof(rnd));
 	snprintf(s->id, sizeof(s->id), "sbx-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1],
 	    rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
-	if (cgroup_create(s->id, &sup.conf.sandbox, &s->cg, err, errsz) == -1)
+	if (cgroup_create(s->id, &sup.conf.sandbox, &s->cg, err, errsz) == -1 ||
+	    cgroup_open_procs(&s->cg, c.cg, err, errsz) == -1)
 		goto fail;
 	if ((c.bin = open(sup.sandbox_exe, O_PATH | O_CLOEXEC)) == -1 ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1 ||
@@ -1206,16 +1226,18 @@ sbx_prepare(const struct sbx_mcp *mcp, int network, char *err, size_t errsz)
 	s->serr = se[0];
 	se[0] = -1;
 	sbx_close_all((int[]){ c.bin, sv[1], go[0], ep[1], se[1] }, 5);
+	sbx_close_all(c.cg, CG_NCTL);
 	free(c.xargv);
 	free(c.xenv);
 	if ((c.devmode && sbx_wait_child(s->errr, 'D', err, errsz) == -1) ||
-	    sbx_maps(s->pid, err, errsz) == -1 || cgroup_attach(&s->cg, s->pid, err, errsz) == -1) {
+	    sbx_maps(s->pid, err, errsz) == -1) {
 		sbx_discard(s, 0);
 		return NULL;
 	}
 	return s;
 fail:
 	sbx_close_all((int[]){ c.bin, sv[0], sv[1], go[0], go[1], ep[0], ep[1], se[0], se[1] }, 9);
+	sbx_close_all(c.cg, CG_NCTL);
 	free(c.xargv);
 	free(c.xenv);
 	sbx_discard(s, 0);
@@ -1302,10 +1324,11 @@ sbx_launch(struct sbx *s, const struct sbx_launch *l, const int *fds, int nfds, 
 /*
  * Root mode keeps one sandbox prepared ahead (cloned, mapped, in its
  * cgroups, waiting for its workspace), so that the slow part of a build,
- * above all the cgroup v1 move (a kernel RCU grace period), is not on the
- * path of a request.  It holds a copy of the supervisor's memory, as every
- * sandbox process does until its exec, and is as private as the
- * supervisor itself (root, not dumpable).  Development mode prepares none:
+ * above all the cgroup v1 moves (a kernel RCU grace period each, which the
+ * child waits for, not the supervisor), is not on the path of a request.
+ * It holds a copy of the supervisor's memory, as every sandbox process
+ * does until its exec, and is as private as the supervisor itself (root,
+ * not dumpable).  Development mode prepares none:
  * there the child must be dumpable while it is mapped.
  */
 static struct sbx *sbx_warm;

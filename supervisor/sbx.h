@@ -24,7 +24,14 @@ void cgroup_init(int devmode);
  * when no cgroup is available) or -1 with err set (nothing left behind). */
 int cgroup_create(const char *name, const struct conf_sandbox *lim, struct sbx_cgroup *out,
     char *err, size_t errsz);
-int cgroup_attach(const struct sbx_cgroup *c, pid_t pid, char *err, size_t errsz);
+/* c's cgroup.procs files, opened for writing into fds (-1 where c has
+ * none): the sandbox's first process joins its cgroups itself by writing
+ * "0" to them, so that the supervisor does not wait for the moves (on
+ * cgroup v1 a kernel RCU grace period each).  The kernel checks a move
+ * against the credentials of the file's opener (root here), not the
+ * writer's.  0, or -1 with err set and nothing left open; the caller
+ * closes the descriptors. */
+int cgroup_open_procs(const struct sbx_cgroup *c, int fds[CG_NCTL], char *err, size_t errsz);
 void cgroup_destroy(struct sbx_cgroup *c);
 
 /* sbx.c */

@@ -6,7 +6,11 @@
       POST's response is read, follow the run's event stream until it ends
       (after the terminal event), and take the first stdout text of the
       first command step (the sandbox's "date +%s.%N").  One line per run
-      in OUT: "run t_post t_cmd terminal_event".
+      in OUT: "run t_post t_cmd terminal_event".  With TURN_IN and TURN_OUT
+      (environment: two FIFOs) the runs go in turns of TURN_EVERY (1): a
+      turn waits for a byte on TURN_IN first and writes one to TURN_OUT
+      when it is over.  bench/engine/compare.sh takes turns with another
+      daemon this way.
   throughput BASE TOKEN PROJECT TEMPLATE REPO N THREADS OUT
       N submissions from THREADS threads as fast as they go.  OUT gets one
       run id per line; stdout "t_first_submit t_last_submit" (the clock
@@ -20,6 +24,7 @@
 Any unexpected answer is fatal (status 1, the reason on stderr).
 """
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -84,9 +89,22 @@ def first_output(events):
     return None
 
 
+def turns():
+    """The turn-taking FIFOs (read end, write end), or (None, None).  Opened
+    read-write, so that neither open waits for the other side."""
+    tin, tout = os.environ.get("TURN_IN"), os.environ.get("TURN_OUT")
+    if not tin or not tout:
+        return None, None
+    return os.open(tin, os.O_RDWR), os.open(tout, os.O_RDWR)
+
+
 def latency(base, token, project, template, repo, n, out):
+    tin, tout = turns()
+    every = max(1, int(os.environ.get("TURN_EVERY", "1")))
     with open(out, "w") as f:
-        for _ in range(n):
+        for i in range(n):
+            if tin is not None and i % every == 0 and os.read(tin, 1) != b"t":
+                die("turn: a bad token")
             run, t_post = submit(base, token, project, template, repo)
             events = stream(base, token, run)
             if not events or not events[-1][0].startswith("run."):
@@ -96,6 +114,9 @@ def latency(base, token, project, template, repo, n, out):
                 die("run %s: no output of its first step (%s)" %
                     (run, " ".join(e for e, _ in events)))
             f.write("%s %.6f %.9f %s\n" % (run, t_post, t_cmd, events[-1][0]))
+            f.flush()
+            if tout is not None and (i % every == every - 1 or i == n - 1):
+                os.write(tout, b"t")
 
 
 def throughput(base, token, project, template, repo, n, threads, out):

@@ -13,6 +13,9 @@
 #      from the same client clock; and the peer: "agrippactl sandbox run --
 #      date +%s.%N" (SBX_N, 20 samples), the command's clock minus the
 #      clock before agrippactl was spawned, with the ratio of the medians.
+#      Per run also the gaps between them: claim -> checkout, checkout ->
+#      step.started (the sandbox, the runner, its load), step.started ->
+#      the command's clock.
 #   2. throughput: THR_N (200) runs of a two-command template submitted
 #      from THR_THREADS (8) client threads at once: wall time from the
 #      first submit to the last run's finished_at, runs/s, how many
@@ -20,10 +23,16 @@
 #      every 50 ms (the concurrency is 8; more would be a bug).
 # Figures are from one pass each (medians over the samples).  Needs root
 # and python3 (bench/engine/engine.py does the HTTP calls and timing).
-# Tunables (environment): LAT_N, SBX_N, THR_N, THR_THREADS.
+# Tunables (environment): LAT_N, SBX_N, THR_N, THR_THREADS; SBX_N=0 or
+# THR_N=0 leaves that part out.  LAT_OUT=FILE appends each measured run's
+# "command claim checkout step.started" (ms after the POST answered) to
+# FILE; TURN_IN, TURN_OUT and TURN_EVERY make the measured runs take turns
+# with another daemon's (bench/engine/engine.py).  The script runs the tree it is started in (its lib.sh, its
+# BUILD): bench/engine/compare.sh starts it in an older tree to compare.
 set -eu
 BUILD=${1:-build}
 ROOT=$(pwd)
+HERE=$(cd "$(dirname "$0")" && pwd)
 export BUILD ROOT
 LAT_N=${LAT_N:-100}
 SBX_N=${SBX_N:-20}
@@ -50,7 +59,7 @@ die() {
 	echo "bench/engine: $*" >&2
 	exit 1
 }
-HELPER="python3 $ROOT/bench/engine/engine.py"
+HELPER="python3 $HERE/engine.py"
 alive() { kill -0 "$SUP_PID" 2>/dev/null; }
 # died WHAT: the daemon is gone; what we have, the end of its log, status 1.
 died() {
@@ -113,7 +122,7 @@ echo "bench/engine: $(nproc) cores, $BUILD, engine concurrency $CONCURRENCY," \
 
 # --- 1. submit -> first step ---------------------------------------------------------
 # one warm-up run (first clone of the repository, first runner) not counted
-$HELPER latency "$BASE" "$TOKEN" "$P1" first r 1 "$T/warm" || { alive || died "the warm-up run"; die "warm-up run failed"; }
+TURN_IN= TURN_OUT= $HELPER latency "$BASE" "$TOKEN" "$P1" first r 1 "$T/warm" || { alive || died "the warm-up run"; die "warm-up run failed"; }
 WARM=$(cut -d' ' -f1 "$T/warm")
 T0=$(date +%s)
 $HELPER latency "$BASE" "$TOKEN" "$P1" first r "$LAT_N" "$T/lat" || { alive || died "the latency runs"; die "latency runs failed"; }
@@ -135,16 +144,21 @@ CMD=$(awk '{ print $4 }' "$T/lat.ms" | stats)
 CLAIM=$(awk '{ print $1 }' "$T/lat.ms" | stats)
 READY=$(awk '{ print $2 }' "$T/lat.ms" | stats)
 STEP=$(awk '{ print $3 }' "$T/lat.ms" | stats)
+GAP_CO=$(awk '{ printf "%.3f\n", $2 - $1 }' "$T/lat.ms" | stats)
+GAP_RS=$(awk '{ printf "%.3f\n", $3 - $2 }' "$T/lat.ms" | stats)
+GAP_SC=$(awk '{ printf "%.3f\n", $4 - $3 }' "$T/lat.ms" | stats)
+[ -z "${LAT_OUT:-}" ] || awk '{ print $4, $1, $2, $3 }' "$T/lat.ms" >>"$LAT_OUT"
 # the run's own duration, from the database
 RUNDUR=$(psql_q "select extract(epoch from finished_at - created_at) * 1000 from runs
 	where template_name = 'first' and id <> '$WARM'" | stats)
 
 # the peer: a sandbox alone
-$HELPER sandbox "$AGRIPPACTL" "$CTL" "$SBX_N" "$T/sbx" || { alive || died "the sandbox runs"; die "sandbox runs failed"; }
+: >"$T/sbx"
+[ "$SBX_N" -eq 0 ] || $HELPER sandbox "$AGRIPPACTL" "$CTL" "$SBX_N" "$T/sbx" || { alive || died "the sandbox runs"; die "sandbox runs failed"; }
 SBX=$(awk '$1 != "fail" { printf "%.3f\n", ($2 - $1) * 1000 }' "$T/sbx" | stats)
 SBXALL=$(awk '$1 != "fail" { printf "%.3f\n", ($3 - $1) * 1000 }' "$T/sbx" | stats)
 SBXFAIL=$(grep -c '^fail ' "$T/sbx" || true)
-RATIO=$(awk -v a="$(field "$CMD" 1)" -v b="$(field "$SBX" 1)" 'BEGIN { printf "%.2f", a / b }')
+RATIO=$(awk -v a="$(field "$CMD" 1)" -v b="$(field "$SBX" 1)" 'BEGIN { if (b + 0 > 0) printf "%.2f", a / b; else print "-" }')
 
 print_latency() {
 	echo
@@ -153,12 +167,21 @@ print_latency() {
 	echo "engine:   run.started (claim)_ms: $CLAIM"
 	echo "engine:   workspace.ready (checkout)_ms: $READY"
 	echo "engine:   step.started_ms: $STEP"
+	echo "engine:   claim -> checkout_ms: $GAP_CO"
+	echo "engine:   checkout -> step.started_ms: $GAP_RS"
+	echo "engine:   step.started -> command_ms: $GAP_SC"
 	echo "engine:   run created -> finished_ms: $RUNDUR"
 	echo "engine: sandbox_start_ms (agrippactl sandbox run -- date, $SBX_N, $SBXFAIL failed): $SBX"
 	[ "$SBXFAIL" -eq 0 ] || sed -n 's/^fail /engine:   sandbox run failed: status /p' "$T/sbx" | sort | uniq -c | sed 's/^ *\([0-9]*\) \(.*\)/\2 (x\1)/'
 	echo "engine:   sandbox run whole (spawn -> agrippactl exit)_ms: $SBXALL"
 	echo "engine: first_step : sandbox_start (medians): $RATIO"
 }
+
+if [ "$THR_N" -eq 0 ]; then
+	print_latency
+	stop_daemon
+	exit 0
+fi
 
 # --- 2. throughput ------------------------------------------------------------------
 # The poll: runs in 'running' every 50 ms until told to stop.

@@ -272,6 +272,10 @@ R5=$RUN
 wait_for 30 is_status "$R5" failed
 check "a repository that cannot be cloned fails the run at checkout" \
 	eval "psql_q \"select error from runs where id = '$R5'\" | grep -q '^checkout failed: '"
+# its runner was started as the checkout began, and waited for its run
+wait_for 10 no_runner
+check "... its runner, started during the checkout, is gone without a step" \
+	eval "no_runner && [ \"\$(psql_q \"select count(*) from run_events where run_id = '$R5' and type like 'step.%'\")\" = 0 ]"
 
 # --- artifacts ---------------------------------------------------------------------
 BIGSHA=$(head -c 300000 /dev/zero | tr '\0' a | sha256sum | cut -d' ' -f1)
