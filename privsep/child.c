@@ -3,6 +3,8 @@
  * child.h for where it sits among the library folders).
  */
 #include <event2/event.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +46,26 @@ child_lockdown(struct child *c)
 {
 	privsep_drop(c->hello.chroot, c->hello.uid, c->hello.gid, c->hello.devmode);
 	privsep_rlimits(c->role);
+	privsep_landlock(c->role);
+#ifdef AGRIPPA_SANITIZE
+	{
+		/* test builds: what this process can open now, for test_landlock */
+		const char *probe = getenv("AGRIPPA_TEST_LANDLOCK_PROBE");
+		char *list, *p, *save = NULL;
+		int fd;
+
+		if (probe != NULL && (c->role == ROLE_PROXY || c->role == ROLE_EGRESS) &&
+		    (list = strdup(probe)) != NULL) {
+			for (p = strtok_r(list, ":", &save); p != NULL; p = strtok_r(NULL, ":", &save)) {
+				fd = open(p, O_RDONLY | O_CLOEXEC);
+				log_warnx("landlock probe: %s: %s", p, fd >= 0 ? "opened" : strerror(errno));
+				if (fd >= 0)
+					close(fd);
+			}
+			free(list);
+		}
+	}
+#endif
 #ifdef AGRIPPA_SECCOMP_DEBUG
 	privsep_seccomp(c->role, 1);
 #else

@@ -35,6 +35,9 @@ void privsep_check_chroot(const char *dir);
 
 /* Resource limits for a role (core 0, and per-role NOFILE/NPROC/...). */
 void privsep_rlimits(enum ipc_role role);
+/* Landlock for the proxy and egress (privsep/landlock.c): 0, or -1 when the
+ * kernel has none (logged; the process goes on).  Other roles: nothing. */
+int privsep_landlock(enum ipc_role role);
 
 /*
  * Install the libseccomp allow-list for role: architecture checked, default

@@ -218,7 +218,7 @@ __attribute__((noreturn)) void
 proc_exec(struct proc *p, int fd)
 {
 	char *argv[6];
-	char *envp[4];
+	char *envp[5];
 	int argc = 0, envc = 0, nul;
 
 	/* Own process group: a terminal's Ctrl-C reaches only the supervisor,
@@ -240,8 +240,9 @@ proc_exec(struct proc *p, int fd)
 	envp[envc++] = "PATH=/usr/bin:/bin";
 #ifdef AGRIPPA_SANITIZE
 	/* Sanitizer settings only, so a test run's options reach every child. */
-	for (char **e = environ; *e != NULL && envc < 3; e++)
-		if (strncmp(*e, "ASAN_OPTIONS=", 13) == 0 || strncmp(*e, "UBSAN_OPTIONS=", 14) == 0)
+	for (char **e = environ; *e != NULL && envc < 4; e++)
+		if (strncmp(*e, "ASAN_OPTIONS=", 13) == 0 || strncmp(*e, "UBSAN_OPTIONS=", 14) == 0 ||
+		    strncmp(*e, "AGRIPPA_TEST_LANDLOCK_PROBE=", 28) == 0)
 			envp[envc++] = *e;
 #endif
 	envp[envc] = NULL;
