@@ -37,6 +37,7 @@ static const struct ctl_cmd cmds[] = {
 	{ "stop", 0, 0, "stop" },
 	{ "log", 1, 1, "log verbose|brief" },
 	{ "sandbox", 1, 1000000, "sandbox run [-r] [-t seconds] [-w dir] [--] command [arg ...]" },
+	{ "backup", 1, 1, "backup DIR" },
 	{ "template check", 1, 1, "template check FILE" },
 	{ "template load", 1, 1, "template load FILE" },
 	{ "template list", 0, 0, "template list" },
@@ -557,6 +558,17 @@ main(int argc, char *argv[])
 	}
 	if (strcmp(cmd->name, "template load") == 0 && abs_path(argv, 1, path) == -1)
 		return 1;
+	/* a backup goes to a new directory: absolute, but not resolved */
+	if (strcmp(cmd->name, "backup") == 0 && argv[1][0] != '/') {
+		char cwd[PATH_MAX];
+
+		if (getcwd(cwd, sizeof(cwd)) == NULL ||
+		    (size_t)snprintf(path, PATH_MAX, "%s/%s", cwd, argv[1]) >= PATH_MAX) {
+			fprintf(stderr, "agrippactl: %s: the path is too long\n", argv[1]);
+			return 1;
+		}
+		argv[1] = path;
+	}
 	if ((strcmp(cmd->name, "skill add") == 0 || strcmp(cmd->name, "mcp add") == 0) &&
 	    abs_path(argv, 2, path) == -1)
 		return 1;
@@ -595,7 +607,8 @@ main(int argc, char *argv[])
 	ipc_wbuf_free(&w);
 	/* mcp test waits for a server's startup_timeout (at most 600 s) */
 	if (ipc_read_frame(fd, ROLE_CTL, ROLE_SUPERVISOR, CTL_MAX_FRAME,
-		strcmp(cmd->name, "mcp test") == 0 ? CTL_MCP_TEST_TIMEOUT_MS : CTL_TIMEOUT_MS, &m,
+		strcmp(cmd->name, "mcp test") == 0 ? CTL_MCP_TEST_TIMEOUT_MS :
+		strcmp(cmd->name, "backup") == 0 ? CTL_BACKUP_TIMEOUT_MS : CTL_TIMEOUT_MS, &m,
 		&err) == -1 ||
 	    m.type != IMSG_CTL_REPLY || ipc_dec_ctl_reply(m.body, &r) == -1) {
 		fprintf(stderr, "agrippactl: no valid reply from the daemon: %s\n",

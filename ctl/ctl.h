@@ -6,6 +6,7 @@
 
 #define CTL_DEFAULT_SOCKET "/run/agrippad.sock"
 #define CTL_TIMEOUT_MS 30000
+#define CTL_BACKUP_TIMEOUT_MS (6 * 3600 * 1000) /* a backup of a large store */
 #define CTL_MCP_TEST_TIMEOUT_MS 4320000 /* startup_timeout's and call_timeout's maximum
                                           and the listing */
 #define CTL_MAX_FRAME (1024 * 1024)

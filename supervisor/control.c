@@ -29,6 +29,8 @@ struct ctl_client {
 	struct ipc_chan *ch;
 	int used;
 	struct sbx *sbx; /* the sandbox this connection drives (sandbox run), or NULL */
+	struct backup *backup; /* the backup it asked for, until it is done */
+	uint64_t backup_id;
 };
 
 static struct ctl_client clients[CTL_MAX_CLIENTS];
@@ -256,6 +258,34 @@ ctl_sandbox(struct ctl_client *cl, uint64_t id, struct ipc_ctl_request *req)
 	return 0;
 }
 
+static void
+ctl_backup_done(void *arg, int ok, const char *msg)
+{
+	struct ctl_client *cl = arg;
+
+	cl->backup = NULL;
+	ctl_reply(cl, cl->backup_id, ok ? 0 : 1, msg);
+}
+
+/* backup DIR: a copy of the database, the artifacts and the
+ * configuration (backup.c), answered once it is written. */
+static int
+ctl_backup(struct ctl_client *cl, uint64_t id, struct ipc_ctl_request *req)
+{
+	char dir[PATH_MAX], err[1024];
+
+	if (req->nargs != 1 || ipc_get_cstr(&req->args, dir, sizeof(dir)) == -1)
+		return -1;
+	if (cl->backup != NULL) {
+		ctl_reply(cl, id, 1, "this connection has a backup at work already");
+		return 0;
+	}
+	cl->backup_id = id;
+	if ((cl->backup = backup_start(dir, ctl_backup_done, cl, err, sizeof(err))) == NULL)
+		ctl_reply(cl, id, 1, err);
+	return 0;
+}
+
 /* Administration (ctl_admin.c): answered later, from the database. */
 static int
 ctl_admin(struct ctl_client *cl, uint64_t id, struct ipc_ctl_request *req)
@@ -273,6 +303,7 @@ static const struct {
 	{ "stop", ctl_stop, "stop" },
 	{ "log", ctl_log, "log verbose|brief" },
 	{ "sandbox", ctl_sandbox, "sandbox rw|ro WORKSPACE" },
+	{ "backup", ctl_backup, "backup DIR" },
 	{ "user add", ctl_admin, "user add NAME [DISPLAY]" },
 	{ "user list", ctl_admin, "user list" },
 	{ "user disable", ctl_admin, "user disable NAME" },
@@ -303,6 +334,10 @@ static const struct {
 static void
 ctl_client_free(struct ctl_client *cl)
 {
+	if (cl->backup != NULL) {
+		backup_abandon(cl->backup);
+		cl->backup = NULL;
+	}
 	if (cl->sbx != NULL) {
 		sbx_abandon(cl->sbx);
 		cl->sbx = NULL;

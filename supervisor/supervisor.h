@@ -352,6 +352,16 @@ struct mcptest *mcptest_start(const char *name, const char *spec_text, const cha
                               char *err, size_t errsz);
 /* Its requester is gone: cb is forgotten, the client killed, the sandbox stopped. */
 void mcptest_abandon(struct mcptest *t);
+
+/* backup.c: agrippactl backup DIR.  cb hears once: ok and what was written,
+ * or why not. */
+struct backup;
+typedef void (*backup_cb)(void *arg, int ok, const char *msg);
+/* Start a backup into the new directory dir, or NULL with err (nothing
+ * made). */
+struct backup *backup_start(const char *dir, backup_cb cb, void *arg, char *err, size_t errsz);
+/* Its requester is gone: it goes on, and cb is forgotten. */
+void backup_abandon(struct backup *b);
 /* A stdio server's environment: NAME=value entries with its credentials
  * expanded (sodium_malloc'd, NULL-terminated) in *out.  0, or -1 with err
  * naming the entry that names a credential it was not given. */
