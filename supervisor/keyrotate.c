@@ -75,14 +75,18 @@ kr_crash_point(int n)
 #define kr_crash_point(n) ((void)0)
 #endif
 
+/* The three file names, from master_key; -1 when one would not fit. */
 static int
 kr_paths(struct kr_paths *p)
 {
 	const char *k = sup.conf.master_key;
+	int a, b, c;
 
-	return snprintf(p->cur, sizeof(p->cur), "%s", k) >= (int)sizeof(p->cur) ||
-	    snprintf(p->new, sizeof(p->new), "%s.new", k) >= (int)sizeof(p->new) ||
-	    snprintf(p->old, sizeof(p->old), "%s.old", k) >= (int)sizeof(p->old) ? -1 : 0;
+	memset(p, 0, sizeof(*p));
+	a = snprintf(p->cur, sizeof(p->cur), "%s", k);
+	b = snprintf(p->new, sizeof(p->new), "%s.new", k);
+	c = snprintf(p->old, sizeof(p->old), "%s.old", k);
+	return a < 0 || b < 0 || c < 0 || (size_t)c >= sizeof(p->old) ? -1 : 0;
 }
 
 static int
@@ -103,7 +107,7 @@ kr_hex(const unsigned char *fp, char out[KEY_FP_LEN * 2 + 1])
  * binary when binres.  The result is the caller's to PQclear. */
 static PGresult *
 kr_exec(PGconn *pg, const char *name, int n, const char *const *vals, const int *lens,
-    const int *fmts, int binres)
+        const int *fmts, int binres)
 {
 	const struct sql_op *op = db_op_lookup(name);
 
@@ -197,8 +201,9 @@ keyrotate_load(void)
 	if (sup.master_key == NULL && !absent)
 		fatalx("master key: %s", err);
 	log_info("master key: %s%s%s found: an interrupted rotation, resolved once the "
-	    "database is up", kr_exists(p.new) ? p.new : "", kr_exists(p.new) &&
-	    kr_exists(p.old) ? " and " : "", kr_exists(p.old) ? p.old : "");
+	         "database is up",
+	         kr_exists(p.new) ? p.new : "", kr_exists(p.new) && kr_exists(p.old) ? " and " : "",
+	         kr_exists(p.old) ? p.old : "");
 }
 
 /* The key file at path, or NULL when it does not exist (fatal when it
@@ -244,8 +249,8 @@ kr_promote(const struct kr_paths *p, const char *from)
 		fatal("master key: cannot rename %s to %s", from, p->cur);
 	if (key_dir_sync(p->cur) == -1)
 		fatal("master key: fsync of the directory of %s", p->cur);
-	log_info("master key: %s is the key the database's secrets are under; renamed to %s",
-	    from, p->cur);
+	log_info("master key: %s is the key the database's secrets are under; renamed to %s", from,
+	         p->cur);
 }
 
 /* The files against the database's record fp: keep the one it names. */
@@ -272,7 +277,7 @@ kr_resolve(const struct kr_paths *p, const unsigned char fp[KEY_FP_LEN])
 		kr_hex(fp, hex);
 		fatalx("master key: the database's secrets are under the key with fingerprint %s, "
 		       "which is none of %s, %s, %s: put that key back in %s (nothing was changed)",
-		    hex, p->cur, p->new, p->old, p->cur);
+		       hex, p->cur, p->new, p->old, p->cur);
 	}
 	if (key_dir_sync(p->cur) == -1)
 		fatal("master key: fsync of the directory of %s", p->cur);
@@ -288,14 +293,15 @@ static void
 kr_record(PGconn *pg, const struct kr_paths *p)
 {
 	unsigned char fp[KEY_FP_LEN];
-	const char *vals[1] = { (const char *)fp };
-	int lens[1] = { KEY_FP_LEN }, fmts[1] = { 1 };
+	const char *vals[1] = {(const char *)fp};
+	int lens[1] = {KEY_FP_LEN}, fmts[1] = {1};
 	PGresult *res;
 
 	if (sup.master_key == NULL || kr_exists(p->old))
 		fatalx("master key: the database records no key, and %s %s: restore the key file "
-		       "(nothing was changed)", sup.master_key == NULL ? p->cur : p->old,
-		    sup.master_key == NULL ? "is missing" : "exists");
+		       "(nothing was changed)",
+		       sup.master_key == NULL ? p->cur : p->old,
+		       sup.master_key == NULL ? "is missing" : "exists");
 	kr_unlink(p->new, "no rotation is recorded in the database");
 	key_fingerprint(sup.master_key, fp);
 	res = kr_exec(pg, "sup_key_record", 1, vals, lens, fmts, 0);
@@ -336,10 +342,9 @@ struct kr_table {
 	int ncols; /* columns before ciphertext and nonce */
 };
 
-static const struct kr_table kr_repo = { "sup_key_repo_rows", "sup_key_repo_reseal",
-	SECRET_CTX_REPO, 3 };
-static const struct kr_table kr_mcp = { "sup_key_mcp_rows", "sup_key_mcp_reseal",
-	SECRET_CTX_MCP, 3 };
+static const struct kr_table kr_repo = {"sup_key_repo_rows", "sup_key_repo_reseal", SECRET_CTX_REPO,
+                                        3};
+static const struct kr_table kr_mcp = {"sup_key_mcp_rows", "sup_key_mcp_reseal", SECRET_CTX_MCP, 3};
 
 /* The row's name for the operator. */
 static void
@@ -347,17 +352,17 @@ kr_row_name(const struct kr_table *t, PGresult *res, int i, char *out, size_t sz
 {
 	if (t == &kr_repo)
 		snprintf(out, sz, "repo %s/%s (repo_connections id %s)", PQgetvalue(res, i, 1),
-		    PQgetvalue(res, i, 2), PQgetvalue(res, i, 0));
+		         PQgetvalue(res, i, 2), PQgetvalue(res, i, 0));
 	else
 		snprintf(out, sz, "mcp server %s version %s (mcp_servers id %s)",
-		    PQgetvalue(res, i, 1), PQgetvalue(res, i, 2), PQgetvalue(res, i, 0));
+		         PQgetvalue(res, i, 1), PQgetvalue(res, i, 2), PQgetvalue(res, i, 0));
 }
 
 /* Row i of res opened with oldk and sealed with newk into ct/nonce. */
 static int
 kr_reseal_one(const struct kr_table *t, PGresult *res, int i, const unsigned char *oldk,
-    const unsigned char *newk, unsigned char *plain, unsigned char *ct, size_t *ctlen,
-    unsigned char nonce[SECRET_NONCE_LEN])
+              const unsigned char *newk, unsigned char *plain, unsigned char *ct, size_t *ctlen,
+              unsigned char nonce[SECRET_NONCE_LEN])
 {
 	const unsigned char *oct = (const unsigned char *)PQgetvalue(res, i, t->ncols);
 	const unsigned char *on = (const unsigned char *)PQgetvalue(res, i, t->ncols + 1);
@@ -375,7 +380,7 @@ kr_reseal_one(const struct kr_table *t, PGresult *res, int i, const unsigned cha
 /* Every secret of table t sealed again; returns how many, or -1 with err. */
 static int
 kr_reseal(PGconn *pg, const struct kr_table *t, const unsigned char *oldk,
-    const unsigned char *newk, char *err, size_t sz)
+          const unsigned char *newk, char *err, size_t sz)
 {
 	PGresult *res = kr_exec(pg, t->rows_op, 0, NULL, NULL, NULL, 1), *up;
 	unsigned char *plain = sodium_malloc(SECRET_MAX), nonce[SECRET_NONCE_LEN];
@@ -393,13 +398,13 @@ kr_reseal(PGconn *pg, const struct kr_table *t, const unsigned char *oldk,
 	for (i = 0; i < PQntuples(res); i++) {
 		if (kr_reseal_one(t, res, i, oldk, newk, plain, ct, &ctlen, nonce) == -1) {
 			kr_row_name(t, res, i, name, sizeof(name));
-			snprintf(err, sz, "%s: its secret does not open with the current master key",
-			    name);
+			snprintf(err, sz,
+			         "%s: its secret does not open with the current master key", name);
 			goto out;
 		}
-		const char *vals[3] = { PQgetvalue(res, i, 0), (const char *)ct,
-			(const char *)nonce };
-		int lens[3] = { 0, (int)ctlen, SECRET_NONCE_LEN }, fmts[3] = { 0, 1, 1 };
+		const char *vals[3] = {PQgetvalue(res, i, 0), (const char *)ct,
+		                       (const char *)nonce};
+		int lens[3] = {0, (int)ctlen, SECRET_NONCE_LEN}, fmts[3] = {0, 1, 1};
 
 		up = kr_exec(pg, t->reseal_op, 3, vals, lens, fmts, 0);
 		if (!kr_ok(up) || strcmp(PQcmdTuples(up), "1") != 0) {
@@ -422,12 +427,12 @@ out:
  * audited.  0, or -1 with err set (the caller rolls back). */
 static int
 kr_transaction(PGconn *pg, const unsigned char *oldk, const unsigned char *newk, int *nrepo,
-    int *nmcp, char *err, size_t sz)
+               int *nmcp, char *err, size_t sz)
 {
 	unsigned char ofp[KEY_FP_LEN], nfp[KEY_FP_LEN];
 	char ohex[KEY_FP_LEN * 2 + 1], nhex[KEY_FP_LEN * 2 + 1], nr[16], nm[16];
-	const char *vals[4] = { (const char *)ofp, (const char *)nfp, NULL, NULL };
-	int lens[4] = { KEY_FP_LEN, KEY_FP_LEN, 0, 0 }, fmts[4] = { 1, 1, 0, 0 };
+	const char *vals[4] = {(const char *)ofp, (const char *)nfp, NULL, NULL};
+	int lens[4] = {KEY_FP_LEN, KEY_FP_LEN, 0, 0}, fmts[4] = {1, 1, 0, 0};
 	PGresult *res;
 	int moved;
 
@@ -438,8 +443,10 @@ kr_transaction(PGconn *pg, const unsigned char *oldk, const unsigned char *newk,
 	res = kr_exec(pg, "sup_key_rotate_begin", 2, vals, lens, fmts, 0);
 	moved = kr_ok(res) ? PQntuples(res) : -1;
 	if (moved != 1)
-		snprintf(err, sz, "%s", moved == 0 ? "the database's secrets are not under this "
-		    "daemon's master key (key_state names another)" : PQresultErrorMessage(res));
+		snprintf(err, sz, "%s",
+		         moved == 0 ? "the database's secrets are not under this "
+		                      "daemon's master key (key_state names another)"
+		                    : PQresultErrorMessage(res));
 	PQclear(res);
 	if (moved != 1 || (*nrepo = kr_reseal(pg, &kr_repo, oldk, newk, err, sz)) < 0 ||
 	    (*nmcp = kr_reseal(pg, &kr_mcp, oldk, newk, err, sz)) < 0)
@@ -448,7 +455,7 @@ kr_transaction(PGconn *pg, const unsigned char *oldk, const unsigned char *newk,
 	kr_hex(nfp, nhex);
 	snprintf(nr, sizeof(nr), "%d", *nrepo);
 	snprintf(nm, sizeof(nm), "%d", *nmcp);
-	const char *avals[4] = { ohex, nhex, nr, nm };
+	const char *avals[4] = {ohex, nhex, nr, nm};
 
 	res = kr_exec(pg, "sup_key_rotate_audit", 4, avals, NULL, NULL, 0);
 	if (!kr_ok(res)) {
@@ -538,8 +545,10 @@ keyrotate_run(char *msg, size_t sz)
 		return -1;
 	}
 	if (kr_exists(p.new) || kr_exists(p.old)) {
-		snprintf(msg, sz, "key rotate: %s exists: an unfinished rotation, which the next "
-		    "start resolves; nothing changed", kr_exists(p.new) ? p.new : p.old);
+		snprintf(msg, sz,
+		         "key rotate: %s exists: an unfinished rotation, which the next "
+		         "start resolves; nothing changed",
+		         kr_exists(p.new) ? p.new : p.old);
 		return -1;
 	}
 	if ((newk = key_create_file(p.new, err, sizeof(err))) == NULL) {
@@ -551,9 +560,12 @@ keyrotate_run(char *msg, size_t sz)
 		if (rc == 0)
 			unlink(p.new);
 		key_free(newk);
-		snprintf(msg, sz, rc == 0 ? "key rotate: %s; nothing changed" :
-		    "key rotate: %s: whether the rotation committed is unknown; both key files "
-		    "are kept and the next start uses the one the database names", err);
+		snprintf(msg, sz,
+		         rc == 0 ? "key rotate: %s; nothing changed"
+		                 : "key rotate: %s: whether the rotation committed is unknown; "
+		                   "both key files "
+		                   "are kept and the next start uses the one the database names",
+		         err);
 		log_warnx("%s", msg);
 		return -1;
 	}
@@ -569,8 +581,11 @@ keyrotate_run(char *msg, size_t sz)
 		return -1;
 	}
 	log_info("key rotate: %d repository tokens and %d MCP credentials sealed under the new "
-	    "master key (fingerprint %.16s)", nrepo, nmcp, hex);
-	snprintf(msg, sz, "rotated the master key: %d repository tokens and %d MCP credentials "
-	    "sealed again; fingerprint %s", nrepo, nmcp, hex);
+	         "master key (fingerprint %.16s)",
+	         nrepo, nmcp, hex);
+	snprintf(msg, sz,
+	         "rotated the master key: %d repository tokens and %d MCP credentials "
+	         "sealed again; fingerprint %s",
+	         nrepo, nmcp, hex);
 	return 0;
 }
