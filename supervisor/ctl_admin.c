@@ -1700,6 +1700,11 @@ admin_query_error(struct admin_req *r, const char *err, PGresult *res)
 				return;
 			}
 	}
+	if (state != NULL && strcmp(state, "AGK01") == 0) { /* 0013_key_state.sql */
+		admin_reply(r, 1, "%s: the master key was rotated while this ran; nothing changed: "
+		    "run the command again", r->cmd->name);
+		return;
+	}
 	if (state != NULL && strcmp(state, "23503") == 0) {
 		admin_reply(r, 1, "%s: %s does not exist (any more); nothing changed",
 		    r->cmd->name, r->argc > 0 ? r->argv[0] : "an object");

@@ -134,6 +134,39 @@ run repo test p1 again
 check "a token sealed after the rotation is stored and opens" \
 	[ $RC -eq 0 -a "$OUT" = "repo again: checked out commit $BASE" ]
 
+# the API's path (httpd asks the supervisor to seal) uses the new key too
+ctl user add alice && TA=$(new_token alice) && ctl member add p1 alice admin
+P1=$(psql_q "select id from projects where name = 'p1'")
+CODE=$(curl -s -o "$T/body" -w '%{http_code}' --max-time 10 -X POST -H "Authorization: Bearer $TA" \
+	-H 'Content-Type: application/json' -d "{\"name\":\"viaapi\",\"url\":\"$URL\",\"token\":\"$TOKEN\"}" \
+	"http://127.0.0.1:$PORT/v1/projects/$P1/repos")
+run repo test p1 viaapi
+check "a token given over the API after the rotation is sealed under the new key and opens ($CODE)" \
+	[ "$CODE" = 201 -a $RC -eq 0 -a "$OUT" = "repo viaapi: checked out commit $BASE" ]
+
+# A store in flight when a rotation commits: a transaction here plays the
+# rotation (key_state moved and held for 3 s, then committed) while
+# agrippactl repo add and an API request, both sealed under the key of
+# before, wait on it; both are refused and nothing is stored.
+REAL_FP=$(db_fp)
+PGPASSWORD=$(cat "$T/state/db.password") psql -X -q -h "$T/state/pgrun" -U agrippa agrippa \
+	-c "begin; update key_state set fingerprint = decode(repeat('ab', 32), 'hex'); select pg_sleep(3); commit;" \
+	>"$T/hold.out" 2>&1 &
+HOLD=$!
+wait_for 10 sh -c "[ \"\$(PGPASSWORD=\$(cat '$T/state/db.password') psql -X -A -t -h '$T/state/pgrun' -U agrippa agrippa -c \"select count(*) from pg_stat_activity where query like '%pg_sleep(3)%' and state = 'active' and pid <> pg_backend_pid()\")\" = 1 ]"
+run_in "$TOKEN" repo add p1 inflight "$URL"
+CODE=$(curl -s -o "$T/body" -w '%{http_code}' --max-time 10 -X POST -H "Authorization: Bearer $TA" \
+	-H 'Content-Type: application/json' -d "{\"name\":\"inflight2\",\"url\":\"$URL\",\"token\":\"$TOKEN\"}" \
+	"http://127.0.0.1:$PORT/v1/projects/$P1/repos")
+wait "$HOLD"
+expect 1 "repo add: the master key was rotated while this ran; nothing changed: run the command again" \
+	"agrippactl repo add sealed before a rotation that commits first: refused, clearly"
+check "an API request sealed before a rotation that commits first: refused ($CODE: $(head -c 200 "$T/body"))" \
+	[ "$CODE" -ge 400 ]
+check "... neither is stored" \
+	[ "$(psql_q "select count(*) from repo_connections where name in ('inflight', 'inflight2')")" = 0 ]
+psql_q "update key_state set fingerprint = decode('$REAL_FP', 'hex')" >/dev/null
+
 # --- a secret that does not open fails the rotation, nothing changed -------------------
 printf '{"token":"broken_%s"}' "$RND" | ctl mcp add broken "$T/fake.json"
 psql_q "update mcp_servers set credentials_ciphertext = decode('$(od -An -N40 -tx1 /dev/urandom | tr -d ' \n')', 'hex'),
@@ -161,9 +194,9 @@ done
 t0=$(date +%s%N)
 run key rotate
 t1=$(date +%s%N)
-expect 0 "rotated the master key: 202 repository tokens and 1 MCP credentials sealed again" \
-	"key rotate of 203 secrets"
-echo "# key rotate of 203 secrets (the command's round trip) took $(((t1 - t0) / 1000000)) ms"
+expect 0 "rotated the master key: 203 repository tokens and 1 MCP credentials sealed again" \
+	"key rotate of 204 secrets"
+echo "# key rotate of 204 secrets (the command's round trip) took $(((t1 - t0) / 1000000)) ms"
 secrets_open "after the larger rotation"
 check "the healthz answers right after it" [ "$(healthz_code)" = 200 ]
 
