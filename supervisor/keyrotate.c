@@ -269,7 +269,9 @@ kr_resolve(const struct kr_paths *p, const unsigned char fp[KEY_FP_LEN])
 		int isnew = kr_is(knew, fp);
 
 		kr_promote(p, isnew ? p->new : p->old);
-		kr_unlink(isnew ? p->old : p->new, "the key before a rotation that committed");
+		kr_unlink(isnew ? p->old : p->new,
+		          isnew ? "the key before a rotation that committed: finished"
+		                : "not the key the database names");
 		key_free(sup.master_key);
 		sup.master_key = isnew ? knew : kold;
 		key_free(isnew ? kold : knew);
