@@ -64,6 +64,7 @@ static const struct ctl_cmd cmds[] = {
 	{ "grant add", 3, 3, "grant add PROJECT skill|mcp NAME" },
 	{ "grant remove", 3, 3, "grant remove PROJECT skill|mcp NAME" },
 	{ "grant list", 1, 1, "grant list PROJECT" },
+	{ "key rotate", 0, 0, "key rotate" },
 };
 
 #define CTL_SECRET_MAX 4096 /* a repository token or MCP credentials, in bytes */

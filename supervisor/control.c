@@ -329,6 +329,7 @@ static const struct {
 	{ "grant add", ctl_admin, "grant add PROJECT skill|mcp NAME" },
 	{ "grant remove", ctl_admin, "grant remove PROJECT skill|mcp NAME" },
 	{ "grant list", ctl_admin, "grant list PROJECT" },
+	{ "key rotate", ctl_admin, "key rotate" },
 };
 
 static void

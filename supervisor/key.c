@@ -20,6 +20,10 @@
 _Static_assert(KEY_LEN == crypto_kdf_KEYBYTES, "the master key is a crypto_kdf key");
 _Static_assert(KEY_CTX_LEN == crypto_kdf_CONTEXTBYTES, "crypto_kdf context length");
 _Static_assert(KEY_SUBKEY_MIN == crypto_kdf_BYTES_MIN, "crypto_kdf minimum subkey");
+_Static_assert(KEY_FP_LEN >= crypto_generichash_BYTES_MIN && KEY_FP_LEN <= crypto_generichash_BYTES_MAX,
+    "fingerprint length");
+_Static_assert(KEY_LEN >= crypto_generichash_KEYBYTES_MIN && KEY_LEN <= crypto_generichash_KEYBYTES_MAX,
+    "the key keys the fingerprint");
 _Static_assert(KEY_SUBKEY_MAX == crypto_kdf_BYTES_MAX, "crypto_kdf maximum subkey");
 
 #define KEY_TRIES 3 /* load/create rounds against concurrent creators */
@@ -341,6 +345,70 @@ key_load_or_create(const char *path, int *created, char *errbuf, size_t errsz)
 	}
 	key_err(errbuf, errsz, path, "created and removed by another process, giving up");
 	return NULL;
+}
+
+unsigned char *
+key_load_file(const char *path, int *absent, char *errbuf, size_t errsz)
+{
+	unsigned char *key = NULL;
+	enum key_status st;
+
+	*absent = 0;
+	if (errbuf != NULL && errsz > 0)
+		errbuf[0] = '\0';
+	if (sodium_init() < 0) {
+		key_err(errbuf, errsz, path, "cannot initialise libsodium");
+		return NULL;
+	}
+	if ((st = key_load(path, &key, errbuf, errsz)) == KEY_ABSENT)
+		*absent = 1;
+	return st == KEY_OK ? key : NULL;
+}
+
+unsigned char *
+key_create_file(const char *path, char *errbuf, size_t errsz)
+{
+	unsigned char *key = NULL;
+	enum key_status st;
+
+	if (errbuf != NULL && errsz > 0)
+		errbuf[0] = '\0';
+	if (sodium_init() < 0) {
+		key_err(errbuf, errsz, path, "cannot initialise libsodium");
+		return NULL;
+	}
+	if ((st = key_create(path, &key, errbuf, errsz)) == KEY_RACED)
+		key_err(errbuf, errsz, path, "exists already");
+	return st == KEY_OK ? key : NULL;
+}
+
+int
+key_dir_sync(const char *path)
+{
+	char dir[PATH_MAX];
+	const char *base;
+	int dfd, rc, saved;
+
+	if (key_split(path, dir, sizeof(dir), &base) == -1) {
+		errno = EINVAL;
+		return -1;
+	}
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return -1;
+	rc = fsync(dfd);
+	saved = errno;
+	close(dfd);
+	errno = saved;
+	return rc;
+}
+
+void
+key_fingerprint(const unsigned char *key, unsigned char out[KEY_FP_LEN])
+{
+	static const char what[] = "agrippa master key fingerprint";
+
+	crypto_generichash(out, KEY_FP_LEN, (const unsigned char *)what, sizeof(what) - 1, key,
+	    KEY_LEN);
 }
 
 void

@@ -62,4 +62,30 @@ void key_free(unsigned char *key);
 int key_derive(const unsigned char *master, uint64_t subkey_id, const char ctx[KEY_CTX_LEN],
     unsigned char *out, size_t outlen);
 
+/*
+ * The key's fingerprint: a BLAKE2b hash keyed with the key itself of a
+ * fixed message, KEY_FP_LEN bytes.  It names the key (the database records
+ * which key its secrets are under) without revealing it.
+ */
+#define KEY_FP_LEN 32
+void key_fingerprint(const unsigned char *key, unsigned char out[KEY_FP_LEN]);
+
+/*
+ * Load the key at path with the checks of key_load_or_create, never
+ * creating it.  Returns the key (key_free), or NULL with *absent set to 1
+ * when the file does not exist, or to 0 with "path: reason" in errbuf.
+ */
+unsigned char *key_load_file(const char *path, int *absent, char *errbuf, size_t errsz);
+
+/*
+ * Create a new random key at path, which must not exist: written to a
+ * temporary file (0600) in its directory, fsync'ed, linked into place and
+ * the directory fsync'ed.  Returns the key (key_free), or NULL with
+ * "path: reason" in errbuf (also when path exists).
+ */
+unsigned char *key_create_file(const char *path, char *errbuf, size_t errsz);
+
+/* fsync the directory holding path: 0, or -1 with errno set. */
+int key_dir_sync(const char *path);
+
 #endif

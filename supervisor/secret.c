@@ -39,14 +39,16 @@ int
 secret_seal(const unsigned char *master, const char *ctx, const void *plain, size_t plen,
             unsigned char nonce[SECRET_NONCE_LEN], unsigned char *ct, size_t ctcap, size_t *ctlen)
 {
-	unsigned char *k;
+	unsigned char *k, fp[KEY_FP_LEN];
 	int rc;
 
 	if (plen > SECRET_MAX || ctcap < plen + SECRET_MAC_LEN)
 		return -1;
 	if ((k = secret_subkey(master, ctx)) == NULL)
 		return -1;
-	randombytes_buf(nonce, SECRET_NONCE_LEN);
+	key_fingerprint(master, fp);
+	memcpy(nonce, fp, SECRET_NONCE_KEYID_LEN);
+	randombytes_buf(nonce + SECRET_NONCE_KEYID_LEN, SECRET_NONCE_LEN - SECRET_NONCE_KEYID_LEN);
 	rc = crypto_secretbox_easy(ct, plain, plen, nonce, k);
 	sodium_free(k);
 	if (rc != 0)

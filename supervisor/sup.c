@@ -135,19 +135,6 @@ sup_users(void)
 		fatalx("user %s must not be root", sup.conf.user);
 }
 
-static void
-sup_load_key(void)
-{
-	char err[512];
-	int created = 0;
-
-	sup.master_key = key_load_or_create(sup.conf.master_key, &created, err, sizeof(err));
-	if (sup.master_key == NULL)
-		fatalx("master key: %s", err);
-	if (created)
-		log_info("created a new master key in %s", sup.conf.master_key);
-}
-
 /* Start the database and apply migrations; returns the conninfo. */
 static const char *
 sup_database(void)
@@ -536,7 +523,7 @@ supervisor_main(const char *conf_path, int foreground, int verbose, int check_on
 	sup_git_author();
 	sup_users();
 	sup.pidfile_fd = pidfile_lock(sup.conf.pidfile);
-	sup_load_key();
+	keyrotate_load();
 	provider_init();
 	chroot_dir_ensure(sup.conf.chroot);
 	/* Runs, sandboxes and artifacts live under it whatever the database. */
@@ -556,6 +543,7 @@ supervisor_main(const char *conf_path, int foreground, int verbose, int check_on
 	pidfile_write(sup.pidfile_fd);
 	sup.started = time(NULL);
 	ci = sup_database();
+	keyrotate_recover(ci);
 	if ((sup.base = event_base_new()) == NULL)
 		fatalx("event_base_new");
 	sup_signals();

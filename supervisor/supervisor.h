@@ -217,6 +217,19 @@ int repo_token_open(struct pg_result *res, int col, unsigned char **tok, size_t 
 int sealed_open(struct pg_result *res, int row, int col, const char *ctx, unsigned char **tok,
     size_t *len);
 
+/* keyrotate.c: the master key's rotation and the start's check of it */
+/* Load the master key into sup.master_key (made when missing, unless an
+ * interrupted rotation left MASTER_KEY.new or .old: then it may stay NULL
+ * until keyrotate_recover).  Fatal on a bad key file. */
+void keyrotate_load(void);
+/* With the database migrated: its record of the key compared with the key
+ * files; an interrupted rotation finished or rolled back; the first start
+ * on a database records its key.  Fatal when no file is the recorded key. */
+void keyrotate_recover(const char *conninfo);
+/* agrippactl key rotate, synchronously: 0 with the operator's message in
+ * msg, or -1 with the reason (nothing changed unless it says so). */
+int keyrotate_run(char *msg, size_t sz);
+
 /* listen.c */
 int listen_bind_all(const struct config *conf, int *fds, size_t *nfds, char *errbuf,
     size_t errsz);

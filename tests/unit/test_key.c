@@ -416,6 +416,64 @@ test_derive_from_loaded(void **state)
 	key_free(key);
 }
 
+/* The fingerprint: the same for the same key, another for another key, a
+ * keyed BLAKE2b of a fixed message (what the database records), never the
+ * key itself. */
+static void
+test_fingerprint(void **state)
+{
+	static const char msg[] = "agrippa master key fingerprint";
+	unsigned char k1[KEY_LEN], k2[KEY_LEN], a[KEY_FP_LEN], b[KEY_FP_LEN], want[KEY_FP_LEN];
+
+	randombytes_buf(k1, sizeof(k1));
+	memcpy(k2, k1, sizeof(k2));
+	k2[31] ^= 1;
+	key_fingerprint(k1, a);
+	key_fingerprint(k1, b);
+	assert_memory_equal(a, b, KEY_FP_LEN);
+	key_fingerprint(k2, b);
+	assert_memory_not_equal(a, b, KEY_FP_LEN);
+	crypto_generichash(want, sizeof(want), (const unsigned char *)msg, sizeof(msg) - 1, k1,
+	    sizeof(k1));
+	assert_memory_equal(a, want, KEY_FP_LEN);
+	assert_memory_not_equal(a, k1, KEY_LEN);
+}
+
+/* key_create_file makes a new private key and never replaces a file;
+ * key_load_file loads it back, says "absent" for a missing file and
+ * never creates one. */
+static void
+test_create_and_load_file(void **state)
+{
+	struct fixture *f = *state;
+	unsigned char *a, *b;
+	struct stat st;
+	int absent = -1;
+
+	assert_null(key_load_file(f->path, &absent, f->err, sizeof(f->err)));
+	assert_int_equal(absent, 1);
+	assert_int_equal(lstat(f->path, &st), -1);
+	a = key_create_file(f->path, f->err, sizeof(f->err));
+	assert_non_null(a);
+	assert_int_equal(stat(f->path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	assert_int_equal(st.st_size, KEY_LEN);
+	assert_null(key_create_file(f->path, f->err, sizeof(f->err)));
+	assert_non_null(strstr(f->err, "exists already"));
+	b = key_load_file(f->path, &absent, f->err, sizeof(f->err));
+	assert_non_null(b);
+	assert_int_equal(absent, 0);
+	assert_memory_equal(a, b, KEY_LEN);
+	assert_int_equal(key_dir_sync(f->path), 0);
+	key_free(a);
+	key_free(b);
+	/* the checks of key_load_or_create apply */
+	assert_int_equal(chmod(f->path, 0640), 0);
+	assert_null(key_load_file(f->path, &absent, f->err, sizeof(f->err)));
+	assert_int_equal(absent, 0);
+	assert_non_null(strstr(f->err, "group or others"));
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int
@@ -436,6 +494,8 @@ main(void)
 	    T(test_concurrent_create),
 	    cmocka_unit_test(test_derive),
 	    T(test_derive_from_loaded),
+	    cmocka_unit_test(test_fingerprint),
+	    T(test_create_and_load_file),
 	};
 
 	return cmocka_run_group_tests_name("key", tests, NULL, NULL);

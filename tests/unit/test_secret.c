@@ -76,6 +76,32 @@ test_round_trip(void **state)
 	free(s.ct);
 }
 
+/* A nonce begins with the sealing key's id (the fingerprint's first
+ * SECRET_NONCE_KEYID_LEN bytes: what the database checks against key_state)
+ * and is random after it; another key gives another id. */
+static void
+test_nonce_key_id(void **state)
+{
+	unsigned char fp[KEY_FP_LEN], fp2[KEY_FP_LEN], other[KEY_LEN];
+	struct sealed a, b, c;
+
+	key_fingerprint(master, fp);
+	seal(master, SECRET_CTX_REPO, "a secret", 8, &a);
+	seal(master, SECRET_CTX_REPO, "a secret", 8, &b);
+	assert_memory_equal(a.nonce, fp, SECRET_NONCE_KEYID_LEN);
+	assert_memory_equal(b.nonce, fp, SECRET_NONCE_KEYID_LEN);
+	assert_memory_not_equal(a.nonce + SECRET_NONCE_KEYID_LEN, b.nonce + SECRET_NONCE_KEYID_LEN,
+	    SECRET_NONCE_LEN - SECRET_NONCE_KEYID_LEN);
+	randombytes_buf(other, sizeof(other));
+	key_fingerprint(other, fp2);
+	seal(other, SECRET_CTX_REPO, "a secret", 8, &c);
+	assert_memory_equal(c.nonce, fp2, SECRET_NONCE_KEYID_LEN);
+	assert_memory_not_equal(c.nonce, a.nonce, SECRET_NONCE_KEYID_LEN);
+	free(a.ct);
+	free(b.ct);
+	free(c.ct);
+}
+
 static void
 test_fresh_nonce(void **state)
 {
@@ -223,6 +249,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_round_trip),
 	    cmocka_unit_test(test_fresh_nonce),
+	    cmocka_unit_test(test_nonce_key_id),
 	    cmocka_unit_test(test_other_purpose_or_key),
 	    cmocka_unit_test(test_flipped_bit),
 	    cmocka_unit_test(test_sizes),
