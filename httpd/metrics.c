@@ -518,6 +518,10 @@ metrics_listen(int fd, const char *addr)
 	evhttp_set_max_headers_size(mhttp, 8 * 1024);
 	evhttp_set_max_body_size(mhttp, 4096);
 	evhttp_set_timeout(mhttp, 30);
+	/* every method reaches metrics_dispatch, which answers all but GET 404 */
+	evhttp_set_allowed_methods(mhttp, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST |
+	                                      EVHTTP_REQ_PUT | EVHTTP_REQ_PATCH |
+	                                      EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS);
 	evhttp_set_gencb(mhttp, metrics_dispatch, NULL);
 	if (evhttp_accept_socket(mhttp, fd) == -1)
 		fatalx("cannot accept on %s", addr);
