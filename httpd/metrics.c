@@ -27,6 +27,8 @@
 #define METRICS_MAX_ROUTES 96 /* router.c's table, the dashboard, no route */
 #define METRICS_STEP_NBUCKETS 12
 #define METRICS_SQL_COLS 9
+/* A string literal, without its NUL. */
+#define M_LIT(b, s) evbuffer_add((b), (s), sizeof(s) - 1)
 
 static struct evhttp *mhttp;
 static size_t nroutes;                                   /* router.c's routes */
@@ -97,7 +99,7 @@ m_label(struct evbuffer *b, const char *s, size_t len)
 		if (s[i] == '\\' || s[i] == '"')
 			evbuffer_add_printf(b, "\\%c", s[i]);
 		else if (s[i] == '\n')
-			evbuffer_add(b, "\\n", 2);
+			M_LIT(b, "\\n");
 		else
 			evbuffer_add(b, &s[i], 1);
 	}
@@ -267,7 +269,7 @@ m_sample(struct evbuffer *b, const char *name, const char *l1, const char *l2,
 	}
 	evbuffer_add_printf(b, "\"%s} ", extra != NULL ? extra : "");
 	m_num(b, row, vi);
-	evbuffer_add(b, "\n", 1);
+	M_LIT(b, "\n");
 }
 
 /* The runs' families, each over all rows (rows is a copy of the result). */
@@ -286,23 +288,23 @@ metrics_db_runs(struct evbuffer *b, struct ipc_cur rows)
 		if (!m_is(&row, "queue"))
 			continue;
 		m_head(b, "agrippa_queue_runs", "gauge", "Runs queued, waiting for an engine.");
-		evbuffer_add(b, "agrippa_queue_runs ", 19);
+		M_LIT(b, "agrippa_queue_runs ");
 		m_num(b, &row, 3);
-		evbuffer_add(b, "\n", 1);
+		M_LIT(b, "\n");
 		m_head(b, "agrippa_queue_oldest_age_seconds", "gauge",
 		       "Age of the oldest queued run (0 when none is queued).");
-		evbuffer_add(b, "agrippa_queue_oldest_age_seconds ", 33);
+		M_LIT(b, "agrippa_queue_oldest_age_seconds ");
 		m_num(b, &row, 4);
-		evbuffer_add(b, "\n", 1);
+		M_LIT(b, "\n");
 	}
 	all = rows;
 	m_head(b, "agrippa_budget_stops_total", "counter",
 	       "Runs and phases stopped by their budget (budget.exceeded events).");
 	while (all.i < all.n && m_row_next(&all, &row) == 0)
 		if (m_is(&row, "budget")) {
-			evbuffer_add(b, "agrippa_budget_stops_total ", 27);
+			M_LIT(b, "agrippa_budget_stops_total ");
 			m_num(b, &row, 3);
-			evbuffer_add(b, "\n", 1);
+			M_LIT(b, "\n");
 		}
 }
 
@@ -341,7 +343,7 @@ metrics_db_steps(struct evbuffer *b, struct ipc_cur rows)
 		}
 		for (i = 0, cum = 0; i <= METRICS_STEP_NBUCKETS; i++) {
 			cum += counts[i];
-			evbuffer_add(b, "agrippa_step_duration_seconds_bucket{status=\"", 46);
+			M_LIT(b, "agrippa_step_duration_seconds_bucket{status=\"");
 			m_label(b, row.c[1], row.len[1]);
 			evbuffer_add_printf(b, "\",le=\"%s\"} %" PRIu64 "\n",
 			                    i < METRICS_STEP_NBUCKETS ? le[i] : "+Inf", cum);
@@ -378,16 +380,16 @@ metrics_db_models(struct evbuffer *b, struct ipc_cur rows)
 	for (all = rows; all.i < all.n && m_row_next(&all, &row) == 0;) {
 		if (!m_is(&row, "model"))
 			continue;
-		evbuffer_add(b, "agrippa_model_cost_usd_total{provider=\"", 40);
+		M_LIT(b, "agrippa_model_cost_usd_total{provider=\"");
 		m_label(b, row.c[1], row.len[1]);
-		evbuffer_add(b, "\",model=\"", 9);
+		M_LIT(b, "\",model=\"");
 		m_label(b, row.c[2], row.len[2]);
 		/* micro-dollars as dollars, exactly: the digits with a point 6 from the end */
-		evbuffer_add(b, "\"} ", 3);
+		M_LIT(b, "\"} ");
 		if (row.len[8] > 6)
 			evbuffer_add(b, row.c[8], row.len[8] - 6);
 		else
-			evbuffer_add(b, "0", 1);
+			M_LIT(b, "0");
 		evbuffer_add_printf(b, ".%06lu\n",
 		                    strtoul(row.len[8] > 6 ? row.c[8] + row.len[8] - 6 : row.c[8],
 		                            NULL, 10) % 1000000);
@@ -476,7 +478,7 @@ metrics_not_found(struct evhttp_request *req)
 
 	if (b == NULL)
 		fatalx("out of memory");
-	evbuffer_add(b, "not found\n", 10);
+	M_LIT(b, "not found\n");
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
 	                  "text/plain; charset=utf-8");
 	evhttp_send_reply(req, 404, "Not Found", b);

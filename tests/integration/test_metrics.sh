@@ -93,6 +93,7 @@ for i in 1 2 3; do submit tpl-alpha >/dev/null; done
 for i in 1 2; do submit tpl-beta >/dev/null; done
 RFAIL=$(submit tpl-fails)
 RBUD=$(submit tpl-budget)
+RUNS="$RUNS $RFAIL $RBUD" # submit ran in a subshell for these two
 check "seven runs submitted" [ "$(echo $RUNS | wc -w)" = 7 ]
 settled() {
 	[ "$(psql_q "select count(*) from runs where status in ('succeeded', 'failed', 'cancelled')
@@ -108,6 +109,14 @@ done
 C404=$(api "http://127.0.0.1:$PORT/v1/no-such-thing")
 C401=$(api "http://127.0.0.1:$PORT/v1/me")
 check "API replies: 5 x 200 on /v1/me, a 404, a 401" [ "$C200" = 5 -a "$C404" = 404 -a "$C401" = 401 ]
+
+# a model call's usage on the parked run, as proxy_usage records it
+# (no model is called here: the step stopped at its budget first)
+psql_q "insert into run_steps (run_id, phase_name, step_id, attempt, status, finished_at)
+	values ('$RBUD', 'one', 'probe', 1, 'succeeded', now());
+	insert into token_usage (run_id, step_id, attempt, provider, model, input_tokens,
+	output_tokens, cache_read_tokens, cache_write_tokens, cost_usd_micros)
+	values ('$RBUD', 'probe', 1, 'fakeprov', 'm-1.5', 100, 20, 3, 4, 1234567)" >/dev/null
 
 # an event stream of the parked run stays open
 curl -s -N --max-time 60 -H "Authorization: Bearer $TOK" \
@@ -131,6 +140,7 @@ if [ -n "$PROMTOOL" ]; then
 else
 	notok "promtool check metrics passes (promtool is not installed: make deps)"
 fi
+check "the body holds no NUL byte" [ "$(tr -d '\000' <"$M" | wc -c)" = "$(wc -c <"$M")" ]
 # v 'name{labels}': the sample's value ("" when absent)
 v() { awk -v k="$1" 'index($0, k " ") == 1 { print $NF }' "$T/scrape1"; }
 want() { # want SAMPLE VALUE
@@ -149,6 +159,12 @@ for st in succeeded failed; do
 	want "agrippa_step_duration_seconds_count{status=\"$st\"}" "$n"
 	want "agrippa_step_duration_seconds_bucket{status=\"$st\",le=\"+Inf\"}" "$n"
 done
+want 'agrippa_model_calls_total{provider="fakeprov",model="m-1.5"}' 1
+want 'agrippa_model_tokens_total{provider="fakeprov",model="m-1.5",kind="input"}' 100
+want 'agrippa_model_tokens_total{provider="fakeprov",model="m-1.5",kind="output"}' 20
+want 'agrippa_model_tokens_total{provider="fakeprov",model="m-1.5",kind="cache_read"}' 3
+want 'agrippa_model_tokens_total{provider="fakeprov",model="m-1.5",kind="cache_write"}' 4
+want 'agrippa_model_cost_usd_total{provider="fakeprov",model="m-1.5"}' 1.234567
 want 'agrippa_http_requests_total{method="GET",route="/v1/me",code="200"}' 5
 want 'agrippa_http_requests_total{method="GET",route="/v1/me",code="401"}' 1
 want 'agrippa_http_requests_total{method="POST",route="/v1/projects/{id}/runs",code="201"}' 7
@@ -192,9 +208,10 @@ check "... and with a token too" \
 kill "$SSE" 2>/dev/null
 wait "$SSE" 2>/dev/null
 EP=$(child_pid engine)
+check "the engine's pid found ($EP)" [ -n "$EP" ]
 kill -KILL "$EP"
-restarted() {
-	n=$(child_pid engine) && [ "$n" != "$EP" ] &&
+restarted() { # not n: wait_for counts with it
+	ne=$(child_pid engine) && [ "$ne" != "$EP" ] &&
 		mcode "http://127.0.0.1:$MPORT/metrics" >/dev/null &&
 		grep -qx 'agrippa_child_restarts_total{child="engine"} 1' "$T/m.out"
 }
