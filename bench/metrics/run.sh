@@ -116,17 +116,18 @@ while [ "$i" -lt "$N" ]; do
 done
 # one psql session, the statement N times, \timing's ms each
 {
-	echo '\timing on'
+	printf '%s\n' '\timing on' # dash's echo would read \t
 	i=0
 	while [ "$i" -lt "$N" ]; do
 		printf '%s;\n' "$SQL"
 		i=$((i + 1))
 	done
 } >"$T/peer.sql"
-PGPASSWORD=$(cat "$T/state/db.password") psql -X -q -A -t -o /dev/null -h "$T/state/pgrun" \
-	-U agrippa agrippa -f "$T/peer.sql" 2>&1 | awk '/^Time: / { print $2 }' >"$T/out/psql" ||
-	die "the peer's queries failed"
+PGPASSWORD=$(cat "$T/state/db.password") psql -X -A -t -h "$T/state/pgrun" -U agrippa agrippa \
+	-f "$T/peer.sql" >"$T/out/psql.raw" 2>&1 || die "the peer's queries failed: $(tail -n 5 "$T/out/psql.raw")"
+awk '/^Time: / { print $2 }' "$T/out/psql.raw" >"$T/out/psql"
 alive || died "the scrapes"
+psql_q "explain (analyze, buffers) $SQL" >"$T/out/explain" 2>&1 || true
 
 set -- $(bench_stats 1 "$T/out/scrape")
 S_MED=$1 S_N=$4
@@ -153,6 +154,7 @@ printf '%-34s %12s %14s %8s %10s %s\n' "scrape size (bytes)" "$SZ" - - "< 104857
 	"$(verdict "$SZ" 1048576)"
 echo
 echo "samples: $LINES samples in the body; $LINT"
+echo "the statement's plan: $(awk '/Execution Time/ { print $3, $4 }' "$T/out/explain") executing (explain analyze)"
 echo "scrape ms: $(cut -d' ' -f1 "$T/out/scrape" | tr '\n' ' ')"
 echo "psql ms:   $(tr '\n' ' ' <"$T/out/psql")"
 set -- $(bench_stats 1 "$T/out/scrape")

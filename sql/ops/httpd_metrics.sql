@@ -17,12 +17,20 @@
 -- The queue uses runs_queue_idx and the budget stops their partial index
 -- (0014_metrics.sql); the rest are aggregates over runs, run_steps and
 -- token_usage.
-WITH b(neg) AS (SELECT ARRAY[-14400, -7200, -3600, -1800, -600, -300, -120, -60, -30, -10, -5, -1]::float8[]),
-steps AS (
+WITH sb AS (
+	-- one pass over the finished attempts: per status and bucket, how many
+	-- and their seconds (date_part is float8; extract's numeric is slower)
 	SELECT s.status,
-	       extract(epoch FROM s.finished_at - s.started_at)::float8 AS d
-	FROM run_steps s
+	       CASE WHEN x.d <= 1 THEN 0 WHEN x.d <= 5 THEN 1 WHEN x.d <= 10 THEN 2
+	            WHEN x.d <= 30 THEN 3 WHEN x.d <= 60 THEN 4 WHEN x.d <= 120 THEN 5
+	            WHEN x.d <= 300 THEN 6 WHEN x.d <= 600 THEN 7 WHEN x.d <= 1800 THEN 8
+	            WHEN x.d <= 3600 THEN 9 WHEN x.d <= 7200 THEN 10 WHEN x.d <= 14400 THEN 11
+	            ELSE 12 END AS k,
+	       count(*) AS n, sum(x.d) AS total
+	FROM run_steps s,
+	     LATERAL (SELECT date_part('epoch', s.finished_at - s.started_at) AS d) x
 	WHERE s.finished_at IS NOT NULL
+	GROUP BY 1, 2
 )
 SELECT 'runs', r.template_name, r.status, count(*)::text, '0', '0', '0', '0', '0'
 FROM runs r
@@ -34,15 +42,13 @@ SELECT 'queue', '', '', count(*)::text,
 FROM runs q
 WHERE q.status = 'queued'
 UNION ALL
-SELECT 'step', st.status, (12 - width_bucket(-st.d, b.neg))::text, count(*)::text,
-       '0', '0', '0', '0', '0'
-FROM steps st, b
-GROUP BY st.status, 12 - width_bucket(-st.d, b.neg)
+SELECT 'step', sb.status, sb.k::text, sb.n::text, '0', '0', '0', '0', '0'
+FROM sb
 UNION ALL
-SELECT 'step_sum', st.status, '', sum(st.d)::numeric(24, 3)::text, count(*)::text,
+SELECT 'step_sum', sb.status, '', sum(sb.total)::numeric(24, 3)::text, sum(sb.n)::text,
        '0', '0', '0', '0'
-FROM steps st
-GROUP BY st.status
+FROM sb
+GROUP BY sb.status
 UNION ALL
 SELECT 'model', u.provider, u.model, count(*)::text, sum(u.input_tokens)::text,
        sum(u.output_tokens)::text, sum(u.cache_read_tokens)::text,
