@@ -363,12 +363,11 @@
 	X(IMSG_PROXY_MCP, 71, SUP, ROLE_BIT(ROLE_PROXY), IPC_F_FD)                           \
 	IPC_MSG_LIST_METRICS(X)
 
-/* GET /metrics: numbered apart from the rest so that other additions can
- * take the numbers before them. */
+/* GET /metrics (the numbers follow on from the list above, which has no gaps) */
 #define IPC_MSG_LIST_METRICS(X)                                                             \
-	X(IMSG_METRICS_FD, 90, SUP, ROLE_BIT(ROLE_HTTPD), IPC_F_FD)                           \
-	X(IMSG_METRICS_GET, 91, ROLE_BIT(ROLE_HTTPD), SUP, 0)                                 \
-	X(IMSG_METRICS, 92, SUP, ROLE_BIT(ROLE_HTTPD), 0)
+	X(IMSG_METRICS_FD, 72, SUP, ROLE_BIT(ROLE_HTTPD), IPC_F_FD)                           \
+	X(IMSG_METRICS_GET, 73, ROLE_BIT(ROLE_HTTPD), SUP, 0)                                 \
+	X(IMSG_METRICS, 74, SUP, ROLE_BIT(ROLE_HTTPD), 0)
 
 enum ipc_msg_type {
 #define IPC_X_ENUM(sym, num, snd, rcv, fl) sym = num,

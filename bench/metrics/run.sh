@@ -97,7 +97,7 @@ NE=$(psql_q "select count(*) from run_events")
 echo "bench/metrics: $(nproc) cores, $BUILD ($(git rev-parse --short HEAD 2>/dev/null || echo '?')), $NR runs," \
 	"$NT templates, $NE events, $N samples; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-# --- the samples: scrapes and the peer's queries, alternating ---------------------------
+# --- the samples: the scrapes, then the peer's queries ------------------------------------
 URL="http://127.0.0.1:$MPORT/metrics"
 curl -s -o /dev/null "$URL" # the pool's connections warm
 SQL=$(sed -e '/^--/d' sql/ops/httpd_metrics.sql)

@@ -19,13 +19,12 @@
 -- token_usage.
 WITH sb AS (
 	-- one pass over the finished attempts: per status and bucket, how many
-	-- and their seconds (date_part is float8; extract's numeric is slower)
+	-- and their seconds (date_part is float8; extract's numeric is slower,
+	-- and a binary search in width_bucket cheaper than a CASE of 12)
 	SELECT s.status,
-	       CASE WHEN x.d <= 1 THEN 0 WHEN x.d <= 5 THEN 1 WHEN x.d <= 10 THEN 2
-	            WHEN x.d <= 30 THEN 3 WHEN x.d <= 60 THEN 4 WHEN x.d <= 120 THEN 5
-	            WHEN x.d <= 300 THEN 6 WHEN x.d <= 600 THEN 7 WHEN x.d <= 1800 THEN 8
-	            WHEN x.d <= 3600 THEN 9 WHEN x.d <= 7200 THEN 10 WHEN x.d <= 14400 THEN 11
-	            ELSE 12 END AS k,
+	       -- the bucket of the least bound >= d (le): 12 less the bounds >= d,
+	       -- which width_bucket counts as the negated bounds <= -d
+	       12 - width_bucket(-x.d, '{-14400,-7200,-3600,-1800,-600,-300,-120,-60,-30,-10,-5,-1}'::float8[]) AS k,
 	       count(*) AS n, sum(x.d) AS total
 	FROM run_steps s,
 	     LATERAL (SELECT date_part('epoch', s.finished_at - s.started_at) AS d) x

@@ -117,6 +117,11 @@ psql_q "insert into run_steps (run_id, phase_name, step_id, attempt, status, fin
 	insert into token_usage (run_id, step_id, attempt, provider, model, input_tokens,
 	output_tokens, cache_read_tokens, cache_write_tokens, cost_usd_micros)
 	values ('$RBUD', 'probe', 1, 'fakeprov', 'm-1.5', 100, 20, 3, 4, 1234567)" >/dev/null
+# attempts on the buckets' bounds (le: a bound's own value is in its bucket),
+# as the only ones of their status
+psql_q "insert into run_steps (run_id, phase_name, step_id, attempt, status, started_at, finished_at)
+	select '$RBUD', 'one', 'edge-' || g, 1, 'timed_out', now() - d * interval '1 second', now()
+	from unnest(array[1, 5, 5.5, 20000]) with ordinality as t(d, g)" >/dev/null
 
 # an event stream of the parked run stays open
 curl -s -N --max-time 60 -H "Authorization: Bearer $TOK" \
@@ -159,6 +164,13 @@ for st in succeeded failed; do
 	want "agrippa_step_duration_seconds_count{status=\"$st\"}" "$n"
 	want "agrippa_step_duration_seconds_bucket{status=\"$st\",le=\"+Inf\"}" "$n"
 done
+want 'agrippa_step_duration_seconds_bucket{status="timed_out",le="1"}' 1
+want 'agrippa_step_duration_seconds_bucket{status="timed_out",le="5"}' 2
+want 'agrippa_step_duration_seconds_bucket{status="timed_out",le="10"}' 3
+want 'agrippa_step_duration_seconds_bucket{status="timed_out",le="14400"}' 3
+want 'agrippa_step_duration_seconds_bucket{status="timed_out",le="+Inf"}' 4
+want 'agrippa_step_duration_seconds_sum{status="timed_out"}' 20011.500
+want 'agrippa_step_duration_seconds_count{status="timed_out"}' 4
 want 'agrippa_model_calls_total{provider="fakeprov",model="m-1.5"}' 1
 want 'agrippa_model_tokens_total{provider="fakeprov",model="m-1.5",kind="input"}' 100
 want 'agrippa_model_tokens_total{provider="fakeprov",model="m-1.5",kind="output"}' 20
