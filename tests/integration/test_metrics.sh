@@ -232,6 +232,18 @@ check "an engine killed is restarted and counted: agrippa_child_restarts_total{c
 closed() { mcode "http://127.0.0.1:$MPORT/metrics" >/dev/null && grep -qx 'agrippa_sse_clients 0' "$T/m.out"; }
 check "the closed event stream is no longer counted" wait_for 10 closed
 
+# ---- reload: a new address moves it, none turns it off -------------------------------
+MPORT2=$((PORT + 2))
+sed -i "s/^metrics_listen: .*/metrics_listen: \"127.0.0.1:$MPORT2\"/" "$CONF"
+check "agrippactl reload with metrics_listen moved" ctl reload
+moved() { [ "$(mcode "http://127.0.0.1:$MPORT2/metrics")" = 200 ]; }
+check "after the reload the new address serves /metrics" wait_for 30 moved
+check "... and the old one is closed" [ "$(mcode "http://127.0.0.1:$MPORT/metrics")" = 000 ]
+sed -i "/^metrics_listen: /d" "$CONF"
+check "agrippactl reload without metrics_listen" ctl reload
+gone() { [ "$(mcode "http://127.0.0.1:$MPORT2/metrics")" = 000 ] && [ "$(healthz_code)" = 200 ]; }
+check "after it nothing listens for /metrics, the API still answers" wait_for 30 gone
+
 stop_daemon
 check "the daemon stops cleanly" [ "$DAEMON_STATUS" = 0 ]
 if grep -E "ERROR: (Address|Leak)Sanitizer|runtime error:" "$LOG" >/dev/null; then
