@@ -31,8 +31,8 @@
 #define M_LIT(b, s) evbuffer_add((b), (s), sizeof(s) - 1)
 
 static struct evhttp *mhttp;
-static size_t nroutes;                                   /* router.c's routes */
-static uint64_t (*replies)[METRICS_NCODES];              /* [slot][code - 100] */
+static size_t nroutes;                      /* router.c's routes */
+static uint64_t (*replies)[METRICS_NCODES]; /* [slot][code - 100] */
 
 /* The slots after the route table's. */
 static size_t
@@ -76,8 +76,9 @@ metrics_count_reply(struct evhttp_request *req, const struct route *rt, int is_s
 	if (replies == NULL)
 		metrics_init();
 	routes = router_routes(&n);
-	slot = rt != NULL ? (size_t)(rt - routes) : is_static ? metrics_slot_static()
-	                                                        : metrics_slot_none();
+	slot = rt != NULL  ? (size_t)(rt - routes)
+	       : is_static ? metrics_slot_static()
+	                   : metrics_slot_none();
 	evhttp_request_set_on_complete_cb(req, metrics_reply_done, (void *)(uintptr_t)slot);
 }
 
@@ -112,9 +113,9 @@ m_u64(struct evbuffer *b, const char *name, uint64_t v)
 }
 
 static const char *const child_names[IPC_MCHILD__COUNT] = {
-	[IPC_MCHILD_ENGINE] = "engine", [IPC_MCHILD_HTTPD] = "httpd",
-	[IPC_MCHILD_PROXY] = "proxy",   [IPC_MCHILD_EGRESS] = "egress",
-	[IPC_MCHILD_RUNNER] = "runner", [IPC_MCHILD_POSTGRES] = "postgres",
+    [IPC_MCHILD_ENGINE] = "engine", [IPC_MCHILD_HTTPD] = "httpd",
+    [IPC_MCHILD_PROXY] = "proxy",   [IPC_MCHILD_EGRESS] = "egress",
+    [IPC_MCHILD_RUNNER] = "runner", [IPC_MCHILD_POSTGRES] = "postgres",
 };
 
 static void
@@ -159,15 +160,17 @@ metrics_supervisor(struct evbuffer *b, const uint64_t *v)
 	for (i = 0; i <= IPC_METRIC_DB_NBOUNDS; i++) {
 		cum += v[IPC_METRIC_DB_LATENCY_BUCKET + i];
 		if (i < IPC_METRIC_DB_NBOUNDS)
-			evbuffer_add_printf(b,
-			                    "agrippa_db_operation_duration_seconds_bucket{le=\"%g\"} "
-			                    "%" PRIu64 "\n",
-			                    (double)bounds[i] / 1e6, cum);
+			evbuffer_add_printf(
+			    b,
+			    "agrippa_db_operation_duration_seconds_bucket{le=\"%g\"} "
+			    "%" PRIu64 "\n",
+			    (double)bounds[i] / 1e6, cum);
 		else
-			evbuffer_add_printf(b,
-			                    "agrippa_db_operation_duration_seconds_bucket{le=\"+Inf\"} "
-			                    "%" PRIu64 "\n",
-			                    cum);
+			evbuffer_add_printf(
+			    b,
+			    "agrippa_db_operation_duration_seconds_bucket{le=\"+Inf\"} "
+			    "%" PRIu64 "\n",
+			    cum);
 	}
 	evbuffer_add_printf(b, "agrippa_db_operation_duration_seconds_sum %.6f\n",
 	                    (double)v[IPC_METRIC_DB_LATENCY_SUM_US] / 1e6);
@@ -176,22 +179,23 @@ metrics_supervisor(struct evbuffer *b, const uint64_t *v)
 	       "Restarts of the daemon's child processes, by child.");
 	for (i = 0; i < IPC_MCHILD__COUNT; i++)
 		if (i != IPC_MCHILD_RUNNER) /* runners are not restarted: their runs are */
-			evbuffer_add_printf(b, "agrippa_child_restarts_total{child=\"%s\"} %" PRIu64 "\n",
-			                    child_names[i], v[IPC_METRIC_RESTARTS + i]);
+			evbuffer_add_printf(
+			    b, "agrippa_child_restarts_total{child=\"%s\"} %" PRIu64 "\n",
+			    child_names[i], v[IPC_METRIC_RESTARTS + i]);
 	m_head(b, "agrippa_ipc_protocol_errors_total", "counter",
 	       "Channels to child processes closed for breaking the IPC protocol, by child.");
 	for (i = 0; i < IPC_MCHILD__COUNT; i++)
 		if (i != IPC_MCHILD_POSTGRES)
-			evbuffer_add_printf(b,
-			                    "agrippa_ipc_protocol_errors_total{child=\"%s\"} %" PRIu64 "\n",
-			                    child_names[i], v[IPC_METRIC_IPC_ERRORS + i]);
+			evbuffer_add_printf(
+			    b, "agrippa_ipc_protocol_errors_total{child=\"%s\"} %" PRIu64 "\n",
+			    child_names[i], v[IPC_METRIC_IPC_ERRORS + i]);
 }
 
 static void
 metrics_http(struct evbuffer *b)
 {
-	static const char *const names[] = {"GET", "POST", "HEAD", "PUT", "DELETE", "OPTIONS",
-	                                    "TRACE", "CONNECT", "PATCH"};
+	static const char *const names[] = {"GET",     "POST",  "HEAD",    "PUT",  "DELETE",
+	                                    "OPTIONS", "TRACE", "CONNECT", "PATCH"};
 	const struct route *routes;
 	size_t n, slot, i, k;
 	const char *method, *route;
@@ -214,10 +218,11 @@ metrics_http(struct evbuffer *b)
 			method = "GET";
 		for (i = 0; i < METRICS_NCODES; i++)
 			if (replies[slot][i] != 0)
-				evbuffer_add_printf(b,
-				                    "agrippa_http_requests_total{method=\"%s\",route=\"%s\","
-				                    "code=\"%zu\"} %" PRIu64 "\n",
-				                    method, route, i + METRICS_CODE_MIN, replies[slot][i]);
+				evbuffer_add_printf(
+				    b,
+				    "agrippa_http_requests_total{method=\"%s\",route=\"%s\","
+				    "code=\"%zu\"} %" PRIu64 "\n",
+				    method, route, i + METRICS_CODE_MIN, replies[slot][i]);
 	}
 }
 
@@ -365,7 +370,8 @@ metrics_db_models(struct evbuffer *b, struct ipc_cur rows)
 	m_head(b, "agrippa_model_calls_total", "counter", "Model calls, by provider and model.");
 	for (all = rows; all.i < all.n && m_row_next(&all, &row) == 0;)
 		if (m_is(&row, "model"))
-			m_sample(b, "agrippa_model_calls_total", "provider", "model", &row, 3, NULL);
+			m_sample(b, "agrippa_model_calls_total", "provider", "model", &row, 3,
+			         NULL);
 	m_head(b, "agrippa_model_tokens_total", "counter",
 	       "Model tokens, by provider, model and kind.");
 	for (i = 0; i < 4; i++) {
@@ -390,9 +396,10 @@ metrics_db_models(struct evbuffer *b, struct ipc_cur rows)
 			evbuffer_add(b, row.c[8], row.len[8] - 6);
 		else
 			M_LIT(b, "0");
-		evbuffer_add_printf(b, ".%06lu\n",
-		                    strtoul(row.len[8] > 6 ? row.c[8] + row.len[8] - 6 : row.c[8],
-		                            NULL, 10) % 1000000);
+		evbuffer_add_printf(
+		    b, ".%06lu\n",
+		    strtoul(row.len[8] > 6 ? row.c[8] + row.len[8] - 6 : row.c[8], NULL, 10) %
+		        1000000);
 	}
 }
 
@@ -411,7 +418,8 @@ metrics_db_check(const struct ipc_db_result *r)
 			return -1;
 		for (i = 3; i < METRICS_SQL_COLS; i++)
 			for (j = 0; j < row.len[i]; j++)
-				if (strchr("0123456789.", row.c[i][j]) == NULL || row.c[i][j] == '\0')
+				if (strchr("0123456789.", row.c[i][j]) == NULL ||
+				    row.c[i][j] == '\0')
 					return -1;
 	}
 	return 0;
@@ -468,8 +476,8 @@ metrics_sup_done(struct hreq *h, struct ipc_msg *m)
 	hreq_db_send(h, &w, id, metrics_db_done);
 }
 
-static const struct route metrics_route = {
-    EVHTTP_REQ_GET, "/metrics", NULL, 0, NULL, 0, API_ROLE_NONE, 0, NULL};
+static const struct route metrics_route = {EVHTTP_REQ_GET, "/metrics", NULL, 0, NULL, 0,
+                                           API_ROLE_NONE,  0,          NULL};
 
 static void
 metrics_not_found(struct evhttp_request *req)

@@ -22,12 +22,14 @@
 # target; then every sample.  Tunables (environment): BENCH_N, NRUNS, KEEP
 # (keep the directory).  Needs root, curl, psql (make deps).  Alone:
 #   make && sh bench/metrics/run.sh build
+# shellcheck disable=SC2046,SC2086 # set -- $(...): split on purpose, into figures
 set -eu
 BUILD=${1:-${BUILD:-build}}
 ROOT=$(pwd)
 export BUILD ROOT
 N=${BENCH_N:-20}
 NRUNS=${NRUNS:-10000}
+# shellcheck disable=SC2034 # die (bench/lib/bigrepo.sh) names it
 BENCH=bench/metrics
 . "$ROOT/bench/lib/bigrepo.sh"
 bench_preflight curl psql

@@ -89,8 +89,8 @@ submit() {
 	RUNS="$RUNS $r"
 	echo "$r"
 }
-for i in 1 2 3; do submit tpl-alpha >/dev/null; done
-for i in 1 2; do submit tpl-beta >/dev/null; done
+for _ in 1 2 3; do submit tpl-alpha >/dev/null; done
+for _ in 1 2; do submit tpl-beta >/dev/null; done
 RFAIL=$(submit tpl-fails)
 RBUD=$(submit tpl-budget)
 RUNS="$RUNS $RFAIL $RBUD" # submit ran in a subshell for these two
@@ -103,7 +103,7 @@ check "every run ends (the budget run waits on its approval)" wait_for 240 settl
 
 api() { curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$@"; }
 C200=0
-for i in 1 2 3 4 5; do
+for _ in 1 2 3 4 5; do
 	[ "$(api -H "Authorization: Bearer $TOK" "http://127.0.0.1:$PORT/v1/me")" = 200 ] && C200=$((C200 + 1))
 done
 C404=$(api "http://127.0.0.1:$PORT/v1/no-such-thing")
