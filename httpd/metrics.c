@@ -261,6 +261,19 @@ m_num(struct evbuffer *b, const struct m_row *row, size_t i)
 	evbuffer_add(b, row->c[i], row->len[i]);
 }
 
+/* Column i, all digits (metrics_db_check saw to it), as an integer: the
+ * column is not NUL-terminated, so it is copied first. */
+static uint64_t
+m_u64col(const struct m_row *row, size_t i)
+{
+	char num[24];
+	size_t n = row->len[i] < sizeof(num) ? row->len[i] : sizeof(num) - 1;
+
+	memcpy(num, row->c[i], n);
+	num[n] = '\0';
+	return strtoull(num, NULL, 10);
+}
+
 /* One sample: name{l1="row's a",l2="row's b"} row's column vi. */
 static void
 m_sample(struct evbuffer *b, const char *name, const char *l1, const char *l2,
@@ -390,16 +403,9 @@ metrics_db_models(struct evbuffer *b, struct ipc_cur rows)
 		m_label(b, row.c[1], row.len[1]);
 		M_LIT(b, "\",model=\"");
 		m_label(b, row.c[2], row.len[2]);
-		/* micro-dollars as dollars, exactly: the digits with a point 6 from the end */
-		M_LIT(b, "\"} ");
-		if (row.len[8] > 6)
-			evbuffer_add(b, row.c[8], row.len[8] - 6);
-		else
-			M_LIT(b, "0");
-		evbuffer_add_printf(
-		    b, ".%06lu\n",
-		    strtoul(row.len[8] > 6 ? row.c[8] + row.len[8] - 6 : row.c[8], NULL, 10) %
-		        1000000);
+		/* micro-dollars as dollars, exactly: the integer split 6 digits from the end */
+		evbuffer_add_printf(b, "\"} %" PRIu64 ".%06" PRIu64 "\n",
+		                    m_u64col(&row, 8) / 1000000, m_u64col(&row, 8) % 1000000);
 	}
 }
 
@@ -416,11 +422,14 @@ metrics_db_check(const struct ipc_db_result *r)
 	while (all.i < all.n) {
 		if (m_row_next(&all, &row) == -1)
 			return -1;
-		for (i = 3; i < METRICS_SQL_COLS; i++)
+		for (i = 3; i < METRICS_SQL_COLS; i++) {
+			if (row.len[i] == 0 || row.len[i] > 40)
+				return -1;
 			for (j = 0; j < row.len[i]; j++)
 				if (strchr("0123456789.", row.c[i][j]) == NULL ||
 				    row.c[i][j] == '\0')
 					return -1;
+		}
 	}
 	return 0;
 }

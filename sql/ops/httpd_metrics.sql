@@ -36,7 +36,7 @@ FROM runs r
 GROUP BY r.template_name, r.status
 UNION ALL
 SELECT 'queue', '', '', count(*)::text,
-       coalesce(extract(epoch FROM now() - min(q.created_at)), 0)::numeric(20, 3)::text,
+       greatest(coalesce(extract(epoch FROM now() - min(q.created_at)), 0), 0)::numeric(20, 3)::text,
        '0', '0', '0', '0'
 FROM runs q
 WHERE q.status = 'queued'
