@@ -3,9 +3,10 @@
 # in a temporary state directory, then print
 #   - idle resident memory of all our processes (sum of Pss from smaps_rollup)
 #   - the named-op round trip beside a direct libpq round trip (bench/dbop.c)
-# then runs bench/api, bench/engine, bench/agent, bench/checkout (the
-# checkout benchmark: a generated repository of a real project's size, see
-# its header; BENCH_CHECKOUT=0 skips it) and bench/pr (push + pull request
+# then runs bench/api, bench/metrics (GET /metrics on 10,000 runs),
+# bench/engine, bench/agent, bench/checkout (the checkout benchmark: a
+# generated repository of a real project's size, see its header;
+# BENCH_CHECKOUT=0 skips it) and bench/pr (push + pull request
 # of a one-file change on that repository; BENCH_PR=0 skips it) and
 # bench/ui (the dashboard in chromium; BENCH_UI=0 skips it) and
 # bench/egress (the egress proxy beside direct connections: throughput,
@@ -66,6 +67,9 @@ stop_daemon
 echo
 echo "HTTP API:"
 sh bench/api/run.sh "$BUILD"
+echo
+echo "metrics:"
+sh bench/metrics/run.sh "$BUILD"
 echo
 echo "engine:"
 sh bench/engine/run.sh "$BUILD"

@@ -161,6 +161,7 @@ hreq_free(struct hreq *h)
 	if (h->supid != 0)
 		hreq_sup_forget(h);
 	json_decref(h->art);
+	free(h->metrics);
 	event_free(h->timer);
 	evhttp_clear_headers(&h->query);
 	json_decref(h->body);
@@ -437,7 +438,14 @@ httpd_dispatch_supervisor(struct child *c, struct ipc_msg *m)
 	case IMSG_ARTIFACT_FD:
 	case IMSG_ARTIFACT_ERR:
 	case IMSG_REPO_SEALED:
+	case IMSG_METRICS:
 		hreq_sup_reply(m);
+		return;
+	case IMSG_METRICS_FD:
+		if (ipc_dec_listen_fd(m->body, addr, sizeof(addr)) == -1)
+			fatalx("bad metrics listen message");
+		metrics_listen(m->fd, addr);
+		m->fd = -1; /* evhttp owns it now */
 		return;
 	case IMSG_RUN_WAKE: {
 		char run[IPC_UUID_LEN + 1];
@@ -502,6 +510,7 @@ httpd_main(void)
 	child_lockdown(&httpd);
 	child_run(&httpd, httpd_dispatch_supervisor);
 	log_debug("exiting");
+	metrics_shutdown();
 	evhttp_free(http);
 	exit(0);
 }

@@ -61,6 +61,7 @@ struct hreq {
 	int via_session; /* authenticated by the session cookie, not a bearer token */
 	unsigned char sesskey[32]; /* POST /v1/session: the new session's secret, while stored */
 	unsigned retry_after;      /* POST /v1/session refused by loginlimit.c: its Retry-After */
+	uint64_t *metrics;         /* GET /metrics: the supervisor's numbers (metrics.c) */
 };
 
 /* Roles in a project, in order of what they may do; ROLE_NONE: no check. */
@@ -290,6 +291,14 @@ void login_limit_reset(void);
 void static_load(const char *dir);
 /* Whether path is the dashboard's ("/" or "/ui/..."); then it is answered. */
 int static_serve(struct evhttp_request *req, const char *path);
+
+/* metrics.c: GET /metrics on the metrics_listen socket */
+/* Serve GET /metrics on fd (IMSG_METRICS_FD; evhttp owns fd from now on). */
+void metrics_listen(int fd, const char *addr);
+/* Count req's reply when it completes: under route rt, or the dashboard's
+ * files (is_static), or no route. */
+void metrics_count_reply(struct evhttp_request *req, const struct route *rt, int is_static);
+void metrics_shutdown(void);
 
 /* api.c */
 /* Call op with the user's id, then the path parameter when with_param, then

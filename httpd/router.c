@@ -143,9 +143,11 @@ router_dispatch(struct evhttp_request *req, void *arg)
 	size_t i;
 
 	(void)arg;
+	metrics_count_reply(req, NULL, 1);
 	if (static_serve(req, path))
 		return;
 	rt = router_find(evhttp_request_get_command(req), path, param, sizeof(param), &methods);
+	metrics_count_reply(req, rt, 0);
 	if (rt == NULL && methods == 0) {
 		httpd_error(req, 404, "not_found", "no such resource");
 		return;

@@ -187,6 +187,32 @@ ipc_dec_listen_fd(const msgpack_object *body, char *addr, size_t addrsz)
 }
 
 int
+ipc_dec_metrics(const msgpack_object *body, uint64_t *v)
+{
+	struct ipc_cur c, a;
+	size_t i;
+
+	ipc_cur_init(&c, body);
+	if (ipc_get_array(&c, &a, IPC_METRIC__COUNT) == -1 || a.n != IPC_METRIC__COUNT)
+		return -1;
+	for (i = 0; i < IPC_METRIC__COUNT; i++)
+		if (ipc_get_u64(&a, &v[i]) == -1)
+			return -1;
+	if (ipc_end(&a) == -1 || ipc_end(&c) == -1)
+		return -1;
+	return 0;
+}
+
+int
+ipc_dec_metrics_get(const msgpack_object *body)
+{
+	struct ipc_cur c;
+
+	ipc_cur_init(&c, body);
+	return ipc_end(&c);
+}
+
+int
 ipc_is_uuid(const char *s, size_t len)
 {
 	size_t i;
@@ -2059,6 +2085,28 @@ val_IMSG_PROXY_MCP(const msgpack_object *body)
 	struct ipc_proxy_mcp pm;
 
 	return ipc_dec_proxy_mcp(body, &pm);
+}
+
+static int
+val_IMSG_METRICS_FD(const msgpack_object *body)
+{
+	char addr[IPC_ADDR_MAX + 1];
+
+	return ipc_dec_listen_fd(body, addr, sizeof(addr));
+}
+
+static int
+val_IMSG_METRICS_GET(const msgpack_object *body)
+{
+	return ipc_dec_metrics_get(body);
+}
+
+static int
+val_IMSG_METRICS(const msgpack_object *body)
+{
+	uint64_t v[IPC_METRIC__COUNT];
+
+	return ipc_dec_metrics(body, v);
 }
 
 /* ---- catalog ---------------------------------------------------------- */

@@ -281,6 +281,13 @@
  *              + the proxy's end of a remote (http) MCP server's channel, whose
  *              other end the runner's MCP client has: the proxy speaks
  *              Streamable HTTP to the server for it (proxy/mcphttp.c)
+ *
+ * Metrics (supervisor <-> httpd; numbers only, never a name or an id):
+ *  METRICS_FD  [addr str(<=IPC_ADDR_MAX)]  + the metrics_listen socket, on
+ *              which httpd serves GET /metrics and nothing else
+ *  METRICS_GET []  httpd asks for the supervisor's numbers
+ *  METRICS     [values array(exactly IPC_METRIC__COUNT) of u64]  the reply,
+ *              with the request's id, in the order of enum ipc_metric
  */
 #define IPC_MSG_LIST(X)                                                                     \
 	X(IMSG_HELLO, 1, SUP, CHILDREN_ALL, 0)                                              \
@@ -353,7 +360,14 @@
 	X(IMSG_MCP_CHANNEL, 68, SUP, ROLE_BIT(ROLE_RUNNER), IPC_F_FD)                        \
 	X(IMSG_MCP_FAILED, 69, SUP, ROLE_BIT(ROLE_RUNNER), 0)                                \
 	X(IMSG_MCP_STOP, 70, ROLE_BIT(ROLE_RUNNER), SUP, 0)                                  \
-	X(IMSG_PROXY_MCP, 71, SUP, ROLE_BIT(ROLE_PROXY), IPC_F_FD)
+	X(IMSG_PROXY_MCP, 71, SUP, ROLE_BIT(ROLE_PROXY), IPC_F_FD)                           \
+	IPC_MSG_LIST_METRICS(X)
+
+/* GET /metrics (the numbers follow on from the list above, which has no gaps) */
+#define IPC_MSG_LIST_METRICS(X)                                                             \
+	X(IMSG_METRICS_FD, 72, SUP, ROLE_BIT(ROLE_HTTPD), IPC_F_FD)                           \
+	X(IMSG_METRICS_GET, 73, ROLE_BIT(ROLE_HTTPD), SUP, 0)                                 \
+	X(IMSG_METRICS, 74, SUP, ROLE_BIT(ROLE_HTTPD), 0)
 
 enum ipc_msg_type {
 #define IPC_X_ENUM(sym, num, snd, rcv, fl) sym = num,
@@ -429,6 +443,48 @@ struct ipc_db_result {
 int ipc_dec_db_result(const msgpack_object *body, struct ipc_db_result *out);
 
 int ipc_dec_listen_fd(const msgpack_object *body, char *addr, size_t addrsz);
+
+/*
+ * IMSG_METRICS: the supervisor's numbers for GET /metrics, in this order.
+ * The latency buckets count database operations whose time from submission
+ * to result was at most IPC_METRIC_DB_BOUNDS_US[i] microseconds and more
+ * than the bound before (the last: more than every bound), not cumulated.
+ * The per-child values are indexed by enum ipc_metric_child.
+ */
+enum ipc_metric_child {
+	IPC_MCHILD_ENGINE,
+	IPC_MCHILD_HTTPD,
+	IPC_MCHILD_PROXY,
+	IPC_MCHILD_EGRESS,
+	IPC_MCHILD_RUNNER,
+	IPC_MCHILD_POSTGRES,
+	IPC_MCHILD__COUNT
+};
+#define IPC_METRIC_DB_NBOUNDS 10
+#define IPC_METRIC_DB_BOUNDS_US                                                             \
+	{ 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 1000000 }
+enum ipc_metric {
+	IPC_METRIC_SBX_LIVE,        /* sandboxes now */
+	IPC_METRIC_SBX_STARTED,     /* sandboxes built since the start */
+	IPC_METRIC_EGRESS_ALLOWED,  /* egress decisions since the start */
+	IPC_METRIC_EGRESS_DENIED,
+	IPC_METRIC_EGRESS_TUNNELS,  /* tunnels open now */
+	IPC_METRIC_DB_POOL_SIZE,    /* connections configured */
+	IPC_METRIC_DB_POOL_READY,   /* connected (idle or busy) */
+	IPC_METRIC_DB_POOL_BUSY,    /* running an operation */
+	IPC_METRIC_DB_QUEUED,       /* operations waiting for a connection */
+	IPC_METRIC_DB_OPS_OK,       /* operations finished, by result */
+	IPC_METRIC_DB_OPS_ERROR,
+	IPC_METRIC_DB_OPS_UNAVAILABLE,
+	IPC_METRIC_DB_LATENCY_SUM_US,
+	IPC_METRIC_DB_LATENCY_BUCKET, /* IPC_METRIC_DB_NBOUNDS + 1 values */
+	IPC_METRIC_RESTARTS = IPC_METRIC_DB_LATENCY_BUCKET + IPC_METRIC_DB_NBOUNDS + 1,
+	IPC_METRIC_IPC_ERRORS = IPC_METRIC_RESTARTS + IPC_MCHILD__COUNT,
+	IPC_METRIC__COUNT = IPC_METRIC_IPC_ERRORS + IPC_MCHILD__COUNT
+};
+/* IMSG_METRICS into v (IPC_METRIC__COUNT values). */
+int ipc_dec_metrics(const msgpack_object *body, uint64_t *v);
+int ipc_dec_metrics_get(const msgpack_object *body);
 
 #define IPC_UUID_LEN 36
 /* IMSG_RUN_WAKE: run gets the id NUL-terminated ("" for every run). */

@@ -303,6 +303,58 @@ for repo, prs in json.load(sys.stdin).items():
 else
 	echo "demo: the run did not get to its approval: $(run_status)"
 fi
+SE="$ROOT/tests/browser/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+NODE=$(command -v node || true)
+if [ -f "$SE" ] && [ -n "$NODE" ] && [ "$(id -u)" -eq 0 ]; then
+	echo
+	echo "demo: MCP: an agent step uses the tools of an MCP server its project was granted"
+	echo "demo: (@modelcontextprotocol/server-everything over stdio), started for the step in a"
+	echo "demo: sandbox of its own with its credential in its environment alone"
+	printf '{"transport":"stdio","command":["%s","%s","stdio"],"paths":["%s"],"env":{"API_TOKEN":"${credentials.token}"}}\n' \
+		"$NODE" "$SE" "$ROOT/tests/browser/node_modules" >"$DEMO/everything.json"
+	chmod 0644 "$DEMO/everything.json"
+	$CTLS mcp list 2>/dev/null | grep -q '^everything ' ||
+		printf '{"token": "demo-credential-%s"}' "$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')" |
+		$CTLS mcp add everything "$DEMO/everything.json" >/dev/null
+	$CTLS grant add demo mcp everything >/dev/null 2>&1 || true
+	cat >"$DEMO/ask-everything.yaml" <<'EOT'
+name: ask-everything
+version: 1
+params:
+  repo: { type: repoRef, required: true }
+workspace: { repo: "${params.repo}", access: readOnly }
+phases:
+  - name: ask
+    steps:
+      - { id: ask, kind: agent, max_turns: 4,
+          prompt: "Use the MCP server's get-sum tool to add 2 and 3, and its echo tool to say hello.",
+          requires: { mcp_servers: [ everything ] } }
+EOT
+	chmod 0644 "$DEMO/ask-everything.yaml"
+	$CTLS template list 2>/dev/null | grep -q '^ask-everything ' || $CTLS template load "$DEMO/ask-everything.yaml"
+	BODY='{"template":"ask-everything","params":{"repo":"calc"}}'
+	echo "demo: \$ curl -H 'Authorization: Bearer agr_...' -d '$BODY' $API/v1/projects/$PROJ/runs"
+	RUN=$(curl -s -H "$AUTH" -H 'Content-Type: application/json' -d "$BODY" "$API/v1/projects/$PROJ/runs" |
+		sed -n 's/^{"id":"\([0-9a-f-]*\)".*/\1/p')
+	if [ -n "$RUN" ] && wait_status succeeded failed; then
+		curl -s -H "$AUTH" "$API/v1/runs/$RUN/events?limit=200" | python3 -c '
+import json, sys
+for e in json.load(sys.stdin)["events"]:
+    p = e["payload"]
+    if e["type"] == "agent.mcp_server":
+        print("  server %s: %s (protocol %s)" % (p["server"], p["status"], p.get("protocol_version", "-")))
+    elif e["type"] == "agent.tool_call" and p.get("server"):
+        print("  the agent calls %s on %s: %s" % (p["name"], p["server"], json.dumps(p["input"])))
+    elif e["type"] == "agent.tool_result" and p.get("server"):
+        print("  ... %s answers: %s" % (p["server"], p["content"][:80]))
+    elif e["type"] == "agent.message":
+        print("  the agent says: %s" % p["text"][:100])
+' || true
+		echo "demo: the run is $(run_status)"
+	else
+		echo "demo: the MCP run did not end: $(run_status)"
+	fi
+fi
 $CTLS token revoke "$(printf '%s' "$TOKEN" | cut -c1-12)" >/dev/null 2>&1 || true
 UI_TOKEN=$($CTLS token create demo 1 | tail -n 1)
 echo

@@ -35,6 +35,20 @@ else
 	# shellcheck disable=SC2086
 	apt-get install -y -qq --no-install-recommends $missing
 fi
+# promtool (tests/integration/test_metrics.sh) from Debian's prometheus
+# package, without installing it: the package is 96 MB and brings a service
+# that would start; its one program is all the tests need.
+if ! command -v promtool >/dev/null 2>&1; then
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "deps: promtool missing (run 'make deps' as root)" >&2
+		exit 1
+	fi
+	pt=$(mktemp -d)
+	(cd "$pt" && apt-get download prometheus >/dev/null && dpkg-deb -x prometheus_*.deb x) &&
+		install -m 0755 "$pt/x/usr/bin/promtool" /usr/local/bin/promtool
+	rm -rf "$pt"
+	command -v promtool >/dev/null 2>&1 || { echo "deps: promtool not installed" >&2; exit 1; }
+fi
 # Exactly what the lockfile pins; no install scripts (nothing downloads a browser).
 # npm ci runs again when any package.json pins a version that node_modules
 # does not have.

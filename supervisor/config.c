@@ -44,6 +44,7 @@ struct conf_parse {
 	size_t errlen;            /* errsz once a line was dropped */
 	unsigned nerr;
 	yaml_mark_t name_mark;    /* last user/db_user value, for the cross-check */
+	yaml_mark_t metrics_mark; /* metrics_listen, checked against listen */
 	struct conf_provider *prov; /* the providers[] entry being read, or NULL */
 	struct conf_model *model;   /* the models[] entry of prov being read, or NULL */
 	yaml_mark_t field_mark;     /* prov's max_tokens_field, checked against its kind */
@@ -488,6 +489,24 @@ conf_set_listen(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev
 	}
 }
 
+/* metrics_listen: one address as listen's entries, for GET /metrics only. */
+static void
+conf_set_metrics_listen(struct conf_parse *p, const struct conf_key *k, yaml_event_t *ev)
+{
+	struct conf_listen l;
+	const char *why;
+
+	memset(&l, 0, sizeof(l));
+	p->metrics_mark = ev->start_mark;
+	if (conf_scalar(p, k->label, ev, l.addr, sizeof(l.addr)) == -1)
+		return;
+	if ((why = conf_hostport(l.addr, &l)) != NULL) {
+		conf_error(p, &ev->start_mark, "%s: %s", k->label, why);
+		return;
+	}
+	p->c->metrics_listen = l;
+}
+
 /* Mappings */
 
 static void conf_set_database(struct conf_parse *, const struct conf_key *, yaml_event_t *);
@@ -511,6 +530,7 @@ static const struct conf_key conf_top_keys[] = {
     CONF_STRING(user, conf_set_user),
     CONF_STRING(db_user, conf_set_user),
     {"listen", "listen", conf_set_listen, 0, 0},
+    {"metrics_listen", "metrics_listen", conf_set_metrics_listen, 0, 0},
     /* bind(2) needs the whole path in sun_path */
     {"control_socket", "control_socket", conf_set_path, offsetof(struct config, control_socket),
 	CONF_SUN_PATH_MAX},
@@ -1844,6 +1864,22 @@ conf_stream(struct conf_parse *p)
 	yaml_event_delete(&ev);
 }
 
+/* metrics_listen serves what the API must not (it has no authentication):
+ * it may not share an address with listen. */
+static void
+conf_check_metrics(struct conf_parse *p)
+{
+	const struct conf_listen *m = &p->c->metrics_listen;
+	size_t i;
+
+	if (m->addr[0] == '\0')
+		return;
+	for (i = 0; i < p->c->nlisten; i++)
+		if (p->c->listen[i].port == m->port && strcmp(p->c->listen[i].host, m->host) == 0)
+			conf_error(p, &p->metrics_mark,
+			    "metrics_listen: the same address as listen[%zu]", i);
+}
+
 /* Rules that span keys.  The embedded server runs as db_user so that the
  * service user cannot read the database files: the two must differ.  The
  * agent must name a configured provider and one of its models. */
@@ -1853,6 +1889,7 @@ conf_crosscheck(struct conf_parse *p)
 	if (strcmp(p->c->user, p->c->db_user) == 0)
 		conf_error(p, &p->name_mark, "user and db_user must differ");
 	conf_check_agent(p);
+	conf_check_metrics(p);
 }
 
 /* Public interface */

@@ -146,6 +146,8 @@ struct config {
 	char postgres_bin[PATH_MAX];   /* postgres_bin: "" = first of /usr/lib/postgresql/N/bin */
 	struct conf_listen listen[CONF_MAX_LISTEN];
 	size_t nlisten;                /* listen: [ "127.0.0.1:8480" ] */
+	struct conf_listen metrics_listen; /* metrics_listen: "host:port" for GET /metrics;
+	                                * addr "" (the default): none */
 	int db_embedded;               /* database: embedded | { url: ..., pool: N } */
 	char db_url[CONF_URL_MAX];     /* database.url: secret, may hold a password; never logged */
 	unsigned db_pool;              /* database.pool: 1..64, default 4 */

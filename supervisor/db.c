@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/log.h"
 #include "supervisor/db.h"
@@ -28,6 +29,7 @@ struct db_req {
 	struct db_params p;
 	db_done_cb cb;
 	void *arg;
+	uint64_t t0_us; /* submitted at (monotonic) */
 };
 TAILQ_HEAD(db_reqq, db_req);
 
@@ -53,7 +55,37 @@ static struct {
 	size_t queued;
 	uint64_t next_id;
 	int shutting_down;
+	struct db_pool_stats st; /* size, ready, busy, queued filled when asked */
 } pool;
+
+static uint64_t
+db_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* Count a finished request: its result and its time since submission. */
+static void
+db_count(const struct db_req *r, int code)
+{
+	static const uint64_t bounds[IPC_METRIC_DB_NBOUNDS] = IPC_METRIC_DB_BOUNDS_US;
+	uint64_t us = db_now_us() - r->t0_us;
+	size_t i;
+
+	if (code == DB_OK)
+		pool.st.ok++;
+	else if (code == DB_ERR_UNAVAILABLE)
+		pool.st.unavailable++;
+	else
+		pool.st.error++;
+	pool.st.latency_sum_us += us;
+	for (i = 0; i < IPC_METRIC_DB_NBOUNDS && us > bounds[i]; i++)
+		;
+	pool.st.latency[i]++;
+}
 
 static void conn_start(struct db_conn *c);
 static void conn_dispatch(void);
@@ -62,6 +94,7 @@ static void conn_io(evutil_socket_t fd, short what, void *arg);
 static void
 req_finish(struct db_req *r, int code, const char *err, PGresult *res)
 {
+	db_count(r, code);
 	if (r->cb != NULL)
 		r->cb(r->id, code, err, res, r->arg);
 	db_params_free(&r->p);
@@ -395,6 +428,20 @@ db_pool_ready(void)
 	return n;
 }
 
+void
+db_pool_stats(struct db_pool_stats *s)
+{
+	unsigned i;
+
+	*s = pool.st;
+	s->size = pool.size;
+	s->ready = db_pool_ready();
+	s->busy = 0;
+	for (i = 0; i < pool.size; i++)
+		s->busy += pool.conns[i].st == C_BUSY;
+	s->queued = pool.queued;
+}
+
 const char *
 db_pool_state(void)
 {
@@ -423,6 +470,7 @@ db_pool_submit(const struct sql_op *op, struct db_params *p, db_done_cb cb, void
 	memset(p, 0, sizeof(*p));
 	r->cb = cb;
 	r->arg = arg;
+	r->t0_us = db_now_us();
 	TAILQ_INSERT_TAIL(&pool.queue, r, entry);
 	pool.queued++;
 	conn_dispatch();

@@ -95,6 +95,16 @@ unsigned db_pool_ready(void);
  * Returns a request handle or 0 when it failed at once (cb not called).
  */
 uint64_t db_pool_submit(const struct sql_op *op, struct db_params *p, db_done_cb cb, void *arg);
+/* The pool's use since the start, for GET /metrics: latency[i] counts
+ * operations that took at most IPC_METRIC_DB_BOUNDS_US[i] (and more than the
+ * bound before; the last: more than every bound), from submission to result. */
+struct db_pool_stats {
+	uint64_t size, ready, busy, queued;
+	uint64_t ok, error, unavailable;
+	uint64_t latency_sum_us;
+	uint64_t latency[IPC_METRIC_DB_NBOUNDS + 1];
+};
+void db_pool_stats(struct db_pool_stats *s);
 /* Forget the callback of requests whose owner vanished (arg match). */
 void db_pool_cancel_owner(void *arg);
 

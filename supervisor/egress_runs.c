@@ -468,10 +468,12 @@ egress_event_in(struct proc *p, struct ipc_msg *m)
 	if (ev.kind == IPC_EGRESS_EV_ALLOWED || ev.kind == IPC_EGRESS_EV_UP) {
 		e->allowed++;
 		e->st_allowed++;
+		metrics_egress(1, 1);
 		e->tunnels++;
 	} else if (ev.kind == IPC_EGRESS_EV_DENIED) {
 		e->denied++;
 		e->st_denied += 1 + ev.suppressed; /* suppressed: decisions of either kind */
+		metrics_egress(0, 1 + (uint64_t)ev.suppressed);
 	} else if (e->tunnels > 0)
 		e->tunnels--;
 	if (ev.kind == IPC_EGRESS_EV_CLOSED) {

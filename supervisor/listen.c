@@ -100,3 +100,27 @@ listen_bind_all(const struct config *conf, int *fds, size_t *nfds, char *errbuf,
 	*nfds = conf->nlisten;
 	return 0;
 }
+
+int
+listen_metrics_bind(const struct config *conf, char *errbuf, size_t errsz)
+{
+	if (conf->metrics_listen.addr[0] == '\0')
+		return -2;
+	return listen_bind_one(&conf->metrics_listen, errbuf, errsz);
+}
+
+int
+listen_metrics_rebind(const struct config *oldc, int *fd, const struct config *newc,
+    char *errbuf, size_t errsz)
+{
+	int nfd;
+
+	if (strcmp(oldc->metrics_listen.addr, newc->metrics_listen.addr) == 0)
+		return 0;
+	if ((nfd = listen_metrics_bind(newc, errbuf, errsz)) == -1)
+		return -1;
+	if (*fd >= 0)
+		close(*fd);
+	*fd = nfd;
+	return 1;
+}

@@ -74,6 +74,12 @@ proc_send_listen(struct proc *p)
 		if (proc_send(p, &w, sup.listen_fds[i]) == -1)
 			log_warnx("%s: cannot pass listening socket", p->name);
 	}
+	if (sup.metrics_fd < 0)
+		return;
+	ipc_wbuf_begin(&w, IMSG_METRICS_FD, 0, 1);
+	ipc_put_str(&w, sup.conf.metrics_listen.addr);
+	if (proc_send(p, &w, sup.metrics_fd) == -1)
+		log_warnx("%s: cannot pass the metrics socket", p->name);
 }
 
 /* Kill a misbehaving child; proc_reaped() restarts it. */
@@ -141,8 +147,12 @@ proc_on_msg(struct ipc_chan *ch, struct ipc_msg *m, void *arg)
 	case IMSG_EGRESS_TOTALS:
 		egress_totals_in(p, m);
 		return;
+	case IMSG_METRICS_GET:
+		metrics_get(p, m);
+		return;
 	default:
 		/* The catalog let it through, but this peer has no use for it here. */
+		metrics_ipc_error(p->role);
 		proc_abort(p, "sent a message the supervisor does not accept from it");
 	}
 }
@@ -161,6 +171,7 @@ proc_on_err(struct ipc_chan *ch, const char *reason, void *arg)
 			kill(p->pid, SIGKILL);
 		return;
 	}
+	metrics_ipc_error(p->role);
 	proc_abort(p, reason);
 }
 

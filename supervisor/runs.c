@@ -972,8 +972,10 @@ runner_on_err(struct ipc_chan *ch, const char *reason, void *arg)
 {
 	struct srun *r = arg;
 
-	if (strcmp(reason, "closed") != 0)
+	if (strcmp(reason, "closed") != 0) {
 		log_warnx("run %s: runner channel: %s", r->p.run, reason);
+		metrics_ipc_error(ROLE_RUNNER);
+	}
 	ipc_chan_free(r->p.chan);
 	r->p.chan = NULL;
 	if (r->p.pid > 0)

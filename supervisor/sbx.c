@@ -1575,6 +1575,7 @@ sbx_create(const struct sbx_req *req, int *driver_fd, char *err, size_t errsz)
 	log_info("sandbox %s started (pid %ld, %s, %s%s)", s->id, (long)s->pid,
 	    req->workspace ? real : "fresh workspace", req->readonly ? "read-only" : "read-write",
 	    req->mcp != NULL ? ", an MCP server" : "");
+	metrics_sbx_started();
 	return s;
 }
 

@@ -271,6 +271,16 @@ sup_reload(char *errbuf, size_t errsz)
 		sup.conf.nlisten = nc->nlisten;
 		restart_httpd = 1;
 	}
+	switch (listen_metrics_rebind(&sup.conf, &sup.metrics_fd, nc, err, sizeof(err))) {
+	case -1:
+		log_warnx("reload: %s; configuration not changed", err);
+		snprintf(errbuf, errsz, "%s; configuration not changed", err);
+		goto out;
+	case 1:
+		sup.conf.metrics_listen = nc->metrics_listen;
+		restart_httpd = 1;
+		break;
+	}
 	/* httpd's own settings are read once, before its chroot: a change
 	 * restarts it (its SSE clients reconnect) */
 	if (strcmp(nc->public_url, sup.conf.public_url) != 0 ||
@@ -531,6 +541,8 @@ supervisor_main(const char *conf_path, int foreground, int verbose, int check_on
 		fatal("state directory %s", sup.conf.state_dir);
 	sup_host_id();
 	if (listen_bind_all(&sup.conf, sup.listen_fds, &sup.nlisten_fds, err, sizeof(err)) == -1)
+		fatalx("%s", err);
+	if ((sup.metrics_fd = listen_metrics_bind(&sup.conf, err, sizeof(err))) == -1)
 		fatalx("%s", err);
 	if ((sup.ctl_fd = control_listen(sup.conf.control_socket, err, sizeof(err))) == -1)
 		fatalx("%s", err);

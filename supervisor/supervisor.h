@@ -65,6 +65,7 @@ struct sup {
 	unsigned char *master_key; /* sodium_malloc, read-only */
 	int listen_fds[CONF_MAX_LISTEN];
 	size_t nlisten_fds;
+	int metrics_fd; /* metrics_listen's socket, -2 when there is none */
 	int ctl_fd;
 	int pidfile_fd;
 	struct pgembed pg;
@@ -230,6 +231,15 @@ void keyrotate_recover(const char *conninfo);
  * msg, or -1 with the reason (nothing changed unless it says so). */
 int keyrotate_run(char *msg, size_t sz);
 
+/* metrics.c: the supervisor's numbers for GET /metrics (IMSG_METRICS) */
+void metrics_sbx_started(void);
+/* n egress decisions, allowed or denied */
+void metrics_egress(int allowed, uint64_t n);
+/* a child of role broke the IPC protocol */
+void metrics_ipc_error(enum ipc_role role);
+/* IMSG_METRICS_GET from httpd p: the reply */
+void metrics_get(struct proc *p, struct ipc_msg *m);
+
 /* listen.c */
 int listen_bind_all(const struct config *conf, int *fds, size_t *nfds, char *errbuf,
     size_t errsz);
@@ -241,6 +251,14 @@ int listen_bind_all(const struct config *conf, int *fds, size_t *nfds, char *err
  */
 int listen_rebind(const struct config *oldc, int *oldfds, const struct config *newc, int *fds,
     size_t *nfds, char *errbuf, size_t errsz);
+/* The metrics_listen socket: its descriptor, -2 when there is none, -1
+ * (errbuf says why) when it cannot be bound. */
+int listen_metrics_bind(const struct config *conf, char *errbuf, size_t errsz);
+/* After a reload: 0 when metrics_listen did not change, 1 when *fd was
+ * replaced (the old one closed; -2 for none now), -1 when the new address
+ * cannot be bound (*fd kept). */
+int listen_metrics_rebind(const struct config *oldc, int *fd, const struct config *newc,
+    char *errbuf, size_t errsz);
 
 /* notify.c: the LISTEN connection (NOTIFY run_events -> IMSG_RUN_WAKE) */
 void notify_init(struct event_base *base, const char *conninfo);

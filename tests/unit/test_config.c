@@ -1050,6 +1050,33 @@ test_unknown_and_duplicate_keys(void **state)
 	expect_only("listen: [\"127.0.0.1:1\"]\nlisten: 7\n", "2:1: duplicate key 'listen'");
 }
 
+/* metrics_listen: one address, none by default, never one of listen's
+ * (whichever key comes first). */
+static void
+test_metrics_listen(void **state)
+{
+	assert_int_equal(parse(minimal), 0);
+	assert_string_equal(cfg.metrics_listen.addr, "");
+	assert_int_equal(parse("metrics_listen: \"[::1]:9100\"\n"), 0);
+	assert_string_equal(cfg.metrics_listen.addr, "[::1]:9100");
+	assert_string_equal(cfg.metrics_listen.host, "::1");
+	assert_int_equal(cfg.metrics_listen.port, 9100);
+	assert_int_equal(parse("metrics_listen: 127.0.0.1:8480\nlisten: [ \"127.0.0.2:8480\" ]\n"), 0);
+	expect_only("metrics_listen: 127.0.0.1:8480\n",
+	    "1:17: metrics_listen: the same address as listen[0]");
+	expect_only("listen: [ \"10.0.0.1:1\", \"10.0.0.2:2\" ]\nmetrics_listen: 10.0.0.2:2\n",
+	    "2:17: metrics_listen: the same address as listen[1]");
+	expect_only("metrics_listen: 10.0.0.2:2\nlisten: [ \"10.0.0.2:2\" ]\n",
+	    "1:17: metrics_listen: the same address as listen[0]");
+	expect_only("metrics_listen: 127.0.0.1\n", "1:17: metrics_listen: expected \"host:port\"");
+	expect_only("metrics_listen: ::1:9100\n",
+	    "1:17: metrics_listen: an IPv6 address must be in brackets, as in \"[::1]:8480\"");
+	expect_only("metrics_listen: [ \"127.0.0.1:9100\" ]\n",
+	    "1:17: metrics_listen: expected a scalar, found a sequence");
+	expect_only("metrics_listen: 127.0.0.1:70000\n",
+	    "1:17: metrics_listen: port must be a number from 1 to 65535");
+}
+
 static void
 test_wrong_types(void **state)
 {
@@ -1727,6 +1754,7 @@ main(void)
 	    cmocka_unit_test(test_providers_unchanged_on_failure),
 	    cmocka_unit_test(test_unknown_and_duplicate_keys),
 	    cmocka_unit_test(test_wrong_types),
+	    cmocka_unit_test(test_metrics_listen),
 	    cmocka_unit_test(test_empty_values),
 	    cmocka_unit_test(test_paths),
 	    cmocka_unit_test(test_user_names),

@@ -2659,6 +2659,71 @@ t_catalog_complete(void **state)
 	assert_string_equal(ipc_role_name(ROLE__COUNT), "unknown");
 }
 
+/* IMSG_METRICS: exactly IPC_METRIC__COUNT unsigned values, from the
+ * supervisor to httpd only; METRICS_GET empty, from httpd only. */
+static void
+metrics_frame(struct ipc_msg *m, uint32_t n, int bad_at)
+{
+	struct ipc_wbuf w;
+	uint32_t i;
+
+	ipc_wbuf_begin(&w, IMSG_METRICS, 7, 1);
+	ipc_put_array(&w, n);
+	for (i = 0; i < n; i++) {
+		if ((int)i == bad_at)
+			ipc_put_str(&w, "1");
+		else
+			ipc_put_u64(&w, i == 0 ? UINT64_MAX : i * 1000u);
+	}
+	wdecode(&w, m);
+}
+
+static void
+t_metrics(void **state)
+{
+	uint64_t v[IPC_METRIC__COUNT];
+	struct ipc_wbuf w;
+	struct ipc_msg m;
+
+	metrics_frame(&m, IPC_METRIC__COUNT, -1);
+	assert_int_equal(ipc_msg_check(&m, ROLE_SUPERVISOR, ROLE_HTTPD, 0, &last_err), 0);
+	assert_int_equal(ipc_dec_metrics(m.body, v), 0);
+	assert_true(v[0] == UINT64_MAX);
+	assert_true(v[IPC_METRIC__COUNT - 1] == (IPC_METRIC__COUNT - 1) * 1000u);
+	assert_int_equal(ipc_msg_check(&m, ROLE_HTTPD, ROLE_SUPERVISOR, 0, &last_err), -1);
+	assert_int_equal(ipc_msg_check(&m, ROLE_SUPERVISOR, ROLE_ENGINE, 0, &last_err), -1);
+	ipc_msg_free(&m);
+	metrics_frame(&m, IPC_METRIC__COUNT - 1, -1);
+	assert_int_equal(ipc_msg_check(&m, ROLE_SUPERVISOR, ROLE_HTTPD, 0, &last_err), -1);
+	ipc_msg_free(&m);
+	metrics_frame(&m, IPC_METRIC__COUNT + 1, -1);
+	assert_int_equal(ipc_msg_check(&m, ROLE_SUPERVISOR, ROLE_HTTPD, 0, &last_err), -1);
+	ipc_msg_free(&m);
+	metrics_frame(&m, IPC_METRIC__COUNT, IPC_METRIC__COUNT / 2);
+	assert_int_equal(ipc_msg_check(&m, ROLE_SUPERVISOR, ROLE_HTTPD, 0, &last_err), -1);
+	ipc_msg_free(&m);
+
+	ipc_wbuf_begin(&w, IMSG_METRICS_GET, 8, 0);
+	wdecode(&w, &m);
+	assert_int_equal(ipc_msg_check(&m, ROLE_HTTPD, ROLE_SUPERVISOR, 0, &last_err), 0);
+	assert_int_equal(ipc_msg_check(&m, ROLE_ENGINE, ROLE_SUPERVISOR, 0, &last_err), -1);
+	assert_int_equal(ipc_msg_check(&m, ROLE_RUNNER, ROLE_SUPERVISOR, 0, &last_err), -1);
+	ipc_msg_free(&m);
+	ipc_wbuf_begin(&w, IMSG_METRICS_GET, 8, 1);
+	ipc_put_u64(&w, 1);
+	wdecode(&w, &m);
+	assert_int_equal(ipc_msg_check(&m, ROLE_HTTPD, ROLE_SUPERVISOR, 0, &last_err), -1);
+	ipc_msg_free(&m);
+
+	ipc_wbuf_begin(&w, IMSG_METRICS_FD, 0, 1);
+	ipc_put_str(&w, "127.0.0.1:9100");
+	wdecode(&w, &m);
+	assert_int_equal(ipc_msg_check(&m, ROLE_SUPERVISOR, ROLE_HTTPD, 1, &last_err), 0);
+	assert_int_equal(ipc_msg_check(&m, ROLE_SUPERVISOR, ROLE_HTTPD, 0, &last_err), -1);
+	assert_int_equal(ipc_msg_check(&m, ROLE_SUPERVISOR, ROLE_PROXY, 1, &last_err), -1);
+	ipc_msg_free(&m);
+}
+
 static void
 t_check_ok(void **state)
 {
@@ -3926,6 +3991,7 @@ main(void)
 		cmocka_unit_test(t_v_sbx_replies),
 		cmocka_unit_test(t_check_sbx_roles),
 		cmocka_unit_test(t_catalog_complete),
+		cmocka_unit_test(t_metrics),
 		cmocka_unit_test(t_check_ok),
 		cmocka_unit_test(t_check_unknown_type),
 		cmocka_unit_test(t_check_wrong_sender),
