@@ -151,6 +151,9 @@ privsep_landlock(enum ipc_role role)
 	/* no_new_privs is set already (privsep_drop) */
 	if (syscall(SYS_landlock_restrict_self, rs, 0) == -1)
 		fatal("landlock_restrict_self");
+	/* LeakSanitizer reads /proc at exit, which it may no longer: off, as
+	 * in a chrooted child (sanitized builds only) */
+	privsep_lsan_off();
 	close(rs);
 	log_debug("landlock: ABI %d, %zu paths readable", abi, n);
 	return 0;
