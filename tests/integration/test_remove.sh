@@ -28,6 +28,9 @@ trap cleanup_env EXIT
 cat >>"$CONF" <<EOC
 engine: { concurrency: 4, lease: 10, sweep: 1 }
 sandbox: { disk: none }
+# one user's GETs as fast as they come: no per-user limit (what is measured
+# is the removal's effect on the API)
+api: { user_rate: 0 }
 EOC
 SBX_UID=2000000000 # sandbox.uid's default: owns nothing on the host
 
