@@ -56,6 +56,7 @@ fill_hb_ok(struct ipc_wbuf *w)
 	ipc_put_str(w, "engine-1");
 	ipc_put_str(w, "host");
 	ipc_put_u64(w, 42);
+	ipc_put_str(w, "0123456789abcdef0123456789abcdef"); /* the host id */
 }
 
 static void
@@ -64,6 +65,7 @@ fill_hb_other(struct ipc_wbuf *w)
 	ipc_put_str(w, "engine-2");
 	ipc_put_str(w, "host");
 	ipc_put_u64(w, 42);
+	ipc_put_str(w, "0123456789abcdef0123456789abcdef"); /* the host id */
 }
 
 static void
@@ -72,6 +74,7 @@ fill_hb_bigpid(struct ipc_wbuf *w)
 	ipc_put_str(w, "engine-1");
 	ipc_put_str(w, "host");
 	ipc_put_u64(w, (uint64_t)INT32_MAX + 1);
+	ipc_put_str(w, "0123456789abcdef0123456789abcdef"); /* the host id */
 }
 
 static void
@@ -80,6 +83,7 @@ fill_hb_negpid(struct ipc_wbuf *w)
 	ipc_put_str(w, "engine-1");
 	ipc_put_str(w, "host");
 	ipc_put_i64(w, -5);
+	ipc_put_str(w, "0123456789abcdef0123456789abcdef"); /* the host id */
 }
 
 static void
@@ -88,6 +92,7 @@ fill_hb_wrongtype(struct ipc_wbuf *w)
 	ipc_put_str(w, "engine-1");
 	ipc_put_u64(w, 7); /* hostname must be text */
 	ipc_put_u64(w, 42);
+	ipc_put_str(w, "0123456789abcdef0123456789abcdef"); /* the host id */
 }
 
 static void
@@ -96,6 +101,7 @@ fill_hb_nil(struct ipc_wbuf *w)
 	ipc_put_str(w, "engine-1");
 	ipc_put_nil(w); /* not nullable */
 	ipc_put_u64(w, 42);
+	ipc_put_str(w, "0123456789abcdef0123456789abcdef"); /* the host id */
 }
 
 static void
@@ -104,6 +110,7 @@ fill_hb_bin(struct ipc_wbuf *w)
 	ipc_put_str(w, "engine-1");
 	ipc_put_bin(w, "host", 4); /* bin is not text */
 	ipc_put_u64(w, 42);
+	ipc_put_str(w, "0123456789abcdef0123456789abcdef"); /* the host id */
 }
 
 static void
@@ -112,6 +119,16 @@ fill_hb_nul(struct ipc_wbuf *w)
 	ipc_put_str(w, "engine-1");
 	ipc_put_strn(w, "ho\0st", 5); /* text cannot hold NUL */
 	ipc_put_u64(w, 42);
+	ipc_put_str(w, "0123456789abcdef0123456789abcdef"); /* the host id */
+}
+
+static void
+fill_hb_nohost(struct ipc_wbuf *w)
+{
+	ipc_put_str(w, "engine-1");
+	ipc_put_str(w, "host");
+	ipc_put_u64(w, 42);
+	ipc_put_nil(w); /* before the configuration: no host id yet */
 }
 
 static void
@@ -175,12 +192,18 @@ t_heartbeat_ok(void **state)
 	struct db_params p;
 	char err[256];
 
-	assert_int_equal(check("engine_heartbeat", ROLE_ENGINE, "engine-1", 3, fill_hb_ok, err, &p),
+	assert_int_equal(check("engine_heartbeat", ROLE_ENGINE, "engine-1", 4, fill_hb_ok, err, &p),
 	    DB_OK);
-	assert_int_equal(p.n, 3);
+	assert_int_equal(p.n, 4);
 	assert_string_equal(p.values[0], "engine-1");
 	assert_string_equal(p.values[1], "host");
 	assert_string_equal(p.values[2], "42");
+	assert_string_equal(p.values[3], "0123456789abcdef0123456789abcdef");
+	db_params_free(&p);
+	/* the host id may be null (text?) */
+	assert_int_equal(check("engine_heartbeat", ROLE_ENGINE, "engine-1", 4, fill_hb_nohost, err,
+	    &p), DB_OK);
+	assert_null(p.values[3]);
 	db_params_free(&p);
 }
 
@@ -197,10 +220,10 @@ t_role_denied(void **state)
 	struct db_params p;
 	char err[256];
 
-	assert_int_equal(check("engine_heartbeat", ROLE_HTTPD, "httpd-1", 3, fill_hb_ok, err, &p),
+	assert_int_equal(check("engine_heartbeat", ROLE_HTTPD, "httpd-1", 4, fill_hb_ok, err, &p),
 	    DB_ERR_DENIED);
 	assert_non_null(strstr(err, "not permitted for httpd"));
-	assert_int_equal(check("engine_heartbeat", ROLE_PROXY, "proxy-1", 3, fill_hb_ok, err, &p),
+	assert_int_equal(check("engine_heartbeat", ROLE_PROXY, "proxy-1", 4, fill_hb_ok, err, &p),
 	    DB_ERR_DENIED);
 	assert_int_equal(check("health", ROLE_PROXY, "proxy-1", 0, fill_none, err, &p),
 	    DB_ERR_DENIED);
@@ -220,7 +243,7 @@ t_scope_other_instance(void **state)
 	char err[256];
 
 	assert_int_equal(
-	    check("engine_heartbeat", ROLE_ENGINE, "engine-1", 3, fill_hb_other, err, &p),
+	    check("engine_heartbeat", ROLE_ENGINE, "engine-1", 4, fill_hb_other, err, &p),
 	    DB_ERR_DENIED);
 	assert_non_null(strstr(err, "own instance"));
 }
@@ -242,22 +265,22 @@ t_arg_types(void **state)
 	char err[256];
 
 	assert_int_equal(
-	    check("engine_heartbeat", ROLE_ENGINE, "engine-1", 3, fill_hb_bigpid, err, &p),
+	    check("engine_heartbeat", ROLE_ENGINE, "engine-1", 4, fill_hb_bigpid, err, &p),
 	    DB_ERR_ARGS);
 	assert_non_null(strstr(err, "argument 3: out of range"));
 	assert_int_equal(
-	    check("engine_heartbeat", ROLE_ENGINE, "engine-1", 3, fill_hb_negpid, err, &p), DB_OK);
+	    check("engine_heartbeat", ROLE_ENGINE, "engine-1", 4, fill_hb_negpid, err, &p), DB_OK);
 	assert_string_equal(p.values[2], "-5"); /* the SQL CHECK refuses it, not the type */
 	db_params_free(&p);
 	assert_int_equal(
-	    check("engine_heartbeat", ROLE_ENGINE, "engine-1", 3, fill_hb_wrongtype, err, &p),
+	    check("engine_heartbeat", ROLE_ENGINE, "engine-1", 4, fill_hb_wrongtype, err, &p),
 	    DB_ERR_ARGS);
 	assert_non_null(strstr(err, "argument 2: wrong type"));
-	assert_int_equal(check("engine_heartbeat", ROLE_ENGINE, "engine-1", 3, fill_hb_nil, err, &p),
+	assert_int_equal(check("engine_heartbeat", ROLE_ENGINE, "engine-1", 4, fill_hb_nil, err, &p),
 	    DB_ERR_ARGS);
-	assert_int_equal(check("engine_heartbeat", ROLE_ENGINE, "engine-1", 3, fill_hb_bin, err, &p),
+	assert_int_equal(check("engine_heartbeat", ROLE_ENGINE, "engine-1", 4, fill_hb_bin, err, &p),
 	    DB_ERR_ARGS);
-	assert_int_equal(check("engine_heartbeat", ROLE_ENGINE, "engine-1", 3, fill_hb_nul, err, &p),
+	assert_int_equal(check("engine_heartbeat", ROLE_ENGINE, "engine-1", 4, fill_hb_nul, err, &p),
 	    DB_ERR_ARGS);
 }
 
