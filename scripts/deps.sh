@@ -44,7 +44,10 @@ if ! command -v promtool >/dev/null 2>&1; then
 		exit 1
 	fi
 	pt=$(mktemp -d)
-	(cd "$pt" && apt-get download prometheus >/dev/null && dpkg-deb -x prometheus_*.deb x) &&
+	# (the package lists may not be there yet when nothing else was missing)
+	(cd "$pt" && { apt-get download prometheus >/dev/null 2>&1 ||
+		{ apt-get update -qq && apt-get download prometheus >/dev/null; }; } &&
+		dpkg-deb -x prometheus_*.deb x) &&
 		install -m 0755 "$pt/x/usr/bin/promtool" /usr/local/bin/promtool
 	rm -rf "$pt"
 	command -v promtool >/dev/null 2>&1 || { echo "deps: promtool not installed" >&2; exit 1; }
