@@ -196,6 +196,122 @@ ms_secrets_free(struct ms_secrets *sec)
 	sec->n = 0;
 }
 
+/* The server's env, NAME=value with its credentials: sodium_malloc'd
+ * entries, NULL-terminated, in *out (free with mcp_server_env_free).  0, or -1
+ * with err set. */
+static int
+mcp_server_env(const struct mcpspec *s, const struct mcp_creds *creds, char ***out, char *err,
+               size_t errsz)
+{
+	char **env, *v;
+	size_t i, len, nl;
+
+	if ((env = calloc(s->nenv + 1, sizeof(char *))) == NULL)
+		fatal("calloc");
+	for (i = 0; i < s->nenv; i++) {
+		v = NULL;
+		if ((s->env[i].refs > 0 && creds == NULL) ||
+		    (v = mcpspec_expand(s->env[i].value, creds, &len)) == NULL) {
+			snprintf(err, errsz, "spec.env.%s names a credential it was not given",
+			         s->env[i].name);
+			goto fail;
+		}
+		nl = strlen(s->env[i].name);
+		if ((env[i] = sodium_malloc(nl + len + 2)) == NULL)
+			fatalx("out of memory");
+		memcpy(env[i], s->env[i].name, nl);
+		env[i][nl] = '=';
+		memcpy(env[i] + nl + 1, v, len + 1);
+		sodium_free(v);
+	}
+	*out = env;
+	return 0;
+fail:
+	for (i = 0; env[i] != NULL; i++)
+		sodium_free(env[i]);
+	free(env);
+	return -1;
+}
+
+static void
+mcp_server_env_free(char **env)
+{
+	size_t i;
+
+	for (i = 0; env != NULL && env[i] != NULL; i++)
+		sodium_free(env[i]);
+	free(env);
+}
+
+struct sbx *
+mcp_sandbox_start(const struct mcpspec *spec, const struct mcp_creds *creds, const char *ctext,
+                  size_t clen, const char *run, const char *name, const struct sbx_req *where,
+                  char egress[IPC_UUID_LEN + 1], int *io, int *serr, char *err, size_t errsz)
+{
+	struct ms_secrets sec = { .n = 0 };
+	struct sbx_mcp m;
+	struct sbx_req req = *where;
+	struct sbx *sbx;
+	char **env = NULL;
+
+	egress[0] = '\0';
+	if (mcp_server_env(spec, creds, &env, err, errsz) == -1)
+		return NULL;
+	mcp_egress_id(egress);
+	switch (egress_mcp_add(egress, run, name, spec->allow, spec->nallow, spec->presets,
+	                       spec->npresets, err, errsz)) {
+	case -1:
+		egress[0] = '\0';
+		mcp_server_env_free(env);
+		return NULL;
+	case 0:
+		if (spec->nallow > 0 || spec->npresets > 0)
+			log_warnx("%s%s: mcp server %s: egress is disabled (egress.enabled); the "
+			          "server runs without a network", strcmp(run, "-") == 0 ? "mcp test" :
+			          "run ", strcmp(run, "-") == 0 ? "" : run, name);
+		egress[0] = '\0';
+		break;
+	default:
+		req.network = 1;
+	}
+	if (ctext != NULL)
+		mcp_creds_secrets(ctext, clen, ms_secret, &sec);
+	m = (struct sbx_mcp){ .argv = (char *const *)spec->argv, .env = env,
+		              .paths = spec->paths, .npaths = spec->npaths,
+		              .secrets = (const unsigned char *const *)sec.p, .secretlen = sec.len,
+		              .nsecrets = sec.n, .line_max = MCP_LINE_MAX_DEFAULT };
+	req.mcp = &m;
+	sbx = sbx_create(&req, io, err, errsz);
+	mcp_server_env_free(env);
+	ms_secrets_free(&sec);
+	if (sbx == NULL) {
+		if (egress[0] != '\0')
+			egress_runs_end(egress);
+		egress[0] = '\0';
+		return NULL;
+	}
+	*serr = sbx_take_stderr(sbx);
+	if (req.network)
+		egress_runs_listener(egress, sbx_take_listener(sbx));
+	return sbx;
+}
+
+/* One of a server's descriptors to the runner (MCP_CHANNEL; fd closed). */
+static void
+ms_send_fd(struct mserver *s, uint32_t what, uint32_t transport, uint32_t startup_ms,
+           uint32_t call_ms, int fd)
+{
+	struct ipc_wbuf w;
+
+	ipc_wbuf_begin(&w, IMSG_MCP_CHANNEL, s->id, 4);
+	ipc_put_u64(&w, what);
+	ipc_put_u64(&w, transport);
+	ipc_put_u64(&w, startup_ms);
+	ipc_put_u64(&w, call_ms);
+	proc_send(s->runner, &w, fd);
+	close(fd);
+}
+
 /*
  * A remote (http) server: nothing runs here.  The proxy, which holds the
  * credentials of remote servers (DESIGN.md section 1), gets one end of a
@@ -271,13 +387,7 @@ ms_http(struct mserver *s, const struct mcpspec *spec, const struct mcp_creds *c
 	close(sp[0]);
 	log_info("run %s: mcp server %s (remote) for step %s through the proxy", s->run, s->name,
 	         s->step);
-	ipc_wbuf_begin(&w, IMSG_MCP_CHANNEL, s->id, 4);
-	ipc_put_u64(&w, IPC_MCP_FD_CHANNEL);
-	ipc_put_u64(&w, IPC_MCP_HTTP);
-	ipc_put_u64(&w, 30000);
-	ipc_put_u64(&w, (uint64_t)spec->call_timeout * 1000);
-	proc_send(s->runner, &w, sp[1]);
-	close(sp[1]);
+	ms_send_fd(s, IPC_MCP_FD_CHANNEL, IPC_MCP_HTTP, 30000, spec->call_timeout * 1000, sp[1]);
 }
 
 /* The pinned row is here: the server's sandbox, and its descriptors to
@@ -289,16 +399,12 @@ ms_build(struct mserver *s, PGresult *res)
 	struct mcpspec_ctx ctx;
 	struct mcpspec *spec;
 	struct mcp_creds *creds = NULL;
-	struct sbx_mcp m;
 	struct sbx_req req;
-	struct ipc_wbuf w;
-	struct ms_secrets sec = { .n = 0 };
 	unsigned char *ctext = NULL;
 	size_t clen = 0;
-	char why[512], err[IPC_ERRMSG_MAX - 128], **env = NULL;
+	char why[512], err[IPC_ERRMSG_MAX - 128];
 	const char *text;
 	int io = -1, serr = -1;
-	uint32_t startup_ms, call_ms;
 
 	text = PQgetvalue(res, 0, 0);
 	mcp_forbidden_paths(&fb);
@@ -329,80 +435,29 @@ ms_build(struct mserver *s, PGresult *res)
 		ms_http(s, spec, creds, (const char *)ctext, clen);
 		goto out;
 	}
-	if (mcp_server_env(spec, creds, &env, err, sizeof(err)) == -1) {
-		ms_failed(s->runner, s->id, 0, "mcp server %s: %s", s->name, err);
-		goto out;
-	}
 	memset(&req, 0, sizeof(req));
-	mcp_egress_id(s->egress);
-	switch (egress_mcp_add(s->egress, s->run, s->name, spec->allow, spec->nallow,
-	                       spec->presets, spec->npresets, err, sizeof(err))) {
-	case -1:
-		ms_failed(s->runner, s->id, 0, "mcp server %s: %s", s->name, err);
-		s->egress[0] = '\0';
-		goto out;
-	case 0:
-		if (spec->nallow > 0 || spec->npresets > 0)
-			log_warnx("run %s: mcp server %s: egress is disabled (egress.enabled); the "
-			          "server runs without a network", s->run, s->name);
-		s->egress[0] = '\0';
-		break;
-	default:
-		req.network = 1;
-	}
-	if (ctext != NULL)
-		mcp_creds_secrets((const char *)ctext, clen, ms_secret, &sec);
-	m = (struct sbx_mcp){ .argv = (char *const *)spec->argv, .env = env,
-		              .paths = spec->paths, .npaths = spec->npaths,
-		              .secrets = (const unsigned char *const *)sec.p, .secretlen = sec.len,
-		              .nsecrets = sec.n, .line_max = MCP_LINE_MAX_DEFAULT };
 	if (spec->workspace != MCPSPEC_WS_NONE) {
 		req.workspace = s->ws;
 		req.trusted = 1;
 		req.mirror = s->mirror[0] != '\0' ? s->mirror : NULL;
 		req.readonly = spec->workspace == MCPSPEC_WS_READ || s->readonly;
 	}
-	req.mcp = &m;
 	req.done = ms_sbx_done;
 	req.arg = s;
-	s->sbx = sbx_create(&req, &io, err, sizeof(err));
-	mcp_server_env_free(env);
-	env = NULL;
-	ms_secrets_free(&sec);
-	if (s->sbx == NULL) {
-		if (s->egress[0] != '\0')
-			egress_runs_end(s->egress);
-		s->egress[0] = '\0';
-		log_warnx("run %s: mcp server %s: no sandbox: %s", s->run, s->name, err);
-		ms_failed(s->runner, s->id, 0, "mcp server %s: no sandbox: %s", s->name, err);
+	if ((s->sbx = mcp_sandbox_start(spec, creds, (const char *)ctext, clen, s->run, s->name,
+	                                &req, s->egress, &io, &serr, err, sizeof(err))) == NULL) {
+		log_warnx("run %s: mcp server %s: %s", s->run, s->name, err);
+		ms_failed(s->runner, s->id, 0, "mcp server %s: %s", s->name, err);
 		goto out;
 	}
-	serr = sbx_take_stderr(s->sbx);
-	if (req.network)
-		egress_runs_listener(s->egress, sbx_take_listener(s->sbx));
-	startup_ms = spec->startup_timeout * 1000;
-	call_ms = spec->call_timeout * 1000;
 	log_info("run %s: mcp server %s version %s for step %s in sandbox %s", s->run, s->name,
 	         PQgetvalue(res, 0, 3), s->step, sbx_id(s->sbx));
-	if (serr != -1) {
-		ipc_wbuf_begin(&w, IMSG_MCP_CHANNEL, s->id, 4);
-		ipc_put_u64(&w, IPC_MCP_FD_STDERR);
-		ipc_put_u64(&w, IPC_MCP_STDIO);
-		ipc_put_u64(&w, startup_ms);
-		ipc_put_u64(&w, call_ms);
-		proc_send(s->runner, &w, serr);
-		close(serr);
-	}
-	ipc_wbuf_begin(&w, IMSG_MCP_CHANNEL, s->id, 4);
-	ipc_put_u64(&w, IPC_MCP_FD_CHANNEL);
-	ipc_put_u64(&w, IPC_MCP_STDIO);
-	ipc_put_u64(&w, startup_ms);
-	ipc_put_u64(&w, call_ms);
-	proc_send(s->runner, &w, io);
-	close(io);
+	if (serr != -1)
+		ms_send_fd(s, IPC_MCP_FD_STDERR, IPC_MCP_STDIO, spec->startup_timeout * 1000,
+		           spec->call_timeout * 1000, serr);
+	ms_send_fd(s, IPC_MCP_FD_CHANNEL, IPC_MCP_STDIO, spec->startup_timeout * 1000,
+	           spec->call_timeout * 1000, io);
 out:
-	ms_secrets_free(&sec);
-	mcp_server_env_free(env);
 	mcp_creds_free(creds);
 	if (ctext != NULL)
 		sodium_free(ctext);

@@ -49,14 +49,11 @@ struct mcptest {
 	char egress[IPC_UUID_LEN + 1]; /* its id in egress, "" for no network */
 	pid_t client;         /* agrippa-mcpc, until it has exited; or -1 */
 	struct event *limit;  /* the client's time is up */
+	/* the server's credentials, masked in the client's answer (the
+	 * relay masks them in the server's output before: mcp_sandbox_start) */
 	unsigned char *secret[MCPTEST_SECRETS_MAX]; /* sodium_malloc */
 	size_t secretlen[MCPTEST_SECRETS_MAX];
 	size_t nsecrets;
-	/* those the server's relay masks in its output before the client
-	 * reads it: each value (the whole text too when it is one line) */
-	const unsigned char *relay[MCPTEST_SECRETS_MAX];
-	size_t relaylen[MCPTEST_SECRETS_MAX];
-	size_t nrelay;
 	mcptest_cb cb;
 	void *arg;
 };
@@ -71,12 +68,7 @@ mt_secret(const char *p, size_t n, void *arg)
 	if ((t->secret[t->nsecrets] = sodium_malloc(n)) == NULL)
 		fatalx("out of memory");
 	memcpy(t->secret[t->nsecrets], p, n);
-	t->secretlen[t->nsecrets] = n;
-	if (memchr(p, '\n', n) == NULL) {
-		t->relay[t->nrelay] = t->secret[t->nsecrets];
-		t->relaylen[t->nrelay++] = n;
-	}
-	t->nsecrets++;
+	t->secretlen[t->nsecrets++] = n;
 }
 
 static void
@@ -86,7 +78,7 @@ mt_forget_secrets(struct mcptest *t)
 
 	for (i = 0; i < t->nsecrets; i++)
 		sodium_free(t->secret[i]);
-	t->nsecrets = t->nrelay = 0;
+	t->nsecrets = 0;
 }
 
 static void
@@ -149,53 +141,6 @@ mt_limit(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-/* The server's env, NAME=value with its credentials: sodium_malloc'd
- * entries, NULL-terminated, in *out (free with mcp_server_env_free).  0, or -1
- * with err set. */
-int
-mcp_server_env(const struct mcpspec *s, const struct mcp_creds *creds, char ***out, char *err,
-               size_t errsz)
-{
-	char **env, *v;
-	size_t i, len, nl;
-
-	if ((env = calloc(s->nenv + 1, sizeof(char *))) == NULL)
-		fatal("calloc");
-	for (i = 0; i < s->nenv; i++) {
-		v = NULL;
-		if ((s->env[i].refs > 0 && creds == NULL) ||
-		    (v = mcpspec_expand(s->env[i].value, creds, &len)) == NULL) {
-			snprintf(err, errsz, "spec.env.%s names a credential it was not given",
-			         s->env[i].name);
-			goto fail;
-		}
-		nl = strlen(s->env[i].name);
-		if ((env[i] = sodium_malloc(nl + len + 2)) == NULL)
-			fatalx("out of memory");
-		memcpy(env[i], s->env[i].name, nl);
-		env[i][nl] = '=';
-		memcpy(env[i] + nl + 1, v, len + 1);
-		sodium_free(v);
-	}
-	*out = env;
-	return 0;
-fail:
-	for (i = 0; env[i] != NULL; i++)
-		sodium_free(env[i]);
-	free(env);
-	return -1;
-}
-
-void
-mcp_server_env_free(char **env)
-{
-	size_t i;
-
-	for (i = 0; env != NULL && env[i] != NULL; i++)
-		sodium_free(env[i]);
-	free(env);
-}
-
 struct mcptest *
 mcptest_start(const char *name, const char *spec_text, const char *creds_text, size_t credslen,
               const struct mcpspec_ctx *ctx, const struct mcptest_call *call, mcptest_cb cb,
@@ -204,9 +149,8 @@ mcptest_start(const char *name, const char *spec_text, const char *creds_text, s
 	struct mcptest *t = NULL;
 	struct mcp_creds *creds = NULL;
 	struct mcpspec *s;
-	struct sbx_mcp m;
 	struct sbx_req req;
-	char why[512], ms[16], count[16], callms[16], **env = NULL;
+	char why[512], ms[16], count[16], callms[16];
 	const char *args[7];
 	struct timeval tv;
 	int io = -1, serr = -1;
@@ -225,50 +169,21 @@ mcptest_start(const char *name, const char *spec_text, const char *creds_text, s
 		snprintf(err, errsz, "its stored credentials are unreadable: %s", why);
 		goto fail;
 	}
-	if (mcp_server_env(s, creds, &env, err, errsz) == -1)
-		goto fail;
 	if ((t = calloc(1, sizeof(*t))) == NULL)
 		fatal("calloc");
-	/* its network as in a run; its events only in the log */
-	mcp_egress_id(t->egress);
-	switch (egress_mcp_add(t->egress, "-", name, s->allow, s->nallow, s->presets, s->npresets,
-	                       err, errsz)) {
-	case -1:
-		free(t);
-		t = NULL;
-		goto fail;
-	case 0:
-		if (s->nallow > 0 || s->npresets > 0)
-			log_warnx("mcp test %s: egress is disabled (egress.enabled); the server "
-			          "runs without a network", name);
-		t->egress[0] = '\0';
-	}
 	snprintf(t->name, sizeof(t->name), "%s", name);
 	t->client = -1;
 	t->cb = cb;
 	t->arg = arg;
 	if (creds_text != NULL)
 		mcp_creds_secrets(creds_text, credslen, mt_secret, t);
-	m = (struct sbx_mcp){ .argv = (char *const *)s->argv, .env = env, .paths = s->paths,
-		              .npaths = s->npaths, .secrets = (const unsigned char *const *)t->relay,
-		              .secretlen = t->relaylen, .nsecrets = t->nrelay,
-		              .line_max = MCP_LINE_MAX_DEFAULT };
-	/* a run's workspace only for a run: here a fresh, empty one, read-only
-	 * for workspace: read */
-	req = (struct sbx_req){ .workspace = NULL, .readonly = s->workspace == MCPSPEC_WS_READ,
-		                .network = t->egress[0] != '\0', .mcp = &m, .done = mt_sbx_done,
+	/* built as a run's would be, with a fresh, empty workspace (read-only
+	 * for workspace: read); its network events only in the log */
+	req = (struct sbx_req){ .readonly = s->workspace == MCPSPEC_WS_READ, .done = mt_sbx_done,
 		                .arg = t };
-	t->sbx = sbx_create(&req, &io, err, errsz);
-	mcp_server_env_free(env);
-	env = NULL;
-	if (t->sbx == NULL) {
-		if (t->egress[0] != '\0')
-			egress_runs_end(t->egress);
+	if ((t->sbx = mcp_sandbox_start(s, creds, creds_text, credslen, "-", name, &req, t->egress,
+	                                &io, &serr, err, errsz)) == NULL)
 		goto fail;
-	}
-	serr = sbx_take_stderr(t->sbx);
-	if (req.network)
-		egress_runs_listener(t->egress, sbx_take_listener(t->sbx));
 	snprintf(ms, sizeof(ms), "%u", s->startup_timeout * 1000);
 	args[0] = name;
 	args[1] = ms;
@@ -303,7 +218,6 @@ mcptest_start(const char *name, const char *spec_text, const char *creds_text, s
 	mcp_creds_free(creds);
 	return t;
 fail:
-	mcp_server_env_free(env);
 	mcpspec_free(s);
 	mcp_creds_free(creds);
 	if (t != NULL) {

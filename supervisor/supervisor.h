@@ -393,14 +393,6 @@ typedef void (*backup_cb)(void *arg, int ok, const char *msg);
 struct backup *backup_start(const char *dir, backup_cb cb, void *arg, char *err, size_t errsz);
 /* Its requester is gone: it goes on, and cb is forgotten. */
 void backup_abandon(struct backup *b);
-/* A stdio server's environment: NAME=value entries with its credentials
- * expanded (sodium_malloc'd, NULL-terminated) in *out.  0, or -1 with err
- * naming the entry that names a credential it was not given. */
-struct mcpspec;
-struct mcp_creds;
-int mcp_server_env(const struct mcpspec *s, const struct mcp_creds *creds, char ***out,
-                   char *err, size_t errsz);
-void mcp_server_env_free(char **env);
 
 /* ctl_admin.c: what no MCP server spec may name or mount: the state
  * directory, the master key, the configuration, the control socket, the
@@ -428,6 +420,22 @@ void mcp_runs_end(const char *run);
 int mcp_runs_live(const char *run);
 /* A fresh id (a version 4 UUID) for an MCP server's sandbox in egress. */
 void mcp_egress_id(char id[IPC_UUID_LEN + 1]);
+/* The sandbox of stdio server name (spec, checked), as a run's step or
+ * agrippactl mcp test has it: its environment with its credentials (creds,
+ * or NULL), the values its relay masks (from their text ctext[0..clen), or
+ * NULL), its own egress entry under egress ("" when it has no network; its
+ * events go to run, "-" for mcp test's log), the rest as where says
+ * (workspace, readonly, trusted, mirror, done, arg).  Returns the sandbox
+ * with *io, its channel, and *serr, its stderr's read end (or -1), both the
+ * caller's; or NULL with err, nothing left. */
+struct mcpspec;
+struct mcp_creds;
+struct sbx;
+struct sbx_req;
+struct sbx *mcp_sandbox_start(const struct mcpspec *spec, const struct mcp_creds *creds,
+                              const char *ctext, size_t clen, const char *run, const char *name,
+                              const struct sbx_req *where, char egress[IPC_UUID_LEN + 1], int *io,
+                              int *serr, char *err, size_t errsz);
 /* runs.c: the last server of an ended run's runner was reaped. */
 void runs_mcp_gone(const char *run);
 
