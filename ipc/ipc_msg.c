@@ -501,18 +501,24 @@ ipc_dec_runner_start(const msgpack_object *body, struct ipc_runner_start *out)
 
 /* ---- model calls ------------------------------------------------------- */
 
-int
-ipc_is_provider_name(const char *s, size_t len)
+/* 1 to max of [a-z0-9][a-z0-9_-]*: a provider's or an MCP server's name. */
+static int
+ipc_is_lname(const char *s, size_t len, size_t max)
 {
 	size_t i;
 
-	if (len == 0 || len > IPC_PROVIDER_NAME_MAX || !((s[0] >= 'a' && s[0] <= 'z') ||
-	    (s[0] >= '0' && s[0] <= '9')))
+	if (len == 0 || len > max || !((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= '0' && s[0] <= '9')))
 		return 0;
 	for (i = 1; i < len; i++)
 		if (s[i] == '\0' || strchr("abcdefghijklmnopqrstuvwxyz0123456789_-", s[i]) == NULL)
 			return 0;
 	return 1;
+}
+
+int
+ipc_is_provider_name(const char *s, size_t len)
+{
+	return ipc_is_lname(s, len, IPC_PROVIDER_NAME_MAX);
 }
 
 int
@@ -529,22 +535,14 @@ ipc_is_model_name(const char *s, size_t len)
 	return 1;
 }
 
-/* A string that passes is_name (or is empty, when empty_ok) into out. */
 /* An MCP server's name: [a-z0-9][a-z0-9_-]{0,63}, as mcp add takes it. */
 static int
 ipc_is_mcp_name(const char *s, size_t len)
 {
-	size_t i;
-
-	if (len == 0 || len > IPC_MCP_NAME_MAX || !((s[0] >= 'a' && s[0] <= 'z') ||
-	    (s[0] >= '0' && s[0] <= '9')))
-		return 0;
-	for (i = 1; i < len; i++)
-		if (s[i] == '\0' || strchr("abcdefghijklmnopqrstuvwxyz0123456789_-", s[i]) == NULL)
-			return 0;
-	return 1;
+	return ipc_is_lname(s, len, IPC_MCP_NAME_MAX);
 }
 
+/* A string that passes is_name (or is empty, when empty_ok) into out. */
 static int
 ipc_get_name(struct ipc_cur *c, char *out, size_t max, int (*is_name)(const char *, size_t),
     int empty_ok)
