@@ -20,6 +20,10 @@ sandbox: { artifact_max: 1M }
 EOC
 
 start_daemon_or_finish engine
+# the sweep tells a host that is gone by its engines' heartbeats (0015)
+hb_host() { [ "$(psql_q "select string_agg(coalesce(host_id, 'null'), ',') from engine_heartbeats")" = "$(cat "$T/state/host-id")" ]; }
+wait_for 10 hb_host
+check "the engine's heartbeat names this host (STATE/host-id)" hb_host
 
 MKREPO="$TOOLS/mkrepo"
 mkdir -p "$T/repos" "$T/tmpl"
