@@ -16,7 +16,10 @@
  *            A CONNECT tunnel is spliced once what the bufferevents held
  *            (the 200, a ClientHello) is through: each direction moves
  *            socket -> pipe -> socket with splice(2), never through this
- *            process's memory, in as few calls as the pipe allows
+ *            process's memory, in as few calls as the pipe allows.  Plain
+ *            HTTP splices its answer the same way (nothing in it is judged)
+ *            while the request's side stays on the bufferevents, which
+ *            judge its body and refuse what follows it
  *   CLOSING  an answer is being flushed before the close
  *
  * Nothing is freed from inside a callback of evdns or of a connect that
@@ -112,9 +115,12 @@ struct econn {
 	int open;                   /* counted as an open tunnel by the supervisor */
 	int cli_eof, up_eof, cli_shut, up_shut;
 	uint64_t nup, ndown;        /* bytes to the target, bytes to the sandbox */
-	struct espl *spl;           /* a spliced CONNECT tunnel: [0] sandbox to target,
-	                               [1] back; cli and up are NULL then */
-	int cfd, ufd;               /* its sockets, closed with it */
+	struct espl *spl;           /* spliced directions: [0] sandbox to target, [1]
+	                               back.  A CONNECT tunnel: both, cli and up are
+	                               NULL; plain HTTP: [1] only (its [0].rd is NULL),
+	                               cli and up still own the sockets and write
+	                               the request's side */
+	int cfd, ufd;               /* a CONNECT tunnel's sockets, closed with it */
 	struct timespec t0;
 	time_t last;                /* the last byte relayed */
 };
@@ -123,6 +129,7 @@ static void conn_free(struct econn *c);
 static void conn_relay(struct econn *c, struct bufferevent *from);
 static void spl_stop(struct econn *c);
 static void conn_try_splice(struct econn *c);
+static void conn_try_splice_answer(struct econn *c);
 static void conn_connect_failed(struct econn *c, int status);
 
 static void
@@ -231,6 +238,8 @@ conn_free(struct econn *c)
 	if (c->spl != NULL) {
 		spl_stop(c);
 		for (int i = 0; i < 2; i++) {
+			if (c->spl[i].rd == NULL)
+				continue;
 			event_free(c->spl[i].rd);
 			event_free(c->spl[i].wr);
 			if (c->spl[i].p[0] != -1) {
@@ -239,8 +248,10 @@ conn_free(struct econn *c)
 			}
 		}
 		free(c->spl);
-		close(c->cfd);
-		close(c->ufd);
+		if (c->cli == NULL) {
+			close(c->cfd);
+			close(c->ufd);
+		}
 	}
 	if (c->up != NULL)
 		bufferevent_free(c->up);
@@ -349,11 +360,13 @@ conn_write_cb(struct bufferevent *bev, void *arg)
 		return;
 	if (conn_maybe_done(c))
 		return;
-	/* caught up: read the other side again */
-	if (!(other == c->cli ? c->cli_eof : c->up_eof))
+	/* caught up: read the other side again (a spliced answer's side is
+	 * read by its splice) */
+	if (!(other == c->cli ? c->cli_eof : c->up_eof) && !(other == c->up && c->spl != NULL))
 		bufferevent_enable(other, EV_READ);
 	bufferevent_setwatermark(bev, EV_WRITE, 0, 0);
 	conn_try_splice(c);
+	conn_try_splice_answer(c);
 }
 
 static void
@@ -381,16 +394,23 @@ static void
 spl_stop(struct econn *c)
 {
 	for (int i = 0; i < 2; i++) {
+		if (c->spl[i].rd == NULL)
+			continue;
 		event_del(c->spl[i].rd);
 		event_del(c->spl[i].wr);
 	}
 }
 
-/* Both directions were half-closed after their last byte: the tunnel is
- * done.  Returns 1 when c was freed. */
+/* A direction was half-closed after its last byte: a tunnel is done once
+ * both were; plain HTTP's answer is, and its request's side ends as the
+ * bufferevents' do.  Returns 1 when c was freed. */
 static int
 spl_done(struct econn *c)
 {
+	if (c->cli != NULL) {
+		c->up_eof = c->cli_shut = 1;
+		return conn_maybe_done(c);
+	}
 	if (c->spl[0].shut && c->spl[1].shut) {
 		conn_free(c);
 		return 1;
@@ -551,6 +571,9 @@ spl_init(struct econn *c, struct espl *d, int from, int to, uint64_t *count, uin
 static void
 conn_try_splice(struct econn *c)
 {
+#ifdef EXP_NOSPLICE
+	return;
+#endif
 	if (c->form != EGRESS_FORM_CONNECT || c->state != CS_RELAY || c->spl != NULL ||
 	    c->cli_eof || c->up_eof || evbuffer_get_length(bufferevent_get_output(c->cli)) > 0 ||
 	    evbuffer_get_length(bufferevent_get_output(c->up)) > 0 ||
@@ -569,6 +592,28 @@ conn_try_splice(struct econn *c)
 	c->cli = c->up = NULL;
 	spl_init(c, &c->spl[0], c->cfd, c->ufd, &c->nup, &c->r->st_up);
 	spl_init(c, &c->spl[1], c->ufd, c->cfd, &c->ndown, &c->r->st_down);
+}
+
+/*
+ * Plain HTTP: the answer moves to splice(2) once the bufferevents hold none
+ * of it (at once, as the connection is made): nothing in it is judged, and
+ * through a bufferevent it would cost a read per 4 KiB (libevent 2.1's most
+ * at a time).  The upstream's bufferevent stops reading and keeps writing
+ * the request's body; the client's keeps reading it (judged, conn_relay).
+ */
+static void
+conn_try_splice_answer(struct econn *c)
+{
+	if (c->form != EGRESS_FORM_HTTP || c->state != CS_RELAY || c->spl != NULL ||
+	    c->up_eof || c->cli_shut || evbuffer_get_length(bufferevent_get_output(c->cli)) > 0 ||
+	    evbuffer_get_length(bufferevent_get_input(c->up)) > 0)
+		return;
+	if ((c->spl = calloc(2, sizeof(*c->spl))) == NULL)
+		return; /* stays on its bufferevents */
+	c->spl[0].p[0] = c->spl[0].p[1] = -1;
+	bufferevent_disable(c->up, EV_READ);
+	spl_init(c, &c->spl[1], bufferevent_getfd(c->up), bufferevent_getfd(c->cli), &c->ndown,
+	    &c->r->st_down);
 }
 
 /* ---- setting up ------------------------------------------------------------ */
@@ -605,7 +650,13 @@ conn_established(struct econn *c)
 			conn_deny(c, 0, "the request could not be written upstream");
 			return;
 		}
+		/* the head counts as the run's bytes too, as a tunnel's do */
+		if (c->r->bytes + (uint64_t)n > eg.bytes) {
+			conn_deny(c, 403, "the run's byte limit (egress.bytes_per_run) is spent");
+			return;
+		}
 		bufferevent_write(c->up, buf, (size_t)n);
+		c->r->bytes += (uint64_t)n;
 		c->nup += (uint64_t)n;
 		c->r->st_up += (uint64_t)n;
 	} else {
@@ -621,6 +672,7 @@ conn_established(struct econn *c)
 	bufferevent_enable(c->cli, EV_READ | EV_WRITE);
 	conn_relay(c, c->cli); /* what the client sent meanwhile (a ClientHello, a body) */
 	conn_try_splice(c);
+	conn_try_splice_answer(c);
 }
 
 static void

@@ -5,9 +5,11 @@
  *
  *   ebench serve ADDR PORT READY
  *       three listeners on ADDR: PORT sends what a client asks for (it
- *       sends "BYTES\n" and gets that many bytes, then EOF; each transfer
- *       adds "sent BYTES USER SYS" to the standard output, the CPU seconds
- *       the server spent on it, before its last byte), PORT+1 sends
+ *       sends "BYTES\n" and gets that many bytes, then EOF; or an HTTP
+ *       request "GET /BYTES", answered 200 with Content-Length BYTES and
+ *       Connection: close; each transfer adds "sent BYTES USER SYS" to the
+ *       standard output, the CPU seconds the server spent on it, before its
+ *       last byte), PORT+1 sends
  *       one byte at once on accept and closes, PORT+2 holds every
  *       connection open, idle, until its client closes it.  READY is
  *       created once they listen.
@@ -16,6 +18,10 @@
  *       user sys" on stdout (seconds from the request to the last byte;
  *       cpu: the client's own user + system seconds, also apart; recvs:
  *       how many recv calls it took).
+ *   ebench hget ADDR PORT BYTES [PROXYADDR PROXYPORT NAME]
+ *       the same transfer as plain HTTP: "GET /BYTES" to the bulk port, or
+ *       through the proxy "GET http://NAME:PORT/BYTES" (absolute form, as
+ *       apt sends it: no CONNECT); the same line on stdout, of the body.
  *   ebench ping ADDR PORT N [PROXYADDR PROXYPORT NAME]
  *       N new connections to the first-byte port, one after another: the
  *       microseconds from the start of connect() to the server's first
@@ -24,8 +30,8 @@
  *       N tunnels to the idle port, all open at once; HELD is created
  *       when they are, and they are closed once RELEASE exists (10 minutes
  *       at most).
- * With PROXYADDR PROXYPORT NAME the connection goes through an HTTP proxy:
- * "CONNECT NAME:PORT", then its bytes once the proxy answered 200 (ADDR is
+ * With PROXYADDR PROXYPORT NAME the connection goes through an HTTP proxy
+ * (hget aside): "CONNECT NAME:PORT", then its bytes once the proxy answered 200 (ADDR is
  * then unused).  Addresses are numeric IPv4: nothing here resolves names.
  */
 #ifndef _GNU_SOURCE
@@ -53,6 +59,7 @@
 
 #define BUF_SZ (1024 * 1024)
 #define IDLE_MAX 4096
+#define HEAD_MAX 16384 /* an HTTP head, either way */
 
 static char buf[BUF_SZ];
 
@@ -141,27 +148,40 @@ listen_on(struct sockaddr_in sin)
 	return fd;
 }
 
-/* One bulk client, in a child of its own: its "BYTES\n", then the bytes. */
+/* One bulk client, in a child of its own: its "BYTES\n" (or its HTTP
+ * request for /BYTES: the head to its end, then the answer's), then the
+ * bytes. */
 static void
 serve_bulk(int fd)
 {
+	static char head[HEAD_MAX + 1];
 	char line[80];
 	size_t got = 0;
 	unsigned long long want, total;
 	struct rusage ru;
 	ssize_t r;
 	size_t n;
-	int k;
+	int k, http;
 
-	while (got < 31) {
-		if ((r = recv(fd, line + got, 1, 0)) <= 0)
+	for (;;) {
+		if (got == HEAD_MAX || (r = recv(fd, head + got, 1, 0)) <= 0)
 			_exit(1);
-		if (line[got++] == '\n')
+		got++;
+		head[got] = '\0';
+		http = strncmp(head, "GET /", got < 5 ? got : 5) == 0;
+		if (!http && head[got - 1] == '\n')
+			break;
+		if (http && got >= 4 && memcmp(head + got - 4, "\r\n\r\n", 4) == 0)
 			break;
 	}
-	line[got] = '\0';
-	want = strtoull(line, NULL, 10);
+	want = strtoull(http ? head + 5 : head, NULL, 10);
 	total = want;
+	if (http) {
+		k = snprintf(head, sizeof(head),
+		    "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
+		    "Content-Length: %llu\r\nConnection: close\r\n\r\n", want);
+		send_all(fd, head, (size_t)k);
+	}
 	while (want > 0) {
 		n = want < sizeof(buf) ? (size_t)want : sizeof(buf);
 		send_all(fd, buf, n);
@@ -358,6 +378,76 @@ get(int argc, char **argv)
 	close(fd);
 }
 
+/* One plain-HTTP transfer of BYTES: its head read and checked, the body
+ * counted to the server's close. */
+static void
+hget(int argc, char **argv)
+{
+	static char head[HEAD_MAX + 1];
+	struct target t = target_of(argv, argc, 3);
+	struct sockaddr_in sin = t.name != NULL ? t.proxy : t.direct;
+	unsigned long long want = strtoull(argv[2], NULL, 10), have = 0, nrecv = 0;
+	struct rusage ru;
+	size_t got = 0;
+	double t0, t1;
+	char *end;
+	ssize_t r;
+	int fd, n, one = 1;
+
+	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		die("socket");
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0)
+		die("connect");
+	t0 = now_s(); /* as get: from the request on */
+	if (t.name != NULL)
+		n = snprintf(head, sizeof(head),
+		    "GET http://%s:%u/%llu HTTP/1.1\r\nHost: %s:%u\r\nConnection: close\r\n\r\n",
+		    t.name, t.port, want, t.name, t.port);
+	else
+		n = snprintf(head, sizeof(head),
+		    "GET /%llu HTTP/1.1\r\nHost: %s:%u\r\nConnection: close\r\n\r\n", want,
+		    argv[0], t.port);
+	send_all(fd, head, (size_t)n);
+	for (;;) {
+		if (got == HEAD_MAX) {
+			errno = 0;
+			die("the answer's head is too long");
+		}
+		if ((r = recv(fd, head + got, HEAD_MAX - got, 0)) <= 0) {
+			errno = r < 0 ? errno : 0;
+			die("closed before the answer's head");
+		}
+		got += (size_t)r;
+		head[got] = '\0';
+		if ((end = strstr(head, "\r\n\r\n")) != NULL)
+			break;
+	}
+	if (strncmp(head, "HTTP/1.1 200", 12) != 0 && strncmp(head, "HTTP/1.0 200", 12) != 0) {
+		errno = 0;
+		die("refused: %.*s", (int)strcspn(head, "\r\n"), head);
+	}
+	have = got - (size_t)(end + 4 - head);
+	while ((r = recv(fd, buf, sizeof(buf), 0)) > 0) {
+		have += (unsigned long long)r;
+		nrecv++;
+	}
+	t1 = now_s();
+	if (r < 0)
+		die("recv");
+	if (have != want) {
+		errno = 0;
+		die("got %llu bytes of %llu", have, want);
+	}
+	getrusage(RUSAGE_SELF, &ru);
+	printf("%.6f %llu %.3f %llu %.3f %.3f\n", t1 - t0, have,
+	    (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	        (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6,
+	    nrecv, (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6,
+	    (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6);
+	close(fd);
+}
+
 static void
 ping(int argc, char **argv)
 {
@@ -421,6 +511,8 @@ main(int argc, char **argv)
 		serve(argv[2], argv[3], argv[4]);
 	else if (argc >= 5 && strcmp(argv[1], "get") == 0)
 		get(argc - 2, argv + 2);
+	else if (argc >= 5 && strcmp(argv[1], "hget") == 0)
+		hget(argc - 2, argv + 2);
 	else if (argc >= 5 && strcmp(argv[1], "ping") == 0)
 		ping(argc - 2, argv + 2);
 	else if (argc >= 5 && strcmp(argv[1], "hold") == 0)
@@ -428,6 +520,7 @@ main(int argc, char **argv)
 	else {
 		fprintf(stderr, "usage: ebench serve ADDR PORT READY\n"
 		                "       ebench get ADDR PORT BYTES [PROXYADDR PROXYPORT NAME]\n"
+		                "       ebench hget ADDR PORT BYTES [PROXYADDR PROXYPORT NAME]\n"
 		                "       ebench ping ADDR PORT N [PROXYADDR PROXYPORT NAME]\n"
 		                "       ebench hold ADDR PORT N HELD RELEASE PROXYADDR PROXYPORT NAME\n");
 		return 2;

@@ -37,6 +37,11 @@
 #               sample, request to last byte, in MB/s; target: the proxy's
 #               median >= 0.8x the peer's median.  Beside it the CPU
 #               seconds per GiB of the client, the server and egress.
+#   plain HTTP  the same transfer as an absolute-form GET through the proxy
+#               (as apt sends it: no tunnel; egress judges the request and
+#               splices the answer), beside the same GET direct; no target
+#               (the issue's is the tunnel's), the ratio and egress's CPU
+#               per GiB for it are shown.
 #   latency     BENCH_EGRESS_PINGS (default 200) new connections per sample,
 #               each from the start of connect() to the server's first
 #               byte (through the proxy: connect to 127.0.0.1:3128, CONNECT,
@@ -216,6 +221,8 @@ step() {
 : >"$T/proxy.tput"
 : >"$T/direct.tput"
 : >"$T/bare.tput"
+: >"$T/proxy.http"
+: >"$T/direct.http"
 : >"$T/proxy.ping"
 : >"$T/direct.ping"
 : >"$T/proxy.srv"
@@ -226,6 +233,7 @@ srv() { tail -n 1 "$T/srv.out" | awk '$1 == "sent" { print $3 + $4 }' >>"$T/$1.s
 peer() {
 	fair "$T/ebench" get 10.79.0.1 9000 "$BYTES" >>"$T/direct.tput" 2>"$T/peer.err" || die "the direct transfer: $(cat "$T/peer.err")"
 	srv direct
+	fair "$T/ebench" hget 10.79.0.1 9000 "$BYTES" >>"$T/direct.http" 2>"$T/peer.err" || die "the direct plain-HTTP transfer: $(cat "$T/peer.err")"
 	fair "$T/ebench" ping 10.79.0.1 9000 "$K" >>"$T/direct.ping" 2>"$T/peer.err" || die "the direct connections: $(cat "$T/peer.err")"
 }
 bare() {
@@ -244,10 +252,15 @@ proxy() {
 	step "done.$1" 600
 	grep -q '^fail' "$WS/tput.$1" && die "the transfer through the proxy: $(cat "$WS/tput.$1")"
 	grep -q '^fail' "$WS/ping.$1" && die "the tunnels through the proxy: $(cat "$WS/ping.$1")"
-	echo "$c0 $c1 $(ticks)" >>"$T/egress.cpu"
-	srv proxy
+	srv proxy # the tunnel's transfer: the last the server made (the pings print nothing)
+	c2=$(ticks)
+	touch "$WS/hgo.$1"
+	step "hgot.$1" 600
+	grep -q '^fail' "$WS/http.$1" && die "the plain-HTTP transfer through the proxy: $(cat "$WS/http.$1")"
+	echo "$c0 $c1 $c2 $(ticks)" >>"$T/egress.cpu"
 	cat "$WS/tput.$1" >>"$T/proxy.tput"
 	cat "$WS/ping.$1" >>"$T/proxy.ping"
+	cat "$WS/http.$1" >>"$T/proxy.http"
 }
 echo "bench/egress: $(nproc) cores, $BUILD ($(git rev-parse --short HEAD 2>/dev/null || echo '?')), $N samples of" \
 	"$BYTES bytes and $K new connections each, $HOLD idle tunnels; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -306,6 +319,10 @@ mbps() { awk '{ printf "%.1f\n", $2 / $1 / 1e6 }' "$1"; }
 mbps "$T/proxy.tput" >"$T/proxy.mbps"
 mbps "$T/direct.tput" >"$T/direct.mbps"
 mbps "$T/bare.tput" >"$T/bare.mbps"
+mbps "$T/proxy.http" >"$T/proxyh.mbps"
+mbps "$T/direct.http" >"$T/directh.mbps"
+hp=$(bench_stats 1 "$T/proxyh.mbps")
+hd=$(bench_stats 1 "$T/directh.mbps")
 tb=$(bench_stats 1 "$T/bare.mbps")
 tp=$(bench_stats 1 "$T/proxy.mbps")
 td=$(bench_stats 1 "$T/direct.mbps")
@@ -320,6 +337,8 @@ row case proxy peer ratio target verdict
 row "throughput, $((BYTES / 1048576)) MiB" "$(fld "$tp" 1) MB/s" "$(fld "$td" 1) MB/s (direct)" "$(fld "$tv" 1)x" ">= 0.8x" "$(fld "$tv" 2)"
 row "  the same client bare" "-" "$(fld "$tb" 1) MB/s (bare)" \
 	"$(awk -v a="$(fld "$td" 1)" -v b="$(fld "$tb" 1)" 'BEGIN { printf "%.2f", a / b }')x" "-" "info (peer / bare)"
+row "plain HTTP GET, $((BYTES / 1048576)) MiB" "$(fld "$hp" 1) MB/s" "$(fld "$hd" 1) MB/s (direct)" \
+	"$(awk -v a="$(fld "$hp" 1)" -v b="$(fld "$hd" 1)" 'BEGIN { printf "%.2f", a / b }')x" "-" "info"
 row "new tunnel to first byte" "$(fld "$lp" 1) us" "$(fld "$ld" 1) us (connect)" "$(fld "$lv" 1) ms" "<= 1 ms" "$(fld "$lv" 2)"
 row "egress memory, $HOLD tunnels" "$(fld "$MEM2" 1) kB RSS" "$(fld "$MEM1" 1) kB (none open)" \
 	"$(awk -v a="$(fld "$MEM2" 1)" -v b="$(fld "$MEM1" 1)" -v n="$HOLD" 'BEGIN { printf "%.1f", (a - b) / n }') kB/t" "-" "info"
@@ -334,6 +353,8 @@ line() {
 line "throughput through the proxy" "$T/proxy.mbps" MB/s
 line "throughput direct (the peer)" "$T/direct.mbps" MB/s
 line "throughput direct, bare" "$T/bare.mbps" MB/s
+line "plain HTTP through the proxy" "$T/proxyh.mbps" MB/s
+line "plain HTTP direct (the peer)" "$T/directh.mbps" MB/s
 line "new tunnel to first byte, proxy" "$T/proxy.ping" us
 line "connect to first byte, direct" "$T/direct.ping" us
 pct() { sort -g "$1" | awk -v p="$2" '{ v[NR] = $1 } END { i = int(NR * p + 0.5); if (i < 1) i = 1; print v[i] }'; }
@@ -345,6 +366,8 @@ awk -v hz="$(getconf CLK_TCK)" -v b="$BYTES" '{ printf "%.3f\n", ($2 - $1) / hz 
 	"$T/egress.cpu" >"$T/egress.cpug"
 awk -v hz="$(getconf CLK_TCK)" -v k="$K" '{ printf "%.1f\n", ($3 - $2) / hz / k * 1e6 }' \
 	"$T/egress.cpu" >"$T/egress.cput"
+awk -v hz="$(getconf CLK_TCK)" -v b="$BYTES" '{ printf "%.3f\n", ($4 - $3) / hz / (b / 1073741824) }' \
+	"$T/egress.cpu" >"$T/egress.cpuh"
 echo "egress: the egress process's CPU per GiB relayed: median $(bench_stats 1 "$T/egress.cpug" | cut -d' ' -f1) s" \
 	"(user + system); the client's, through the proxy $(bench_stats 3 "$T/proxy.tput" | cut -d' ' -f1) s," \
 	"direct $(bench_stats 3 "$T/direct.tput" | cut -d' ' -f1) s, bare $(bench_stats 3 "$T/bare.tput" | cut -d' ' -f1) s per transfer ($(nproc) cores for server, proxy and client)"
@@ -353,6 +376,8 @@ gib() { awk -v c="$2" -v b="$BYTES" '$1 != "fail" { printf "%.3f\n", $c / (b / 1
 echo "egress: CPU seconds per GiB, medians: client through the proxy $(gib "$T/proxy.tput" 3), direct $(gib "$T/direct.tput" 3)," \
 	"bare $(gib "$T/bare.tput" 3); the server's for those $(gib "$T/proxy.srv" 1), $(gib "$T/direct.srv" 1), $(gib "$T/bare.srv" 1);" \
 	"egress $(bench_stats 1 "$T/egress.cpug" | cut -d' ' -f1) (and $(bench_stats 1 "$T/egress.cput" | cut -d' ' -f1) us per new tunnel)"
+echo "egress: plain HTTP: egress's CPU per GiB of the answer, median $(bench_stats 1 "$T/egress.cpuh" | cut -d' ' -f1) s;" \
+	"the client's through the proxy $(gib "$T/proxy.http" 3) s, direct $(gib "$T/direct.http" 3) s"
 # the whole path's CPU per GiB: what bounds the ratio when the cores are
 # busy with other work too (then each leg gets a share of them)
 pc=$(awk -v a="$(gib "$T/proxy.tput" 3)" -v b="$(gib "$T/proxy.srv" 1)" -v c="$(bench_stats 1 "$T/egress.cpug" | cut -d' ' -f1)" 'BEGIN { printf "%.3f", a + b + c }')

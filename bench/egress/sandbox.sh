@@ -4,8 +4,9 @@
 # bench/egress/run.sh through files in the workspace: sample I starts when
 # go.I appears, leaves tput.I (one 1 GiB transfer through the proxy) and
 # got.I, then, once pings.I appears (run.sh reads egress's CPU in between),
-# ping.I (K new tunnels, CONNECT to the first byte) and ends with done.I;
-# then, on go.hold, HOLD idle tunnels are held open until release appears
+# ping.I (K new tunnels, CONNECT to the first byte) and done.I, then, once
+# hgo.I appears, http.I (the same transfer as plain HTTP, an absolute-form
+# GET: no tunnel) and hgot.I; then, on go.hold, HOLD idle tunnels are held open until release appears
 # (hold.out, done.hold), and the step ends on bye.
 # The proxy is the sandbox's own 127.0.0.1:3128; ebench was built static by
 # run.sh (bench/egress/ebench.c).
@@ -31,6 +32,10 @@ while [ "$i" -le "$N" ]; do
 	# shellcheck disable=SC2086
 	./ebench ping 10.79.0.1 9000 "$K" $P >"ping.$i" 2>&1 || echo "fail $(tail -n 1 "ping.$i")" >"ping.$i"
 	touch "done.$i"
+	wait_file "hgo.$i"
+	# shellcheck disable=SC2086
+	./ebench hget 10.79.0.1 9000 "$BYTES" $P >"http.$i" 2>&1 || echo "fail $(cat "http.$i")" >"http.$i"
+	touch "hgot.$i"
 	i=$((i + 1))
 done
 wait_file go.hold

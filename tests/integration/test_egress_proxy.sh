@@ -46,6 +46,9 @@ EOC
 
 # the test host: plain HTTP on 10.77.0.1:8080, logging every request line
 mkdir -p "$T/www" && echo "hello from allowed.test" >"$T/www/hello"
+# a plain-HTTP answer large enough to take many splices, its bytes random
+head -c 3145728 /dev/urandom >"$T/www/whole3m"
+WHOLE3M_SUM=$(sha256sum <"$T/www/whole3m" | cut -d' ' -f1)
 (cd "$T/www" && exec python3 -m http.server --bind 10.77.0.1 8080) >"$T/www.log" 2>&1 &
 SRV=$!
 wait_for 10 sh -c "curl -s --noproxy '*' http://10.77.0.1:8080/hello | grep -q hello"
@@ -154,6 +157,7 @@ phases:
       - { id: override, kind: command, network: { allow: [] }, allow_failure: true, run: "curl -sS --max-time 10 http://allowed.test:8080/hello; echo rc=$?" }
       - { id: py, kind: command, run: "python3 -c 'import urllib.request; print(urllib.request.urlopen(\"http://allowed.test:8080/hello\").read().decode())'" }
       - { id: multi, kind: command, run: "curl -sS --max-time 10 http://multi.test:8080/hello" }
+      - { id: bighttp, kind: command, run: "curl -sS --max-time 20 http://allowed.test:8080/whole3m | sha256sum" }
 EOF
 tmpl nonet <<'EOF'
 phases:
@@ -176,6 +180,8 @@ is_done() { case "$(run_status "$1")" in succeeded|failed|cancelled) return 0;; 
 # out RUN STEP: the step's output
 out() { psql_q "select string_agg(payload->>'text', '' order by seq) from run_events where run_id = '$1' and type = 'step.output' and payload->>'step_id' = '$2'"; }
 net() { psql_q "select type || ' ' || (payload->>'host') || ':' || (payload->>'port') || ' ' || coalesce(payload->>'reason', payload->>'address') from run_events where run_id = '$1' and type like 'network.%' order by seq"; }
+# has ERE TEXT: TEXT has a line matching ERE
+has() { printf '%s' "$2" | grep -Eq "$1"; }
 
 submit net
 R=$RUN
@@ -213,6 +219,9 @@ first_closed=$(psql_q "select (payload->>'bytes_up') || ' ' || (payload->>'bytes
 check "step.finished of a step with one tunnel: 1 allowed, 0 denied, its bytes as network.closed counted them ($first_closed)" \
 	[ "$(netof "$R" get)" = "1 0 $first_closed" ]
 check "the tunnel's bytes both ways are there" sh -c '[ "${1% *}" -gt 50 ] && [ "${1#* }" -gt 200 ]' _ "$first_closed"
+check "a 3 MiB plain-HTTP answer (spliced) arrives whole" has "^$WHOLE3M_SUM " "$(out "$R" bighttp)"
+check "its bytes are counted ($(netof "$R" bighttp))" \
+	sh -c 'set -- $1; [ "$1" = 1 ] && [ "$2" = 0 ] && [ "$3" -gt 50 ] && [ "$4" -gt 3145728 ] && [ "$4" -lt 3150000 ]' _ "$(netof "$R" bighttp)"
 check "step.finished of a step refused twice: 0 allowed, 2 denied, no bytes" [ "$(netof "$R" notlisted)" = "0 2 0 0" ]
 check "step.finished of a step with an empty list of its own: 1 denied" [ "$(netof "$R" override)" = "0 1 0 0" ]
 check "step.finished of a step that used no network: all zero" [ "$(netof "$R" env)" = "0 0 0 0" ]
@@ -305,7 +314,6 @@ tls_closed=$(psql_q "select (payload->>'bytes_up') || ' ' || (payload->>'bytes_d
 check "step.finished of the TLS step counts the spliced tunnel's bytes ($tls_closed)" \
 	sh -c '[ "$1" = "1 0 $2" ] && [ "${2#* }" -gt 1000 ]' _ "$(netof "$R3" tls)" "$tls_closed"
 denied() { grep -qxF "network.denied $1" "$T/net3"; }
-has() { printf '%s' "$2" | grep -Eq "$1"; }
 check "evil-allowed.test: not on the list" denied "evil-allowed.test:443 not on the list"
 check "allowed.test.evil.test: not on the list" denied "allowed.test.evil.test:443 not on the list"
 check "CONNECT 127.0.0.1:443: denied" denied "127.0.0.1:443 not on the list"
@@ -483,6 +491,20 @@ check "the new bytes_per_run (1M) cuts a spliced TLS download short" has '^rc=(1
 check "its refusal names the byte limit" grep -q '^network.denied allowed.test:443 the run.s byte limit (egress.bytes_per_run) is spent$' "$T/net9"
 check "no more than the limit was relayed ($(netof "$R9" big))" \
 	sh -c 'set -- $1; [ "$1" = 1 ] && [ "$2" = 1 ] && [ $(($3 + $4)) -gt 500000 ] && [ $(($3 + $4)) -le 1048576 ]' _ "$(netof "$R9" big)"
+tmpl plainbig <<'EOF'
+network: { presets: [ reloaded ] }
+phases:
+  - name: one
+    steps:
+      - { id: big, kind: command, allow_failure: true, run: "curl -sS --max-time 20 -o /dev/null http://allowed.test:8080/big2m; echo rc=$?" }
+EOF
+run_shown plainbig attack 60 big
+net "$RUN" >"$T/net10"
+sed 's/^/# /' "$T/net10"
+check "bytes_per_run (1M) cuts a plain-HTTP answer short too" has '^rc=(18|56)' "$(out "$RUN" big)"
+check "its refusal names the byte limit" grep -q '^network.denied allowed.test:8080 the run.s byte limit (egress.bytes_per_run) is spent$' "$T/net10"
+check "no more than the limit was relayed ($(netof "$RUN" big))" \
+	sh -c 'set -- $1; [ "$1" = 1 ] && [ "$2" = 1 ] && [ $(($3 + $4)) -gt 500000 ] && [ $(($3 + $4)) -le 1048576 ]' _ "$(netof "$RUN" big)"
 check "egress was not restarted by the reload" [ "$(child_pid egress)" = "$EG2" ]
 
 stop_daemon
