@@ -372,7 +372,17 @@ hreq_db_ok(struct hreq *h, const struct ipc_db_result *r)
 		return 1;
 	if (r == NULL || r->code == DB_ERR_UNAVAILABLE)
 		hreq_error(h, 503, "unavailable", "the database is unavailable");
-	else {
+	else if (r->code == DB_ERR_QUERY && r->errlen >= 6 && memcmp(r->error, "AGK01:", 6) == 0) {
+		/* 0013_key_state.sql: a secret sealed under a master key that a
+		 * rotation retired meanwhile; nothing was stored, and the same
+		 * request sent again is sealed under the new key */
+		if (h->req != NULL)
+			evhttp_add_header(evhttp_request_get_output_headers(h->req), "Retry-After",
+			                  "1");
+		hreq_error(h, 503, "key_rotated",
+		           "the master key was rotated while this was stored; nothing changed: "
+		           "send it again");
+	} else {
 		log_warnx("database call failed: %.*s", (int)r->errlen, r->error);
 		hreq_error(h, 500, "internal", "internal error");
 	}

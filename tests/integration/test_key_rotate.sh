@@ -155,14 +155,14 @@ PGPASSWORD=$(cat "$T/state/db.password") psql -X -q -h "$T/state/pgrun" -U agrip
 HOLD=$!
 wait_for 10 sh -c "[ \"\$(PGPASSWORD=\$(cat '$T/state/db.password') psql -X -A -t -h '$T/state/pgrun' -U agrippa agrippa -c \"select count(*) from pg_stat_activity where query like '%pg_sleep(3)%' and state = 'active' and pid <> pg_backend_pid()\")\" = 1 ]"
 run_in "$TOKEN" repo add p1 inflight "$URL"
-CODE=$(curl -s -o "$T/body" -w '%{http_code}' --max-time 10 -X POST -H "Authorization: Bearer $TA" \
+CODE=$(curl -s -D "$T/hdrs" -o "$T/body" -w '%{http_code}' --max-time 10 -X POST -H "Authorization: Bearer $TA" \
 	-H 'Content-Type: application/json' -d "{\"name\":\"inflight2\",\"url\":\"$URL\",\"token\":\"$TOKEN\"}" \
 	"http://127.0.0.1:$PORT/v1/projects/$P1/repos")
 wait "$HOLD"
 expect 1 "repo add: the master key was rotated while this ran; nothing changed: run the command again" \
 	"agrippactl repo add sealed before a rotation that commits first: refused, clearly"
-check "an API request sealed before a rotation that commits first: refused ($CODE: $(head -c 200 "$T/body"))" \
-	[ "$CODE" -ge 400 ]
+check "an API request sealed before a rotation that commits first: 503 key_rotated, Retry-After: 1 ($CODE: $(head -c 200 "$T/body"))" \
+	sh -c "[ '$CODE' = 503 ] && grep -q '\"code\": *\"key_rotated\"' '$T/body' && grep -qi '^Retry-After: 1' '$T/hdrs'"
 check "... neither is stored" \
 	[ "$(psql_q "select count(*) from repo_connections where name in ('inflight', 'inflight2')")" = 0 ]
 psql_q "update key_state set fingerprint = decode('$REAL_FP', 'hex')" >/dev/null
