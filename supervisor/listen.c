@@ -108,19 +108,3 @@ listen_metrics_bind(const struct config *conf, char *errbuf, size_t errsz)
 		return -2;
 	return listen_bind_one(&conf->metrics_listen, errbuf, errsz);
 }
-
-int
-listen_metrics_rebind(const struct config *oldc, int *fd, const struct config *newc,
-    char *errbuf, size_t errsz)
-{
-	int nfd;
-
-	if (strcmp(oldc->metrics_listen.addr, newc->metrics_listen.addr) == 0)
-		return 0;
-	if ((nfd = listen_metrics_bind(newc, errbuf, errsz)) == -1)
-		return -1;
-	if (*fd >= 0)
-		close(*fd);
-	*fd = nfd;
-	return 1;
-}

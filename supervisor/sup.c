@@ -236,7 +236,7 @@ sup_reload(char *errbuf, size_t errsz)
 {
 	struct config *nc = calloc(1, sizeof(*nc));
 	char err[4096];
-	int fds[CONF_MAX_LISTEN], rv = -1, restart_httpd = 0;
+	int fds[CONF_MAX_LISTEN], rv = -1, restart_httpd = 0, mchange, mfd = -2;
 	size_t nfds;
 
 	if (nc == NULL)
@@ -258,9 +258,19 @@ sup_reload(char *errbuf, size_t errsz)
 	    strcmp(nc->chroot, sup.conf.chroot) || strcmp(nc->pidfile, sup.conf.pidfile))
 		log_warnx("reload: state_dir, user, db_user, database, master_key, chroot, pidfile "
 			  "and control_socket take effect only after a restart");
+	/* every new socket is bound before any old one is let go: a socket
+	 * that cannot be bound leaves both lists as they were */
+	mchange = strcmp(nc->metrics_listen.addr, sup.conf.metrics_listen.addr) != 0;
+	if (mchange && (mfd = listen_metrics_bind(nc, err, sizeof(err))) == -1) {
+		log_warnx("reload: %s; configuration not changed", err);
+		snprintf(errbuf, errsz, "%s; configuration not changed", err);
+		goto out;
+	}
 	if (!listen_equal(nc, &sup.conf)) {
 		if (listen_rebind(&sup.conf, sup.listen_fds, nc, fds, &nfds, err, sizeof(err)) ==
 		    -1) {
+			if (mfd >= 0)
+				close(mfd);
 			log_warnx("reload: %s; configuration not changed", err);
 			snprintf(errbuf, errsz, "%s; configuration not changed", err);
 			goto out;
@@ -271,15 +281,12 @@ sup_reload(char *errbuf, size_t errsz)
 		sup.conf.nlisten = nc->nlisten;
 		restart_httpd = 1;
 	}
-	switch (listen_metrics_rebind(&sup.conf, &sup.metrics_fd, nc, err, sizeof(err))) {
-	case -1:
-		log_warnx("reload: %s; configuration not changed", err);
-		snprintf(errbuf, errsz, "%s; configuration not changed", err);
-		goto out;
-	case 1:
+	if (mchange) {
+		if (sup.metrics_fd >= 0)
+			close(sup.metrics_fd);
+		sup.metrics_fd = mfd; /* -2: metrics_listen is off now */
 		sup.conf.metrics_listen = nc->metrics_listen;
 		restart_httpd = 1;
-		break;
 	}
 	/* httpd's own settings are read once, before its chroot: a change
 	 * restarts it (its SSE clients reconnect) */

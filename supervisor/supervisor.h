@@ -254,11 +254,6 @@ int listen_rebind(const struct config *oldc, int *oldfds, const struct config *n
 /* The metrics_listen socket: its descriptor, -2 when there is none, -1
  * (errbuf says why) when it cannot be bound. */
 int listen_metrics_bind(const struct config *conf, char *errbuf, size_t errsz);
-/* After a reload: 0 when metrics_listen did not change, 1 when *fd was
- * replaced (the old one closed; -2 for none now), -1 when the new address
- * cannot be bound (*fd kept). */
-int listen_metrics_rebind(const struct config *oldc, int *fd, const struct config *newc,
-    char *errbuf, size_t errsz);
 
 /* notify.c: the LISTEN connection (NOTIFY run_events -> IMSG_RUN_WAKE) */
 void notify_init(struct event_base *base, const char *conninfo);

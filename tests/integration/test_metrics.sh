@@ -232,6 +232,28 @@ check "an engine killed is restarted and counted: agrippa_child_restarts_total{c
 closed() { mcode "http://127.0.0.1:$MPORT/metrics" >/dev/null && grep -qx 'agrippa_sse_clients 0' "$T/m.out"; }
 check "the closed event stream is no longer counted" wait_for 10 closed
 
+# ---- reload: a metrics_listen that cannot be bound changes nothing, listen included ----
+BPORT=$((PORT + 3))
+APORT=$((PORT + 4))
+python3 -c 'import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1); time.sleep(60)' "$BPORT" &
+BLOCKER=$!
+wait_for 10 sh -c "ss -ltn | grep -q '127.0.0.1:$BPORT '"
+cp "$CONF" "$T/conf.before"
+sed -i "s/^listen: .*/listen: [ \"127.0.0.1:$APORT\" ]/; s/^metrics_listen: .*/metrics_listen: \"127.0.0.1:$BPORT\"/" "$CONF"
+RL=$(ctl reload 2>&1)
+RRC=$?
+check "a reload moving listen with a metrics_listen in use is refused, saying so ($RL)" \
+	sh -c "[ $RRC -ne 0 ] && printf '%s' \"\$1\" | grep -q 'listen 127.0.0.1:$BPORT: Address already in use; configuration not changed'" _ "$RL"
+HC=$(healthz_code)
+NEWP=$(ss -ltn | grep -c "127.0.0.1:$APORT ")
+check "... listen did not move: the API answers where it did ($HC), nothing listens on the new port ($NEWP)" \
+	[ "$HC" = 200 -a "$NEWP" = 0 ]
+check "... metrics_listen did not move either" [ "$(mcode "http://127.0.0.1:$MPORT/metrics")" = 200 ]
+kill "$BLOCKER" 2>/dev/null
+wait "$BLOCKER" 2>/dev/null
+cp "$T/conf.before" "$CONF"
+
 # ---- reload: a new address moves it, none turns it off -------------------------------
 MPORT2=$((PORT + 2))
 sed -i "s/^metrics_listen: .*/metrics_listen: \"127.0.0.1:$MPORT2\"/" "$CONF"
