@@ -238,7 +238,7 @@ check "the workspace as the commands left it (.git of the clone, count, README.m
 README.md
 count
 src" ]
-wait_for 10 run_dir_gone "$R1"
+wait_for 60 run_dir_gone "$R1"
 check "a finished run's directory is removed" run_dir_gone "$R1"
 
 # the stream shows the same events, and ends after the terminal one
@@ -469,7 +469,7 @@ ATT=$(psql_q "select string_agg(status, ',' order by attempt) from run_steps whe
 check "... the interrupted attempt crashed and the step ran again to success ($ATT)" \
 	eval "echo '$ATT' | grep -Eqx 'crashed(,crashed)*,succeeded'"
 check "... event seqs 1..N" seq_ok "$R"
-wait_for 10 run_dir_gone "$R10" # removed in the background
+wait_for 60 run_dir_gone "$R10" # removed in the background
 check "the directory of the run that ended while no runner held it is removed at start" run_dir_gone "$R10"
 
 stop_daemon
