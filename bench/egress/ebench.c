@@ -289,6 +289,33 @@ target_of(char **argv, int argc, int at)
 }
 
 /*
+ * An HTTP head from fd into head (size bytes with its NUL): the bytes read,
+ * *end at its blank line (what follows is the body's start); what names
+ * it in the errors.
+ */
+static size_t
+read_head(int fd, char *head, size_t size, char **end, const char *what)
+{
+	size_t got = 0;
+	ssize_t r;
+
+	for (;;) {
+		if (got == size - 1) {
+			errno = 0;
+			die("%s: its head is too long", what);
+		}
+		if ((r = recv(fd, head + got, size - 1 - got, 0)) <= 0) {
+			errno = r < 0 ? errno : 0;
+			die("%s: closed before its head's end", what);
+		}
+		got += (size_t)r;
+		head[got] = '\0';
+		if ((*end = strstr(head, "\r\n\r\n")) != NULL)
+			return got;
+	}
+}
+
+/*
  * A new connection to t on port (t.port + off), through the proxy when
  * there is one: returns the socket once it is the server's.  Bytes of the
  * server's that came with the proxy's answer are put in early (*nearly of
@@ -299,8 +326,7 @@ dial(const struct target *t, unsigned off, char *early, size_t earlysz, size_t *
 {
 	struct sockaddr_in sin = t->name != NULL ? t->proxy : t->direct;
 	char head[1024], *end;
-	size_t got = 0;
-	ssize_t r;
+	size_t got;
 	int fd, one = 1, n;
 
 	*nearly = 0;
@@ -316,20 +342,7 @@ dial(const struct target *t, unsigned off, char *early, size_t earlysz, size_t *
 	n = snprintf(head, sizeof(head), "CONNECT %s:%u HTTP/1.1\r\nHost: %s:%u\r\n\r\n", t->name,
 	    t->port + off, t->name, t->port + off);
 	send_all(fd, head, (size_t)n);
-	for (;;) {
-		if (got == sizeof(head) - 1) {
-			errno = 0;
-			die("the proxy's answer is too long");
-		}
-		if ((r = recv(fd, head + got, sizeof(head) - 1 - got, 0)) <= 0) {
-			errno = r < 0 ? errno : 0;
-			die("the proxy closed before its answer");
-		}
-		got += (size_t)r;
-		head[got] = '\0';
-		if ((end = strstr(head, "\r\n\r\n")) != NULL)
-			break;
-	}
+	got = read_head(fd, head, sizeof(head), &end, "the proxy's answer");
 	if (strncmp(head, "HTTP/1.1 200", 12) != 0) {
 		errno = 0;
 		die("the proxy refused: %.*s", (int)strcspn(head, "\r\n"), head);
@@ -342,22 +355,19 @@ dial(const struct target *t, unsigned off, char *early, size_t earlysz, size_t *
 	return fd;
 }
 
+/*
+ * The rest of a transfer from fd (have bytes of it came already), to the
+ * server's close: "seconds bytes cpu recvs user sys" on stdout, seconds
+ * from t0 to the last byte.
+ */
 static void
-get(int argc, char **argv)
+receive(int fd, unsigned long long have, unsigned long long want, double t0)
 {
-	struct target t = target_of(argv, argc, 3);
-	unsigned long long want = strtoull(argv[2], NULL, 10), have = 0, nrecv = 0;
-	char line[32], early[1];
+	unsigned long long nrecv = 0;
 	struct rusage ru;
-	size_t ne;
-	double t0, t1;
+	double t1;
 	ssize_t r;
-	int fd, n;
 
-	fd = dial(&t, 0, early, sizeof(early), &ne);
-	n = snprintf(line, sizeof(line), "%llu\n", want);
-	t0 = now_s();
-	send_all(fd, line, (size_t)n);
 	while ((r = recv(fd, buf, sizeof(buf), 0)) > 0) {
 		have += (unsigned long long)r;
 		nrecv++;
@@ -378,6 +388,23 @@ get(int argc, char **argv)
 	close(fd);
 }
 
+static void
+get(int argc, char **argv)
+{
+	struct target t = target_of(argv, argc, 3);
+	unsigned long long want = strtoull(argv[2], NULL, 10);
+	char line[32], early[1];
+	size_t ne;
+	double t0;
+	int fd, n;
+
+	fd = dial(&t, 0, early, sizeof(early), &ne);
+	n = snprintf(line, sizeof(line), "%llu\n", want);
+	t0 = now_s();
+	send_all(fd, line, (size_t)n);
+	receive(fd, 0, want, t0);
+}
+
 /* One plain-HTTP transfer of BYTES: its head read and checked, the body
  * counted to the server's close. */
 static void
@@ -386,12 +413,10 @@ hget(int argc, char **argv)
 	static char head[HEAD_MAX + 1];
 	struct target t = target_of(argv, argc, 3);
 	struct sockaddr_in sin = t.name != NULL ? t.proxy : t.direct;
-	unsigned long long want = strtoull(argv[2], NULL, 10), have = 0, nrecv = 0;
-	struct rusage ru;
-	size_t got = 0;
-	double t0, t1;
+	unsigned long long want = strtoull(argv[2], NULL, 10);
+	size_t got;
+	double t0;
 	char *end;
-	ssize_t r;
 	int fd, n, one = 1;
 
 	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
@@ -409,43 +434,12 @@ hget(int argc, char **argv)
 		    "GET /%llu HTTP/1.1\r\nHost: %s:%u\r\nConnection: close\r\n\r\n", want,
 		    argv[0], t.port);
 	send_all(fd, head, (size_t)n);
-	for (;;) {
-		if (got == HEAD_MAX) {
-			errno = 0;
-			die("the answer's head is too long");
-		}
-		if ((r = recv(fd, head + got, HEAD_MAX - got, 0)) <= 0) {
-			errno = r < 0 ? errno : 0;
-			die("closed before the answer's head");
-		}
-		got += (size_t)r;
-		head[got] = '\0';
-		if ((end = strstr(head, "\r\n\r\n")) != NULL)
-			break;
-	}
+	got = read_head(fd, head, sizeof(head), &end, "the answer");
 	if (strncmp(head, "HTTP/1.1 200", 12) != 0 && strncmp(head, "HTTP/1.0 200", 12) != 0) {
 		errno = 0;
 		die("refused: %.*s", (int)strcspn(head, "\r\n"), head);
 	}
-	have = got - (size_t)(end + 4 - head);
-	while ((r = recv(fd, buf, sizeof(buf), 0)) > 0) {
-		have += (unsigned long long)r;
-		nrecv++;
-	}
-	t1 = now_s();
-	if (r < 0)
-		die("recv");
-	if (have != want) {
-		errno = 0;
-		die("got %llu bytes of %llu", have, want);
-	}
-	getrusage(RUSAGE_SELF, &ru);
-	printf("%.6f %llu %.3f %llu %.3f %.3f\n", t1 - t0, have,
-	    (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-	        (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6,
-	    nrecv, (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6,
-	    (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6);
-	close(fd);
+	receive(fd, got - (size_t)(end + 4 - head), want, t0);
 }
 
 static void
