@@ -223,6 +223,54 @@ if [ -n "$RUN" ]; then
 	AGRIPPA_TOKEN=$TOKEN timeout 20 ./build/agrippa -u "$API" run watch "$RUN" 2>&1 | tail -12 || true
 fi
 
+if [ "$(id -u)" -eq 0 ]; then
+	echo
+	echo "demo: the way out: a template's network list opens only what it names, through the"
+	echo "demo: egress proxy outside the sandbox; a name off the list is refused before it is"
+	echo "demo: ever resolved, and a connection around the proxy has no route (nothing here"
+	echo "demo: leaves this machine: the one name allowed is never asked for)"
+	cat >"$DEMO/egress-demo.yaml" <<'EOT'
+name: egress-demo
+version: 1
+params:
+  repo: { type: repoRef, required: true }
+workspace: { repo: "${params.repo}", access: readWrite }
+network: { allow: [ "packages.example.test" ] }
+phases:
+  - name: net
+    steps:
+      - { id: proxy, kind: command, run: "env | grep '^HTTPS_PROXY='" }
+      - { id: off-list, kind: command, allow_failure: true,
+          run: "curl -sS --max-time 5 -w 'the proxy answered %{http_code}' http://elsewhere.example.test/" }
+      - { id: around, kind: command, allow_failure: true,
+          run: "curl -sS --noproxy '*' --max-time 5 http://192.0.2.1/ 2>&1; echo \"curl exit $?\"" }
+EOT
+	chmod 0644 "$DEMO/egress-demo.yaml"
+	$CTLS template list 2>/dev/null | grep -q '^egress-demo ' || $CTLS template load "$DEMO/egress-demo.yaml"
+	BODY='{"template":"egress-demo","params":{"repo":"self"}}'
+	echo "demo: \$ curl -H 'Authorization: Bearer agr_...' -d '$BODY' $API/v1/projects/$PROJ/runs"
+	RUN=$(curl -s -H "$AUTH" -H 'Content-Type: application/json' -d "$BODY" "$API/v1/projects/$PROJ/runs" |
+		sed -n 's/^{"id":"\([0-9a-f-]*\)".*/\1/p')
+	if [ -n "$RUN" ] && wait_status succeeded failed; then
+		curl -s -H "$AUTH" "$API/v1/runs/$RUN/events?limit=200" | python3 -c '
+import json, sys
+out, denied = {}, []
+for e in json.load(sys.stdin)["events"]:
+    p = e["payload"]
+    if e["type"] == "step.output":
+        out[p["step_id"]] = out.get(p["step_id"], "") + p["text"]
+    elif e["type"] == "network.denied":
+        denied.append("  event    network.denied %s:%s: %s" % (p["host"], p["port"], p["reason"]))
+for step, text in out.items():
+    print("  %-8s %s" % (step, " / ".join(l for l in text.splitlines() if l)[:120]))
+print("\n".join(denied))
+' || true
+		echo "demo: the run is $(run_status)"
+	else
+		echo "demo: the egress run did not end: $(run_status)"
+	fi
+fi
+
 echo
 echo "demo: an agent at work: templates/fix-failing-test.yaml on a small repository whose"
 echo "demo: test fails.  The agent reads the test log, diagnoses, fixes the code in the"
