@@ -331,6 +331,8 @@ check "the name server was asked for the allowed name only" [ "$(tr A-Z a-z <"$T
 check "GET http://user@evil/: user information refused" denied ":0 user information in the URL"
 check "a pipelined second request in the head: refused" \
 	denied ":0 bytes after the request head: one request per connection (pipelining)"
+check "a second request sent once the (spliced) answer began: refused" \
+	denied "allowed.test:8080 bytes after the request head: one request per connection (pipelining)"
 check "an oversize head: refused" denied ":0 a request head larger than 16 KiB"
 check "an oversize head: answered 431" has '^HTTP/1.1 431' "$(out "$R3" heads)"
 check "plain bytes after CONNECT allowed.test:443: not TLS" denied "allowed.test:443 not a TLS handshake"
