@@ -385,6 +385,11 @@ dc=$(awk -v a="$(gib "$T/direct.tput" 3)" -v b="$(gib "$T/direct.srv" 1)" 'BEGIN
 echo "egress: the whole path's CPU per GiB (client + server + egress): through the proxy $pc s, the peer's $dc s;" \
 	"their ratio $(awk -v a="$pc" -v b="$dc" 'BEGIN { printf "%.2f", b / a }')x (what the throughput ratio tends to when other load takes the cores)"
 echo "egress: congestion control of the sandbox's side of the $HOLD held tunnels (ss in the sandbox's namespace): ${CC_SBX:-?}"
+case "$CC_NS" in
+bbr*)
+	echo "egress: note: the server's side is $CC_NS, which paces every segment (loopback has no fq qdisc: TCP paces by itself), the direct transfer's as" \
+		"much as the proxied one's; BENCH_EGRESS_CC=reno measures both against a server that does not pace" ;;
+esac
 echo "egress: memory of the egress process (VmRSS / Pss, kB): at start $(fld "$MEM0" 1) / $(fld "$MEM0" 2)," \
 	"after the transfers $(fld "$MEM1" 1) / $(fld "$MEM1" 2), with $HOLD idle tunnels open $(fld "$MEM2" 1) / $(fld "$MEM2" 2)" \
 	"(agrippactl status: ${TUN:-?} tunnels open)"
