@@ -211,10 +211,10 @@ egress_dispatch_supervisor(struct child *c, struct ipc_msg *m)
 	}
 }
 
-/* Whether one more decision of r may be reported now: EGRESS_EVENTS_PER_S
- * per second, the rest counted. */
+/* Whether one more decision of r (a refusal when denied) may be reported
+ * now: EGRESS_EVENTS_PER_S per second, the rest counted. */
 static int
-egress_event_room(struct erun *r)
+egress_event_room(struct erun *r, int denied)
 {
 	time_t now = time(NULL);
 
@@ -224,6 +224,7 @@ egress_event_room(struct erun *r)
 	}
 	if (r->ev_count >= EGRESS_EVENTS_PER_S) {
 		r->suppressed++;
+		r->suppressed_denied += denied != 0;
 		return 0;
 	}
 	r->ev_count++;
@@ -234,13 +235,14 @@ int
 egress_event(struct erun *r, uint32_t kind, const char *host, unsigned port,
     const char *address, const char *reason, uint64_t up, uint64_t down, uint64_t ms)
 {
+	int decision = kind == IPC_EGRESS_EV_ALLOWED || kind == IPC_EGRESS_EV_DENIED;
 	struct ipc_wbuf w;
 
 	if (kind == IPC_EGRESS_EV_DENIED)
 		r->st_denied++; /* reported or not */
-	if ((kind == IPC_EGRESS_EV_ALLOWED || kind == IPC_EGRESS_EV_DENIED) && !egress_event_room(r))
+	if (decision && !egress_event_room(r, kind == IPC_EGRESS_EV_DENIED))
 		return 0;
-	ipc_wbuf_begin(&w, IMSG_EGRESS_EVENT, 0, 10);
+	ipc_wbuf_begin(&w, IMSG_EGRESS_EVENT, 0, 11);
 	ipc_put_str(&w, r->run);
 	ipc_put_u64(&w, kind);
 	ipc_put_str(&w, host);
@@ -250,11 +252,15 @@ egress_event(struct erun *r, uint32_t kind, const char *host, unsigned port,
 	ipc_put_u64(&w, up);
 	ipc_put_u64(&w, down);
 	ipc_put_u64(&w, ms);
-	ipc_put_u64(&w, r->suppressed);
+	/* the count left out goes with the next decision reported, which is an
+	 * event of the run's (a close or an UP/DOWN count would lose it) */
+	ipc_put_u64(&w, decision ? r->suppressed : 0);
+	ipc_put_u64(&w, decision ? r->suppressed_denied : 0);
 	if (ipc_wbuf_finish(&w, eg.c.max_frame) == -1 || ipc_chan_send(eg.c.sup, &w, -1) == -1)
 		fatalx("cannot report to the supervisor");
 	ipc_wbuf_free(&w);
-	r->suppressed = 0;
+	if (decision)
+		r->suppressed = r->suppressed_denied = 0;
 	return 1;
 }
 

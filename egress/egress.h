@@ -46,6 +46,7 @@ struct erun {
 	time_t ev_sec;             /* the second ev_count counts */
 	unsigned ev_count;
 	uint64_t suppressed;       /* decisions not reported since the last that was */
+	uint64_t suppressed_denied; /* ... of them refusals */
 	/* the running step's (since its EGRESS_POLICY), for its step.finished */
 	uint64_t st_allowed, st_denied, st_up, st_down;
 };
@@ -68,7 +69,7 @@ __attribute__((noreturn)) void egress_main(void);
 /* Report a decision or a closed tunnel of r to the supervisor (rate-limited
  * per run for decisions; the close of a tunnel whose network.allowed was
  * reported is always reported).  Returns 1 when it was sent, 0 when it was
- * suppressed (counted, and reported with the next one). */
+ * suppressed (counted, and reported with the next decision sent). */
 int egress_event(struct erun *r, uint32_t kind, const char *host, unsigned port,
     const char *address, const char *reason, uint64_t up, uint64_t down, uint64_t ms);
 

@@ -18,7 +18,7 @@
 struct event_base;
 
 /* Bumped whenever the message catalog (ipc_msg.h) changes. */
-#define IPC_PROTO_VERSION 15
+#define IPC_PROTO_VERSION 16
 
 #define IPC_MAX_FRAME_DEFAULT (16u * 1024 * 1024)
 #define IPC_MAX_FRAME_MIN 64u

@@ -1396,9 +1396,16 @@ ipc_dec_egress_event(const msgpack_object *body, struct ipc_egress_event *out)
 	    ipc_get_cstr(&c, out->reason, sizeof(out->reason)) == -1 ||
 	    ipc_get_u64(&c, &out->up) == -1 || ipc_get_u64(&c, &out->down) == -1 ||
 	    ipc_get_u64(&c, &out->ms) == -1 || ipc_get_u64(&c, &out->suppressed) == -1 ||
-	    ipc_end(&c) == -1)
+	    ipc_get_u64(&c, &out->suppressed_denied) == -1 || ipc_end(&c) == -1)
 		return -1;
-	return out->kind < IPC_EGRESS_EV__COUNT && out->port <= 65535 ? 0 : -1;
+	if (out->kind >= IPC_EGRESS_EV__COUNT || out->port > 65535 ||
+	    out->suppressed_denied > out->suppressed)
+		return -1;
+	/* only a decision carries what the rate limit left out */
+	return out->suppressed == 0 || out->kind == IPC_EGRESS_EV_ALLOWED ||
+	               out->kind == IPC_EGRESS_EV_DENIED
+	           ? 0
+	           : -1;
 }
 
 int

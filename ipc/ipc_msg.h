@@ -908,9 +908,13 @@ int ipc_dec_sbx_result(const msgpack_object *body, struct ipc_sbx_result *out);
  *  EGRESS_EVENT  [run str, kind u32 (IPC_EGRESS_EV_*), host str(<=253), port u32
  *                (<= 65535), address str(<=IPC_EGRESS_TEXT_MAX), reason
  *                str(<=IPC_EGRESS_TEXT_MAX), bytes_up u64, bytes_down u64, ms u64,
- *                suppressed u64]  egress -> supervisor: one decision or one closed
- *                tunnel of a run it serves, for the run's events; UP and DOWN (a
- *                tunnel whose decision the rate limit left out) only count it
+ *                suppressed u64, suppressed_denied u64 (<= suppressed)]  egress ->
+ *                supervisor: one decision or one closed tunnel of a run it serves,
+ *                for the run's events; UP and DOWN (a tunnel whose decision the
+ *                rate limit left out) only count it.  A decision carries the
+ *                decisions the rate limit left out since the last one sent, and
+ *                how many of them were refusals; any other kind carries 0, 0
+ *                (proto 16)
  *  EGRESS_STEP   [run str]  (a request: its id is echoed) the run's step ended:
  *                what did it move?  Sent after every event of the step, so the
  *                answer comes after them on the same channel
@@ -953,7 +957,7 @@ struct ipc_egress_event {
 	char host[254];
 	char address[IPC_EGRESS_TEXT_MAX + 1];
 	char reason[IPC_EGRESS_TEXT_MAX + 1];
-	uint64_t up, down, ms, suppressed;
+	uint64_t up, down, ms, suppressed, suppressed_denied;
 };
 int ipc_dec_egress_event(const msgpack_object *body, struct ipc_egress_event *out);
 int ipc_dec_egress_step(const msgpack_object *body, char run[IPC_UUID_LEN + 1]);

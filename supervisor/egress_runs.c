@@ -472,10 +472,13 @@ egress_event_in(struct proc *p, struct ipc_msg *m)
 		e->tunnels++;
 	} else if (ev.kind == IPC_EGRESS_EV_DENIED) {
 		e->denied++;
-		e->st_denied += 1 + ev.suppressed; /* suppressed: decisions of either kind */
-		metrics_egress(0, 1 + (uint64_t)ev.suppressed);
+		e->st_denied++;
+		metrics_egress(0, 1);
 	} else if (e->tunnels > 0)
 		e->tunnels--;
+	/* refusals the rate limit left out (an allowed one left out came as UP) */
+	e->st_denied += ev.suppressed_denied;
+	metrics_egress(0, ev.suppressed_denied);
 	if (ev.kind == IPC_EGRESS_EV_CLOSED) {
 		e->st_up += ev.up;
 		e->st_down += ev.down;

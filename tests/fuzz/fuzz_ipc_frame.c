@@ -223,7 +223,10 @@ fuzz_decoders(const struct ipc_msg *m)
 			__builtin_trap();
 		ok[IMSG_EGRESS_END] = ipc_dec_egress_end(m->body, run) == 0;
 		if ((ok[IMSG_EGRESS_EVENT] = ipc_dec_egress_event(m->body, &eev) == 0) &&
-		    (eev.kind >= IPC_EGRESS_EV__COUNT || eev.port > 65535))
+		    (eev.kind >= IPC_EGRESS_EV__COUNT || eev.port > 65535 ||
+			eev.suppressed_denied > eev.suppressed ||
+			(eev.suppressed > 0 && eev.kind != IPC_EGRESS_EV_ALLOWED &&
+			    eev.kind != IPC_EGRESS_EV_DENIED)))
 			__builtin_trap();
 		ok[IMSG_EGRESS_STEP] = ipc_dec_egress_step(m->body, run) == 0;
 		{

@@ -434,6 +434,16 @@ check "1,000 CONNECTs from one run: tunnels_per_run (8) held, the rest refused" 
 	has '^ok=8 refused=992' "$(out "$R6" flood)"
 check "the refusals name the tunnel limit" [ "$(psql_q "select count(*) from run_events where run_id = '$R6' and payload->>'reason' = 'the run''s tunnel limit (egress.tunnels_per_run) is reached'")" -ge 1 ]
 check "egress survived the flood" [ "$(child_pid egress)" = "$EG2" ]
+# the rate limit (20 decisions per run and second): the events hold a few
+# of the flood's decisions, the next one recorded counts those left out,
+# and step.finished counts them all
+rec6=$(psql_q "select count(*) from run_events where run_id = '$R6' and type in ('network.allowed', 'network.denied')")
+sup6=$(psql_q "select coalesce(sum((payload->>'suppressed')::int), 0) from run_events where run_id = '$R6' and type in ('network.allowed', 'network.denied')")
+tot6=$(for s6 in flood loris lorishello; do netof "$R6" "$s6"; done | awk '{ n += $1 + $2 } END { print n }')
+check "the flood's decisions are rate-limited in the event log: $rec6 recorded of $tot6" \
+	sh -c '[ "$1" -ge 20 ] && [ "$1" -le 120 ] && [ "$2" -ge 1000 ]' _ "$rec6" "$tot6"
+check "... the ones left out are counted: recorded $rec6 + suppressed $sup6 = step.finished's $tot6" \
+	[ $((rec6 + sup6)) = "$tot6" ]
 check "a slow-loris head is answered 408" has '^HTTP/1.1 408' "$(out "$R6" loris)"
 check "a slow-loris head is closed at the head timeout (10 s)" has 'closed after (10|11|12)s' "$(out "$R6" loris)"
 check "a ClientHello trickled after CONNECT :443 is closed at the head timeout" has 'closed after (10|11|12)s' "$(out "$R6" lorishello)"

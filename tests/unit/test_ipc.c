@@ -1977,6 +1977,61 @@ t_v_mcp(void **state)
 	free(err);
 }
 
+#define EV_RUN "0d1f6a8e-3b1c-4c55-9d6e-2f0a1b2c3d4e"
+/* EGRESS_EVENT: a decision carries what the rate limit left out since the
+ * last one sent (and how many of those were refusals); nothing else does. */
+static void
+t_v_egress_event(void **state)
+{
+	struct ipc_egress_event ev;
+	struct ipc_msg m;
+
+	(void)state;
+	types_refused(IMSG_EGRESS_EVENT, 11, "susussUUUUU", EV_RUN, (unsigned)IPC_EGRESS_EV_DENIED,
+	    "a.test", 443u, "", "not on the list", (uint64_t)0, (uint64_t)0, (uint64_t)0,
+	    (uint64_t)5, (uint64_t)3);
+	build(&m, IMSG_EGRESS_EVENT, 11, "susussUUUUU", EV_RUN, (unsigned)IPC_EGRESS_EV_ALLOWED,
+	    "a.test", 443u, "10.0.0.1:443", "", (uint64_t)0, (uint64_t)0, (uint64_t)0, (uint64_t)7,
+	    (uint64_t)7);
+	check_is(&m, ROLE_EGRESS, ROLE_SUPERVISOR, 0, NULL);
+	check_is(&m, ROLE_RUNNER, ROLE_SUPERVISOR, 1, "sender");
+	assert_int_equal(ipc_dec_egress_event(m.body, &ev), 0);
+	assert_int_equal(ev.suppressed, 7);
+	assert_int_equal(ev.suppressed_denied, 7);
+	ipc_msg_free(&m);
+	/* more refusals left out than decisions */
+	assert_int_equal(valid(IMSG_EGRESS_EVENT, 11, "susussUUUUU", EV_RUN,
+	                     (unsigned)IPC_EGRESS_EV_DENIED, "a.test", 443u, "", "x", (uint64_t)0,
+	                     (uint64_t)0, (uint64_t)0, (uint64_t)2, (uint64_t)3),
+	    -1);
+	/* a close (or an UP/DOWN count) carries none */
+	assert_int_equal(valid(IMSG_EGRESS_EVENT, 11, "susussUUUUU", EV_RUN,
+	                     (unsigned)IPC_EGRESS_EV_CLOSED, "a.test", 443u, "10.0.0.1:443", "",
+	                     (uint64_t)10, (uint64_t)20, (uint64_t)30, (uint64_t)1, (uint64_t)0),
+	    -1);
+	assert_int_equal(valid(IMSG_EGRESS_EVENT, 11, "susussUUUUU", EV_RUN,
+	                     (unsigned)IPC_EGRESS_EV_UP, "a.test", 443u, "10.0.0.1:443", "",
+	                     (uint64_t)0, (uint64_t)0, (uint64_t)0, (uint64_t)1, (uint64_t)1),
+	    -1);
+	assert_int_equal(valid(IMSG_EGRESS_EVENT, 11, "susussUUUUU", EV_RUN,
+	                     (unsigned)IPC_EGRESS_EV_CLOSED, "a.test", 443u, "10.0.0.1:443", "",
+	                     (uint64_t)10, (uint64_t)20, (uint64_t)30, (uint64_t)0, (uint64_t)0),
+	    0);
+	/* the kind and the port in range; the old body without suppressed_denied */
+	assert_int_equal(valid(IMSG_EGRESS_EVENT, 11, "susussUUUUU", EV_RUN,
+	                     (unsigned)IPC_EGRESS_EV__COUNT, "a.test", 443u, "", "", (uint64_t)0,
+	                     (uint64_t)0, (uint64_t)0, (uint64_t)0, (uint64_t)0),
+	    -1);
+	assert_int_equal(valid(IMSG_EGRESS_EVENT, 11, "susussUUUUU", EV_RUN,
+	                     (unsigned)IPC_EGRESS_EV_DENIED, "a.test", 65536u, "", "", (uint64_t)0,
+	                     (uint64_t)0, (uint64_t)0, (uint64_t)0, (uint64_t)0),
+	    -1);
+	assert_int_equal(valid(IMSG_EGRESS_EVENT, 10, "susussUUUU", EV_RUN,
+	                     (unsigned)IPC_EGRESS_EV_DENIED, "a.test", 443u, "", "", (uint64_t)0,
+	                     (uint64_t)0, (uint64_t)0, (uint64_t)0),
+	    -1);
+}
+
 #define PM_RUN "0d1f6a8e-3b1c-4c55-9d6e-2f0a1b2c3d4e"
 #define PM_H "Authorization: Bearer sk-remote-0123456789"
 #define PM_S "sk-remote-0123456789"
@@ -3978,6 +4033,7 @@ main(void)
 		cmocka_unit_test(t_v_mcp),
 		cmocka_unit_test(t_v_httpd_conf),
 		cmocka_unit_test(t_v_proxy_mcp),
+		cmocka_unit_test(t_v_egress_event),
 		cmocka_unit_test(t_v_model_call),
 		cmocka_unit_test(t_v_model_reply),
 		cmocka_unit_test(t_v_model_reply_cost_bound),
