@@ -519,6 +519,24 @@ check "no more than the limit was relayed ($(netof "$RUN" big))" \
 	sh -c 'set -- $1; [ "$1" = 1 ] && [ "$2" = 1 ] && [ $(($3 + $4)) -gt 500000 ] && [ $(($3 + $4)) -le 1048576 ]' _ "$(netof "$RUN" big)"
 check "egress was not restarted by the reload" [ "$(child_pid egress)" = "$EG2" ]
 
+# ---- egress.enabled false: no run gets a way out, whatever its template asks ----
+tmpl offnet <<'EOF'
+network: { allow: [ "allowed.test:8080" ] }
+phases:
+  - name: one
+    steps:
+      - { id: get, kind: command, allow_failure: true, run: "curl -sS --max-time 10 http://allowed.test:8080/hello-off; echo rc=$?; cat /proc/net/tcp" }
+EOF
+sed -i 's|^egress: { |egress: { enabled: false, |' "$CONF"
+NREL=$(grep -c 'configuration reloaded' "$LOG")
+kill -HUP "$SUP_PID"
+check "SIGHUP reloads egress.enabled false" wait_for 20 sh -c "[ \$(grep -c 'configuration reloaded' '$LOG') -gt $NREL ]"
+run_shown offnet clean 60 get
+check "with egress off the run's allowed host is not reached: its connection fails" has '^rc=(6|7)$' "$(out "$RUN" get)"
+check "... no listener in its sandbox (nothing on port 3128, 0C38)" sh -c "! printf '%s' \"\$1\" | grep -q ':0C38 '" _ "$(out "$RUN" get)"
+check "... no network event, and the test host saw nothing" \
+	sh -c "[ \"\$1\" = 0 ] && ! grep -q 'GET /hello-off' '$T/www.log'" _ "$(psql_q "select count(*) from run_events where run_id = '$RUN' and type like 'network.%'")"
+
 stop_daemon
 check "the daemon stops cleanly" [ "$DAEMON_STATUS" -eq 0 ]
 finish egress_proxy
