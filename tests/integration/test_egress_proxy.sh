@@ -25,11 +25,11 @@ else
 	ip addr add 10.77.0.1/24 dev lo && ip addr add 10.77.0.2/24 dev lo
 fi
 make_env
-trap 'kill $SRV $TLS_PID $DNS_PID 2>/dev/null; stop_git_server; cleanup_env' EXIT
+trap 'kill $SRV $TLS_PID $DNS_PID ${HOLE:-} 2>/dev/null; stop_git_server; cleanup_env' EXIT
 cat >"$T/hosts" <<EOH
 127.0.0.1 localhost
 10.77.0.1 allowed.test evil-allowed.test allowed.test.evil.test denied.test
-10.77.0.2 git.test
+10.77.0.2 git.test blackhole.test
 10.78.0.1 out.test
 ::1 v6.test
 127.0.0.1 loop.test
@@ -518,6 +518,39 @@ check "its refusal names the byte limit" grep -q '^network.denied allowed.test:8
 check "no more than the limit was relayed ($(netof "$RUN" big))" \
 	sh -c 'set -- $1; [ "$1" = 1 ] && [ "$2" = 1 ] && [ $(($3 + $4)) -gt 500000 ] && [ $(($3 + $4)) -le 1048576 ]' _ "$(netof "$RUN" big)"
 check "egress was not restarted by the reload" [ "$(child_pid egress)" = "$EG2" ]
+
+# ---- connect_timeout and idle_timeout, applied by a reload ----
+# blackhole.test:8081 is a listener whose accept queue (backlog 0) one
+# connection never accepted fills: the kernel drops every SYN after it, so a
+# connect to it never completes
+python3 -c 'import socket, sys, time
+l = socket.socket(); l.bind(("10.77.0.2", 8081)); l.listen(0)
+held = socket.create_connection(("10.77.0.2", 8081))
+open(sys.argv[1], "w").close(); time.sleep(300)' "$T/hole.ready" &
+HOLE=$!
+wait_for 10 test -e "$T/hole.ready"
+tmpl timeouts <<'EOF'
+network: { allow: [ "allowed.test:8080", "blackhole.test:8081" ] }
+phases:
+  - name: one
+    steps:
+      - { id: idle, kind: command, run: "python3 egress_probe.py idle allowed.test:8080" }
+      - { id: hole, kind: command, allow_failure: true,
+          run: "t0=$(date +%s); curl -sS --max-time 30 -o /dev/null -w '%{http_code}' http://blackhole.test:8081/; echo \" after $(($(date +%s) - t0))s\"" }
+EOF
+sed -i 's|^egress: { |egress: { connect_timeout: 2, idle_timeout: 3, |' "$CONF"
+NREL=$(grep -c 'configuration reloaded' "$LOG")
+kill -HUP "$SUP_PID"
+check "SIGHUP reloads connect_timeout 2 and idle_timeout 3" wait_for 20 sh -c "[ \$(grep -c 'configuration reloaded' '$LOG') -gt $NREL ]"
+run_shown timeouts attack 90 idle hole
+net "$RUN" >"$T/net11"
+sed 's/^/# /' "$T/net11"
+check "an idle tunnel is closed at idle_timeout (3 s)" has '^closed after (3|4|5)s$' "$(out "$RUN" idle)"
+check "... after its 200" has '^HTTP/1.1 200' "$(out "$RUN" idle)"
+check "a target that does not answer: 504 at connect_timeout (2 s)" has '^504 after (2|3|4)s$' "$(out "$RUN" hole)"
+check "... its refusal names the address and the timeout" \
+	grep -q '^network.denied blackhole.test:8081 10.77.0.2:8081 did not answer in time$' "$T/net11"
+kill "$HOLE" 2>/dev/null
 
 # ---- egress.enabled false: no run gets a way out, whatever its template asks ----
 tmpl offnet <<'EOF'

@@ -16,6 +16,9 @@ tests/integration/test_egress_proxy.sh (never on the host).
                       byte a second; print how many seconds the proxy took
                       to close
     dns               a name lookup and a UDP query to a DNS port must fail
+    idle HOST:PORT    CONNECT HOST:PORT, then send nothing; print the answer's
+                      status line and how many seconds the proxy took to close
+                      the idle tunnel (a minute at most)
 """
 import codecs
 import os
@@ -109,6 +112,15 @@ def loris():
     print(f"closed after {int(time.monotonic() - t0)}s")
 
 
+def idle(target):
+    s = socket.create_connection(PROXY, timeout=60)
+    s.sendall(b"CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (target.encode(), target.encode()))
+    print(read_head(s).split(b"\r\n", 1)[0].decode("latin-1"))
+    t0 = time.monotonic()
+    _, closed = read_all(s, 60)
+    print(f"closed after {int(time.monotonic() - t0)}s" if closed else "still open")
+
+
 def loris_hello():
     s = socket.create_connection(PROXY, timeout=30)
     s.sendall(b"CONNECT allowed.test:443 HTTP/1.0\r\n\r\n")
@@ -153,6 +165,8 @@ def main():
         loris_hello()
     elif cmd == "dns":
         dns()
+    elif cmd == "idle":
+        idle(sys.argv[2])
     return 0
 
 
