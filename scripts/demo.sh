@@ -197,6 +197,18 @@ approve() {
 		-d '{"decision":"approved"}' "$API/v1/approvals/$APPROVAL/decide"
 	wait_status succeeded failed cancelled || true
 }
+# demo_run NAME REPO: load $DEMO/NAME.yaml unless a template NAME is stored,
+# submit a run of it on REPO (RUN names it) and wait for its end; 1 when it
+# did not end
+demo_run() {
+	chmod 0644 "$DEMO/$1.yaml"
+	$CTLS template list 2>/dev/null | grep -q "^$1 " || $CTLS template load "$DEMO/$1.yaml"
+	BODY="{\"template\":\"$1\",\"params\":{\"repo\":\"$2\"}}"
+	echo "demo: \$ curl -H 'Authorization: Bearer agr_...' -d '$BODY' $API/v1/projects/$PROJ/runs"
+	RUN=$(curl -s -H "$AUTH" -H 'Content-Type: application/json' -d "$BODY" "$API/v1/projects/$PROJ/runs" |
+		sed -n 's/^{"id":"\([0-9a-f-]*\)".*/\1/p')
+	[ -n "$RUN" ] && wait_status succeeded failed
+}
 if [ -n "$RUN" ]; then
 	echo "demo: the engine claims it, the git helper brings the repository's mirror up to"
 	echo "demo: date and writes the workspace from it (its .git borrows the mirror's objects,"
@@ -245,13 +257,7 @@ phases:
       - { id: around, kind: command, allow_failure: true,
           run: "curl -sS --noproxy '*' --max-time 5 http://192.0.2.1/ 2>&1; echo \"curl exit $?\"" }
 EOT
-	chmod 0644 "$DEMO/egress-demo.yaml"
-	$CTLS template list 2>/dev/null | grep -q '^egress-demo ' || $CTLS template load "$DEMO/egress-demo.yaml"
-	BODY='{"template":"egress-demo","params":{"repo":"self"}}'
-	echo "demo: \$ curl -H 'Authorization: Bearer agr_...' -d '$BODY' $API/v1/projects/$PROJ/runs"
-	RUN=$(curl -s -H "$AUTH" -H 'Content-Type: application/json' -d "$BODY" "$API/v1/projects/$PROJ/runs" |
-		sed -n 's/^{"id":"\([0-9a-f-]*\)".*/\1/p')
-	if [ -n "$RUN" ] && wait_status succeeded failed; then
+	if demo_run egress-demo self; then
 		curl -s -H "$AUTH" "$API/v1/runs/$RUN/events?limit=200" | python3 -c '
 import json, sys
 out, denied = {}, []
@@ -378,13 +384,7 @@ phases:
           prompt: "Use the MCP server's get-sum tool to add 2 and 3, and its echo tool to say hello.",
           requires: { mcp_servers: [ everything ] } }
 EOT
-	chmod 0644 "$DEMO/ask-everything.yaml"
-	$CTLS template list 2>/dev/null | grep -q '^ask-everything ' || $CTLS template load "$DEMO/ask-everything.yaml"
-	BODY='{"template":"ask-everything","params":{"repo":"calc"}}'
-	echo "demo: \$ curl -H 'Authorization: Bearer agr_...' -d '$BODY' $API/v1/projects/$PROJ/runs"
-	RUN=$(curl -s -H "$AUTH" -H 'Content-Type: application/json' -d "$BODY" "$API/v1/projects/$PROJ/runs" |
-		sed -n 's/^{"id":"\([0-9a-f-]*\)".*/\1/p')
-	if [ -n "$RUN" ] && wait_status succeeded failed; then
+	if demo_run ask-everything calc; then
 		curl -s -H "$AUTH" "$API/v1/runs/$RUN/events?limit=200" | python3 -c '
 import json, sys
 for e in json.load(sys.stdin)["events"]:
