@@ -571,9 +571,6 @@ spl_init(struct econn *c, struct espl *d, int from, int to, uint64_t *count, uin
 static void
 conn_try_splice(struct econn *c)
 {
-#ifdef EXP_NOSPLICE
-	return;
-#endif
 	if (c->form != EGRESS_FORM_CONNECT || c->state != CS_RELAY || c->spl != NULL ||
 	    c->cli_eof || c->up_eof || evbuffer_get_length(bufferevent_get_output(c->cli)) > 0 ||
 	    evbuffer_get_length(bufferevent_get_output(c->up)) > 0 ||
