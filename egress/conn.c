@@ -607,7 +607,6 @@ conn_try_splice_answer(struct econn *c)
 		return;
 	if ((c->spl = calloc(2, sizeof(*c->spl))) == NULL)
 		return; /* stays on its bufferevents */
-	c->spl[0].p[0] = c->spl[0].p[1] = -1;
 	bufferevent_disable(c->up, EV_READ);
 	spl_init(c, &c->spl[1], bufferevent_getfd(c->up), bufferevent_getfd(c->cli), &c->ndown,
 	    &c->r->st_down);

@@ -139,6 +139,20 @@ egnet_preset(struct egnet *n, const char *name)
 	return -1;
 }
 
+/* A new entry for id (a run's, or an MCP server's), with no listener yet. */
+static struct egrun *
+egrun_new(const char *id)
+{
+	struct egrun *e;
+
+	if ((e = calloc(1, sizeof(*e))) == NULL)
+		fatal("calloc");
+	snprintf(e->run, sizeof(e->run), "%s", id);
+	e->fd = -1;
+	LIST_INSERT_HEAD(&egruns, e, entry);
+	return e;
+}
+
 int
 egress_runs_load(const char *run, struct pg_result *res, int *want, char *err, size_t errsz)
 {
@@ -152,11 +166,7 @@ egress_runs_load(const char *run, struct pg_result *res, int *want, char *err, s
 		egrun_free(e);
 	if (!sup.conf.egress.enabled || PQntuples(res) == 0 || PQnfields(res) != 3)
 		return 0;
-	if ((e = calloc(1, sizeof(*e))) == NULL)
-		fatal("calloc");
-	memcpy(e->run, run, sizeof(e->run));
-	e->fd = -1;
-	LIST_INSERT_HEAD(&egruns, e, entry);
+	e = egrun_new(run);
 	for (i = 0; i < PQntuples(res); i++) {
 		step = PQgetvalue(res, i, 0);
 		kind = PQgetvalue(res, i, 1);
@@ -234,13 +244,9 @@ egress_mcp_add(const char *id, const char *run, const char *server,
 
 	if (!sup.conf.egress.enabled || (nallow == 0 && npresets == 0))
 		return 0;
-	if ((e = calloc(1, sizeof(*e))) == NULL)
-		fatal("calloc");
-	snprintf(e->run, sizeof(e->run), "%s", id);
+	e = egrun_new(id);
 	snprintf(e->owner, sizeof(e->owner), "%s", run);
 	snprintf(e->server, sizeof(e->server), "%s", server);
-	e->fd = -1;
-	LIST_INSERT_HEAD(&egruns, e, entry);
 	n = egrun_net(e, "");
 	for (i = 0; i < nallow; i++) {
 		egress_rule_format(&allow[i], buf, sizeof(buf));
