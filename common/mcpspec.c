@@ -530,11 +530,9 @@ static const char *const header_reserved[] = {
 static const char *
 header_name_problem(const char *s, size_t n)
 {
-	static const char tchar[] = "!#$%&'*+-.^_`|~0123456789"
-	                            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 	size_t i;
 
-	if (n < 1 || n > MCPSPEC_NAME_MAX || strspn(s, tchar) != n)
+	if (n > MCPSPEC_NAME_MAX || !http_token_ok(s, n))
 		return "not an HTTP header name (a token: letters, digits and !#$%&'*+-.^_`|~, at "
 		       "most 128 bytes)";
 	for (i = 0; i < sizeof(header_reserved) / sizeof(header_reserved[0]); i++)

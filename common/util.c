@@ -174,6 +174,21 @@ memdup0(const void *p, size_t len)
 }
 
 int
+http_token_ok(const char *s, size_t n)
+{
+	static const char tchar[] = "!#$%&'*+-.^_`|~0123456789"
+	                            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+	size_t i;
+
+	if (n == 0)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (s[i] == '\0' || strchr(tchar, s[i]) == NULL)
+			return 0;
+	return 1;
+}
+
+int
 dec_parse(const char *s, size_t n, uint64_t max, uint64_t *v)
 {
 	uint64_t d;

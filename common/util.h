@@ -68,6 +68,9 @@ int usd_parse(const char *s, size_t n, long long *micros);
 /* Decimal digits s (n bytes) into *v, at most max; no sign, no leading
  * zero (YAML 1.1 reads 010 as octal).  Returns 0, or -1. */
 int dec_parse(const char *s, size_t n, uint64_t max, uint64_t *v);
+/* Whether s (n bytes) is an HTTP token (RFC 9110 tchar: letters, digits and
+ * !#$%&'*+-.^_`|~), as a header's name is; the empty string is not. */
+int http_token_ok(const char *s, size_t n);
 /* len bytes of p (not NUL-terminated, e.g. a string in a frame) as a new
  * NUL-terminated string; fatal when out of memory. */
 char *memdup0(const void *p, size_t len);

@@ -35,6 +35,8 @@
 
 #include "common/log.h"
 #include "common/mcpspec.h"
+#include "common/util.h"
+#include "ipc/ipc_msg.h"
 #include "proxy/mcphttp.h"
 #include "runner/mcp.h"
 
@@ -89,6 +91,8 @@ struct mcphttp {
 	struct event_base *base;
 	int fd;
 	struct event *rev, *wev, *timer, *done_ev;
+	struct event *end_ev; /* bridge_end from the event loop: the client reads not */
+	int overflow;         /* ... and what is written to it from then on is dropped */
 	CURLM *multi;
 	char *url;
 	char **headers; /* sodium_malloc'd "Name: value" */
@@ -180,11 +184,15 @@ put_line(struct mcphttp *h, const char *line, size_t len)
 	size_t want;
 	char *nb;
 
-	if (h->fd == -1 || h->closing)
+	struct timeval now = {0, 0};
+
+	if (h->fd == -1 || h->closing || h->overflow)
 		return;
-	if (h->outlen - h->outoff + len + 1 > MCPHTTP_OUT_MAX) {
-		bridge_end(h, "the client does not read what the server sends (over %u bytes held)",
-		           MCPHTTP_OUT_MAX);
+	if (h->outlen - h->outoff + len + 1 > h->conf.out_max) {
+		/* the end comes from the event loop: a caller may be answering a
+		 * request bridge_end would answer and free under it */
+		h->overflow = 1;
+		evtimer_add(h->end_ev, &now);
 		return;
 	}
 	if (h->outoff > 0 && h->outoff == h->outlen)
@@ -293,6 +301,15 @@ xfer_free(struct xfer *x)
 }
 
 static void
+end_fire(evutil_socket_t fd, short what, void *arg)
+{
+	struct mcphttp *h = arg;
+
+	bridge_end(h, "the client does not read what the server sends (over %zu bytes held)",
+	           h->conf.out_max);
+}
+
+static void
 done_fire(evutil_socket_t fd, short what, void *arg)
 {
 	struct mcphttp *h = arg;
@@ -358,15 +375,19 @@ static void hdr_add(struct curl_slist **l, const char *fmt, ...)
 static void
 hdr_add(struct curl_slist **l, const char *fmt, ...)
 {
-	char buf[8192];
 	struct curl_slist *n;
 	va_list ap;
+	char *s;
+	int rc;
 
+	/* whole, however long (a mirrored argument, an event id): a server
+	 * that takes no such header says so itself */
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+	rc = vasprintf(&s, fmt, ap);
 	va_end(ap);
-	if ((n = curl_slist_append(*l, buf)) == NULL)
+	if (rc == -1 || (n = curl_slist_append(*l, s)) == NULL)
 		fatalx("out of memory");
+	free(s);
 	*l = n;
 }
 
@@ -593,7 +614,7 @@ xfer_start(struct xfer *x)
 	if (x->rq != NULL && strcmp(x->rq->method, "subscriptions/listen") != 0) {
 		ms = (long)(x->rq->deadline - now_ms());
 		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, ms < 1 ? 1L : ms);
-	} else if (x->kind == X_POST)
+	} else if (x->kind == X_POST && x->rq == NULL) /* a notification, an answer */
 		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)h->conf.call_ms);
 	else if (x->kind == X_DELETE) /* the client is gone: the end is not waited for long */
 		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)h->conf.connect_ms);
@@ -644,9 +665,8 @@ hdrs_for(struct mcphttp *h, enum xkind kind, const json_t *msg, const char *last
 
 /* The version and session an InitializeResult passing through sets. */
 static void
-learn(struct mcphttp *h, struct xfer *x, const char *line, size_t len)
+learn(struct mcphttp *h, struct xfer *x, const json_t *j)
 {
-	json_t *j = json_loadb(line, len, 0, NULL);
 	const char *v =
 	    json_string_value(json_object_get(json_object_get(j, "result"), "protocolVersion"));
 
@@ -655,20 +675,16 @@ learn(struct mcphttp *h, struct xfer *x, const char *line, size_t len)
 		snprintf(h->version, sizeof(h->version), "%s", v);
 	if (x->session[0] != '\0')
 		memcpy(h->session, x->session, sizeof(h->session));
-	json_decref(j);
 }
 
 /* An error without id (a server refusing what it could not read) given
- * the id of the request it answers. */
+ * the id of the request it answers: msg (consumed) is the message as it was
+ * parsed, never its redacted text (a value masked in it may not parse). */
 static void
-put_with_id(struct mcphttp *h, const char *line, size_t len, const json_t *id)
+put_with_id(struct mcphttp *h, json_t *msg, const json_t *id)
 {
-	json_t *j = json_loadb(line, len, 0, NULL);
-
-	if (j == NULL)
-		fatalx("a checked message does not decode");
-	json_object_set(j, "id", (json_t *)id);
-	put_json(h, j);
+	json_object_set(msg, "id", (json_t *)id);
+	put_json(h, msg);
 }
 
 /* ---- x-mcp-header (SEP-2243): tool arguments mirrored as headers -------- */
@@ -677,16 +693,7 @@ put_with_id(struct mcphttp *h, const char *line, size_t len, const json_t *id)
 static int
 token_ok(const char *name, size_t n)
 {
-	size_t i;
-
-	if (n == 0 || n > 64)
-		return 0;
-	for (i = 0; i < n; i++)
-		if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'A' && name[i] <= 'Z') ||
-		      (name[i] >= 'a' && name[i] <= 'z') ||
-		      strchr("!#$%&'*+-.^_`|~", name[i]) != NULL))
-			return 0;
-	return 1;
+	return n <= 64 && http_token_ok(name, n);
 }
 
 /*
@@ -806,11 +813,11 @@ deliver(struct xfer *x, const char *text, size_t len)
 	char err[256], *line;
 	size_t n;
 	int kind;
-	json_t *id;
+	json_t *id, *msg;
 	struct req *r;
 
 	if ((line = mcphttp_message(text, len, h->conf.line_max, h->secrets, h->nsecrets, &kind,
-	                            &id, &n, err, sizeof(err))) == NULL) {
+	                            &id, &msg, &n, err, sizeof(err))) == NULL) {
 		snprintf(x->err, sizeof(x->err),
 		         "the server's answer is not a JSON-RPC message: %s", err);
 		return -1;
@@ -821,11 +828,11 @@ deliver(struct xfer *x, const char *text, size_t len)
 			log_debug("mcp http: an answer to no request in flight, dropped");
 		} else {
 			if (strcmp(r->method, "initialize") == 0 && kind == MCP_MSG_RESULT)
-				learn(h, x, line, n);
+				learn(h, x, msg);
 			if (strcmp(r->method, "tools/list") == 0 && kind == MCP_MSG_RESULT)
-				put_json(h, tools_seen(h, json_loadb(line, n, 0, NULL)));
+				put_json(h, tools_seen(h, json_incref(msg)));
 			else if (id == NULL)
-				put_with_id(h, line, n, r->id);
+				put_with_id(h, json_incref(msg), r->id);
 			else
 				put_line(h, line, n);
 			if (r == x->rq)
@@ -835,6 +842,7 @@ deliver(struct xfer *x, const char *text, size_t len)
 	} else
 		put_line(h, line, n);
 	json_decref(id);
+	json_decref(msg);
 	free(line);
 	return 0;
 }
@@ -909,17 +917,18 @@ req_http_error(struct req *r, struct xfer *x)
 {
 	char text[256], *line, err[64];
 	int kind;
-	json_t *id;
+	json_t *id, *msg;
 	size_t n;
 
 	if (x->resp != NULL && x->ctype == 1 &&
 	    (line = mcphttp_message(x->resp, x->resplen, r->h->conf.line_max, r->h->secrets,
-	                            r->h->nsecrets, &kind, &id, &n, err, sizeof(err))) != NULL) {
+	                            r->h->nsecrets, &kind, &id, &msg, &n, err, sizeof(err))) != NULL) {
 		if (kind == MCP_MSG_ERROR) {
-			put_with_id(r->h, line, n, r->id);
+			put_with_id(r->h, json_incref(msg), r->id);
 			req_free(r);
 		}
 		json_decref(id);
+		json_decref(msg);
 		free(line);
 		if (kind == MCP_MSG_ERROR)
 			return;
@@ -1157,7 +1166,10 @@ client_line(struct mcphttp *h, const char *line, size_t len)
 		r->h = h;
 		r->id = json_incref(m.id);
 		snprintf(r->method, sizeof(r->method), "%s", m.method);
-		r->deadline = now_ms() + h->conf.call_ms;
+		/* subscriptions/listen lasts as long as the client wants it */
+		r->deadline = strcmp(r->method, "subscriptions/listen") == 0
+		                  ? INT64_MAX
+		                  : now_ms() + h->conf.call_ms;
 		r->retry_ms = -1;
 		TAILQ_INSERT_TAIL(&h->reqs, r, e);
 		h->nreqs++;
@@ -1255,18 +1267,10 @@ static int
 header_ok(const char *hd)
 {
 	const char *colon = strchr(hd, ':');
-	size_t i;
 
-	if (colon == NULL || colon == hd)
-		return 0;
-	for (i = 0; hd + i < colon; i++)
-		if (!(hd[i] == '-' || hd[i] == '_' || (hd[i] >= '0' && hd[i] <= '9') ||
-		      (hd[i] >= 'A' && hd[i] <= 'Z') || (hd[i] >= 'a' && hd[i] <= 'z')))
-			return 0;
-	for (i = 0; hd[i] != '\0'; i++)
-		if (hd[i] == '\r' || hd[i] == '\n' || hd[i] == '\0')
-			return 0;
-	return strlen(hd) < 8000;
+	/* a name as mcp add takes it (an HTTP token), a line as IPC carries it */
+	return colon != NULL && http_token_ok(hd, (size_t)(colon - hd)) &&
+	       strcspn(hd, "\r\n") == strlen(hd) && strlen(hd) <= IPC_MCP_HEADER_MAX;
 }
 
 static void
@@ -1280,6 +1284,8 @@ conf_defaults(struct mcphttp_conf *c)
 		c->connect_ms = MCPHTTP_CONNECT_MS_DEFAULT;
 	if (c->call_ms == 0)
 		c->call_ms = MCPHTTP_CALL_MS_DEFAULT;
+	if (c->out_max == 0)
+		c->out_max = MCPHTTP_OUT_MAX;
 	c->secrets = NULL;
 	c->nsecrets = 0;
 }
@@ -1302,7 +1308,18 @@ mcphttp_new(struct event_base *base, int fd, const char *url, const char *const 
 	}
 	for (i = 0; i < nheaders; i++)
 		if (!header_ok(headers[i])) {
-			snprintf(err, errsz, "header %zu is not one \"Name: value\" line", i + 1);
+			snprintf(err, errsz,
+			         "header %zu is not one \"Name: value\" line of at most %u bytes "
+			         "whose name is an HTTP token",
+			         i + 1, IPC_MCP_HEADER_MAX);
+			close(fd);
+			return NULL;
+		}
+	for (i = 0; conf != NULL && i < conf->nsecrets; i++)
+		if (conf->secrets[i].len < MCPHTTP_SECRET_MIN) {
+			/* shorter ones would not be redacted (mcphttp_redact) */
+			snprintf(err, errsz, "secret %zu is shorter than %d bytes", i + 1,
+			         MCPHTTP_SECRET_MIN);
 			close(fd);
 			return NULL;
 		}
@@ -1342,6 +1359,7 @@ mcphttp_new(struct event_base *base, int fd, const char *url, const char *const 
 	if ((h->multi = curl_multi_init()) == NULL ||
 	    (h->timer = evtimer_new(base, multi_timeout, h)) == NULL ||
 	    (h->done_ev = evtimer_new(base, done_fire, h)) == NULL ||
+	    (h->end_ev = evtimer_new(base, end_fire, h)) == NULL ||
 	    (h->rev = event_new(base, fd, EV_READ | EV_PERSIST, read_cb, h)) == NULL ||
 	    (h->wev = event_new(base, fd, EV_WRITE, write_cb, h)) == NULL ||
 	    event_add(h->rev, NULL) == -1)
@@ -1376,6 +1394,7 @@ mcphttp_free(struct mcphttp *h)
 	curl_multi_cleanup(h->multi);
 	event_free(h->timer);
 	event_free(h->done_ev);
+	event_free(h->end_ev);
 	event_free(h->rev);
 	event_free(h->wev);
 	for (i = 0; i < h->nheaders; i++)

@@ -73,7 +73,9 @@ struct event_base;
 #define MCPHTTP_SECRETS_MAX 64
 #define MCPHTTP_OUT_MAX (64u * 1024 * 1024) /* bytes written back and not yet read */
 
-/* A value to redact from everything written back (at least 4 bytes). */
+/* A value to redact from everything written back (at least
+ * MCPHTTP_SECRET_MIN bytes: mcphttp_new refuses shorter ones). */
+#define MCPHTTP_SECRET_MIN 4
 struct mcphttp_secret {
 	const char *p;
 	size_t len;
@@ -90,6 +92,8 @@ struct mcphttp_conf {
 	                                       * stream are not capped) */
 	const struct mcphttp_secret *secrets; /* copied (sodium_malloc) */
 	size_t nsecrets;
+	size_t out_max; /* bytes written back the client has not read, at most
+	                 * (MCPHTTP_OUT_MAX): past them the bridge ends */
 };
 
 struct mcphttp;
@@ -151,12 +155,15 @@ int mcphttp_sse_feed(struct mcphttp_sse *s, const char *p, size_t n, mcphttp_sse
  * Checks one message of an answer (text[0..len)): one JSON-RPC message as
  * mcp_msg_parse takes it, no batch.  Returns it re-encoded compactly in a
  * new string (free), *outlen bytes, at most max, with every secret
- * redacted; *kind its kind (enum mcp_msg_kind) and *id a new reference to its
- * id or NULL.  NULL with err when it is not one.
+ * redacted; *kind its kind (enum mcp_msg_kind), *id a new reference to its
+ * id or NULL, and *msg (when msg is not NULL) a new reference to the message
+ * as parsed, unredacted (to change and write again through redaction: the
+ * redacted text may not parse, a number masked).  NULL with err when it is
+ * not one.
  */
 char *mcphttp_message(const char *text, size_t len, size_t max,
                       const struct mcphttp_secret *secrets, size_t nsecrets, int *kind, json_t **id,
-                      size_t *outlen, char *err, size_t errsz);
+                      json_t **msg, size_t *outlen, char *err, size_t errsz);
 
 /* Replaces each of the secrets in p[0..len) by '*' (byte for byte). */
 void mcphttp_redact(char *p, size_t len, const struct mcphttp_secret *secrets, size_t nsecrets);

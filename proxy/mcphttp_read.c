@@ -205,7 +205,7 @@ mcphttp_redact(char *p, size_t len, const struct mcphttp_secret *secrets, size_t
 	char *q, *end = p + len, *hit;
 
 	for (i = 0; i < nsecrets; i++) {
-		if (secrets[i].p == NULL || secrets[i].len < 4)
+		if (secrets[i].p == NULL || secrets[i].len < MCPHTTP_SECRET_MIN)
 			continue;
 		for (q = p; q < end && (hit = memmem(q, (size_t)(end - q), secrets[i].p,
 		                                     secrets[i].len)) != NULL;
@@ -216,13 +216,16 @@ mcphttp_redact(char *p, size_t len, const struct mcphttp_secret *secrets, size_t
 
 char *
 mcphttp_message(const char *text, size_t len, size_t max, const struct mcphttp_secret *secrets,
-                size_t nsecrets, int *kind, json_t **id, size_t *outlen, char *err, size_t errsz)
+                size_t nsecrets, int *kind, json_t **id, json_t **msg, size_t *outlen, char *err,
+                size_t errsz)
 {
 	struct mcp_msg m;
 	char *out;
 	size_t n;
 
 	*id = NULL;
+	if (msg != NULL)
+		*msg = NULL;
 	if (len > max) {
 		snprintf(err, errsz, "a message of more than %zu bytes", max);
 		return NULL;
@@ -242,6 +245,8 @@ mcphttp_message(const char *text, size_t len, size_t max, const struct mcphttp_s
 	*kind = (int)m.kind;
 	if (m.id != NULL)
 		*id = json_incref(m.id);
+	if (msg != NULL)
+		*msg = json_incref(m.j);
 	*outlen = n;
 	mcp_msg_clear(&m);
 	return out;

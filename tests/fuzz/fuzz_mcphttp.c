@@ -61,7 +61,7 @@ check_message(const char *d, size_t len, size_t max)
 	struct mcp_msg m;
 
 	err[0] = '\0';
-	out = mcphttp_message(d, len, max, secrets, 1, &kind, &id, &n, err, sizeof(err));
+	out = mcphttp_message(d, len, max, secrets, 1, &kind, &id, NULL, &n, err, sizeof(err));
 	if (out == NULL) {
 		if (err[0] == '\0' || id != NULL)
 			abort();

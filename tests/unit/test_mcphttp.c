@@ -5,7 +5,8 @@
  * of one message (re-encoded on one line, the secret redacted even when
  * the server spells it with escapes, batches and oversized messages
  * refused), content types and header values; and the bridge's refusals of
- * URLs and headers (proxy/mcphttp.c).
+ * URLs and headers, and its end when its client reads nothing
+ * (proxy/mcphttp.c).
  */
 #include <sys/socket.h>
 
@@ -154,7 +155,7 @@ t_message(void **state)
 	                 "\"text\", \"text\": \"token \\u0073\\u0033cr3t-VALUE-42 and "
 	                 "s3cr3t-VALUE-42\\nnext line\"}]}}";
 
-	out = mcphttp_message(in, strlen(in), 1024, secrets, 1, &kind, &id, &n, err, sizeof(err));
+	out = mcphttp_message(in, strlen(in), 1024, secrets, 1, &kind, &id, NULL, &n, err, sizeof(err));
 	assert_non_null(out);
 	assert_int_equal(kind, MCP_MSG_RESULT);
 	assert_int_equal(json_integer_value(id), 7);
@@ -163,6 +164,34 @@ t_message(void **state)
 	assert_null(strchr(out, '\n'));
 	assert_int_equal(strlen(out), n);
 	json_decref(id);
+	free(out);
+}
+
+/* A secret outside a string (all digits, echoed as a number): its mask
+ * leaves text that is no JSON; the message as parsed is what the bridge
+ * changes and writes again (through redaction), never a parse of that. */
+static void
+t_message_masked_number(void **state)
+{
+	static const struct mcphttp_secret digits[] = {{"12345678", 8}};
+	const char *in = "{\"jsonrpc\":\"2.0\",\"error\":{\"code\":-32000,\"message\":\"no\","
+	                 "\"data\":12345678}}";
+	char err[256], *out;
+	json_t *id, *msg;
+	size_t n;
+	int kind;
+
+	out = mcphttp_message(in, strlen(in), 1024, digits, 1, &kind, &id, &msg, &n, err,
+	                      sizeof(err));
+	assert_non_null(out);
+	assert_int_equal(kind, MCP_MSG_ERROR);
+	assert_null(id);
+	assert_non_null(strstr(out, "\"data\":********"));
+	assert_null(json_loadb(out, n, 0, NULL)); /* what a re-parse would have met */
+	assert_non_null(msg);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(msg, "error"), "data")),
+	                 12345678);
+	json_decref(msg);
 	free(out);
 }
 
@@ -175,16 +204,16 @@ t_message_refused(void **state)
 	json_t *id;
 	const char *batch = "[{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}]";
 
-	assert_null(mcphttp_message(batch, strlen(batch), 1024, secrets, 1, &kind, &id, &n, err,
+	assert_null(mcphttp_message(batch, strlen(batch), 1024, secrets, 1, &kind, &id, NULL, &n, err,
 	                            sizeof(err)));
 	assert_non_null(strstr(err, "batch"));
 	assert_null(
-	    mcphttp_message("{nope", 5, 1024, secrets, 1, &kind, &id, &n, err, sizeof(err)));
+	    mcphttp_message("{nope", 5, 1024, secrets, 1, &kind, &id, NULL, &n, err, sizeof(err)));
 	assert_non_null(strstr(err, "not JSON"));
 	snprintf(big, sizeof(big), "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"t\":\"%01500d\"}}",
 	         0);
 	assert_null(
-	    mcphttp_message(big, strlen(big), 1024, secrets, 1, &kind, &id, &n, err, sizeof(err)));
+	    mcphttp_message(big, strlen(big), 1024, secrets, 1, &kind, &id, NULL, &n, err, sizeof(err)));
 	assert_non_null(strstr(err, "more than 1024 bytes"));
 	assert_null(id);
 }
@@ -264,12 +293,67 @@ t_new_refusals(void **state)
 	event_base_free(base);
 }
 
+static int ended;
+static char ended_err[512];
+
+static void
+ended_cb(void *arg, const char *err)
+{
+	ended = 1;
+	snprintf(ended_err, sizeof(ended_err), "%s", err != NULL ? err : "");
+	event_base_loopbreak(arg);
+}
+
+/*
+ * A client that sends requests and reads none of the answers: each request
+ * fails at once (nothing listens on the port) and its error answer piles
+ * up.  Past out_max the bridge ends with why, every request still in
+ * flight answered (or dropped) once: no answer written into the bridge's
+ * own end (which once freed a request twice, or recursed without end).
+ */
+static void
+t_client_not_reading(void **state)
+{
+	struct event_base *base = event_base_new();
+	struct mcphttp_conf conf = {.out_max = 2048, .connect_ms = 2000};
+	struct timeval tmo = {20, 0};
+	char err[512], line[600], id[400];
+	struct mcphttp *h;
+	int sv[2], i, small = 1024, n;
+
+	assert_non_null(base);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	/* the bridge's writes block soon: a small send buffer, nothing read */
+	assert_int_equal(setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
+	memset(id, 'i', sizeof(id) - 1);
+	id[sizeof(id) - 1] = '\0';
+	for (i = 0; i < 12; i++) {
+		n = snprintf(line, sizeof(line),
+		             "{\"jsonrpc\":\"2.0\",\"id\":\"%02d%s\",\"method\":\"tools/list\"}\n", i,
+		             id);
+		assert_int_equal(write(sv[1], line, (size_t)n), n);
+	}
+	ended = 0;
+	h = mcphttp_new(base, sv[0], "http://127.0.0.1:9/mcp", NULL, 0, &conf, ended_cb, base, err,
+	                sizeof(err));
+	assert_non_null(h);
+	event_base_loopexit(base, &tmo);
+	event_base_dispatch(base);
+	assert_true(ended);
+	assert_non_null(strstr(ended_err, "does not read what the server sends (over 2048 bytes"));
+	mcphttp_free(h);
+	close(sv[1]);
+	event_base_free(base);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(t_sse_fields),      cmocka_unit_test(t_sse_odd_fields),
 	    cmocka_unit_test(t_sse_cap),         cmocka_unit_test(t_message),
+		cmocka_unit_test(t_message_masked_number),
+		cmocka_unit_test(t_client_not_reading),
 	    cmocka_unit_test(t_message_refused), cmocka_unit_test(t_ctype_and_headers),
 	    cmocka_unit_test(t_new_refusals),
 	};
