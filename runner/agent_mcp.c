@@ -694,7 +694,6 @@ amcp_begin(json_t *requires, const struct amcp_conf *conf, amcp_ready_cb ready,
 	am.result_max = conf->result_max;
 	am.tools_max = conf->tools_max;
 	am.bytes_max = conf->bytes_max;
-	am.offered = json_array();
 	if (json_array_size(requires) > AMCP_SERVERS_MAX) {
 		snprintf(err, errsz, "the step requires %zu MCP servers; at most %d can run for "
 		         "one step", json_array_size(requires), AMCP_SERVERS_MAX);
@@ -719,6 +718,8 @@ amcp_begin(json_t *requires, const struct amcp_conf *conf, amcp_ready_cb ready,
 		s->errfd = -1;
 		am.n++;
 	}
+	/* made once requires passed: amcp_end frees it, and only an active am */
+	am.offered = json_array();
 	am.active = 1;
 	if (am.n == 0) {
 		am.begun = 1;

@@ -410,7 +410,12 @@ host_log_relay(struct host *h, size_t n, int eof, int flush)
 		if (!eof)
 			break;
 	}
-	h->err_idle = h->err.len > 0 && !flush ? host_now_ms() + RELAY_LOG_IDLE_MS : 0;
+	/* from the first byte held: a trickle without a newline does not put
+	 * its flush off for ever */
+	if (h->err.len == 0 || flush)
+		h->err_idle = 0;
+	else if (h->err_idle == 0)
+		h->err_idle = host_now_ms() + RELAY_LOG_IDLE_MS;
 }
 
 static void
@@ -485,7 +490,11 @@ host_loop(struct host *h)
 		timeout = -1;
 		if (h->deadline != 0)
 			timeout = (int)(h->deadline - now);
-		if (h->err_idle != 0 && (timeout == -1 || h->err_idle - now < timeout))
+		/* the idle flush waits, as the flush above does, for what the log
+		 * holds to be written: no wake-up for it while fd 2 is full (poll
+		 * waits for POLLOUT then) */
+		if (h->err_idle != 0 && h->elen == 0 &&
+		    (timeout == -1 || h->err_idle - now < timeout))
 			timeout = h->err_idle > now ? (int)(h->err_idle - now) : 0;
 		/* the server is gone: read its output to the end without waiting */
 		if (h->gone &&

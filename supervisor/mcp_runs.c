@@ -349,6 +349,7 @@ ms_http(struct mserver *s, const struct mcpspec *spec, const struct mcp_creds *c
 	for (i = 0; i < spec->nheaders; i++) {
 		if ((spec->headers[i].refs > 0 && creds == NULL) ||
 		    (v = mcpspec_expand(spec->headers[i].value, creds, &len)) == NULL) {
+			sodium_memzero(w.sb.data, w.sb.size); /* the headers put so far */
 			ipc_wbuf_free(&w);
 			close(sp[0]);
 			close(sp[1]);
@@ -357,6 +358,18 @@ ms_http(struct mserver *s, const struct mcpspec *spec, const struct mcp_creds *c
 			return;
 		}
 		nl = strlen(spec->headers[i].name);
+		if (nl + 2 + len > IPC_MCP_HEADER_MAX) {
+			/* the proxy would refuse the frame whole */
+			sodium_free(v);
+			sodium_memzero(w.sb.data, w.sb.size);
+			ipc_wbuf_free(&w);
+			close(sp[0]);
+			close(sp[1]);
+			ms_failed(s->runner, s->id, 0, "mcp server %s: spec.headers.%s is over %u "
+			          "bytes once its credentials are put in", s->name,
+			          spec->headers[i].name, IPC_MCP_HEADER_MAX);
+			return;
+		}
 		if ((line = sodium_malloc(nl + len + 3)) == NULL)
 			fatalx("out of memory");
 		memcpy(line, spec->headers[i].name, nl);
