@@ -41,7 +41,6 @@
 #include "supervisor/db.h"
 #include "supervisor/supervisor.h"
 
-#define BACKUP_CONF_MAX (1024 * 1024)
 
 struct backup {
 	char dir[PATH_MAX];
@@ -104,22 +103,21 @@ bk_write(struct backup *b, const char *name, const char *text, size_t len)
 static void
 bk_rest(struct backup *b, const char *artifacts)
 {
-	char *conf = NULL, manifest[3 * PATH_MAX + 1024], when[64];
+	char manifest[3 * PATH_MAX + 1024], when[64], err[PATH_MAX + 128];
+	unsigned char *conf = NULL;
 	size_t len = 0;
-	FILE *f;
 	time_t now = time(NULL);
 	struct tm tm;
 	int rv;
 
-	if ((f = fopen(sup.conf_path, "re")) == NULL) {
-		bk_finish(b, 0, "cannot read %s: %s", sup.conf_path, strerror(errno));
+	/* read as the daemon reads it: whole, or an error (never a cut copy) */
+	if (config_read_file(sup.conf_path, &conf, &len, err, sizeof(err)) == -1) {
+		err[strcspn(err, "\n")] = '\0';
+		bk_finish(b, 0, "cannot read the configuration: %s", err);
 		return;
 	}
-	if ((conf = malloc(BACKUP_CONF_MAX)) == NULL)
-		fatal("malloc");
-	len = fread(conf, 1, BACKUP_CONF_MAX, f);
-	fclose(f);
-	rv = bk_write(b, "agrippad.yaml", conf, len);
+	rv = bk_write(b, "agrippad.yaml", (const char *)conf, len);
+	explicit_bzero(conf, len); /* database.url may hold a password */
 	free(conf);
 	if (rv == -1) {
 		bk_finish(b, 0, "cannot write agrippad.yaml: %s", strerror(errno));

@@ -2063,6 +2063,32 @@ conf_open(const char *path, char *errbuf, size_t errsz)
 }
 
 int
+config_read_file(const char *path, unsigned char **out, size_t *len, char *errbuf, size_t errsz)
+{
+	ssize_t n;
+	int fd;
+
+	if (errbuf != NULL && errsz > 0)
+		errbuf[0] = '\0';
+	if ((fd = conf_open(path, errbuf, errsz)) == -1)
+		return -1;
+	n = conf_read(fd, out);
+	close(fd);
+	if (n == -1) {
+		conf_ferror(errbuf, errsz, "%s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	if ((size_t)n > CONF_MAX_SIZE) {
+		explicit_bzero(*out, (size_t)n);
+		free(*out);
+		conf_ferror(errbuf, errsz, "%s: larger than %d bytes\n", path, CONF_MAX_SIZE);
+		return -1;
+	}
+	*len = (size_t)n;
+	return 0;
+}
+
+int
 config_load(const char *path, struct config *c, char *errbuf, size_t errsz)
 {
 	unsigned char *buf = NULL;

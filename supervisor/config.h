@@ -203,6 +203,12 @@ void config_defaults(struct config *c);
  * Returns 0 when the file is valid, -1 otherwise.
  */
 int config_load(const char *path, struct config *c, char *errbuf, size_t errsz);
+/* The file at path as config_load reads it (a regular file others cannot
+ * write, at most CONF_MAX_SIZE bytes): *out a new buffer of *len bytes (the
+ * caller wipes and frees it: it may hold database.url's password), or -1
+ * with the reason in errbuf. */
+int config_read_file(const char *path, unsigned char **out, size_t *len, char *errbuf,
+                     size_t errsz);
 
 /*
  * Same, parsing buf (len bytes, need not be NUL-terminated; name is used in

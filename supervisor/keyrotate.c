@@ -51,6 +51,7 @@
 
 #define KR_LOCK_TIMEOUT "SET lock_timeout = '10s'"
 #define KR_STMT_TIMEOUT "SET statement_timeout = '60s'"
+#define KR_CONNECT_TIMEOUT "10" /* seconds, libpq's connect_timeout */
 
 struct kr_paths {
 	char cur[PATH_MAX], new[PATH_MAX], old[PATH_MAX];
@@ -139,7 +140,11 @@ kr_simple(PGconn *pg, const char *sql, char *err, size_t sz)
 static PGconn *
 kr_connect(const char *ci, char *err, size_t sz)
 {
-	PGconn *pg = PQconnectdb(ci);
+	/* the supervisor's loop waits for this connect: never without a bound
+	 * (a connect_timeout of ci's own, coming after, has the last word) */
+	static const char *const keys[] = {"connect_timeout", "dbname", NULL};
+	const char *vals[] = {KR_CONNECT_TIMEOUT, ci, NULL};
+	PGconn *pg = PQconnectdbParams(keys, vals, 1);
 
 	if (PQstatus(pg) != CONNECTION_OK) {
 		snprintf(err, sz, "cannot connect to the database: %s", PQerrorMessage(pg));
