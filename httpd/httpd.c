@@ -372,10 +372,9 @@ hreq_db_ok(struct hreq *h, const struct ipc_db_result *r)
 		return 1;
 	if (r == NULL || r->code == DB_ERR_UNAVAILABLE)
 		hreq_error(h, 503, "unavailable", "the database is unavailable");
-	else if (r->code == DB_ERR_QUERY && r->errlen >= 6 && memcmp(r->error, "AGK01:", 6) == 0) {
-		/* 0013_key_state.sql: a secret sealed under a master key that a
-		 * rotation retired meanwhile; nothing was stored, and the same
-		 * request sent again is sealed under the new key */
+	else if (r->code == DB_ERR_KEY_ROTATED) {
+		/* nothing was stored; the same request sent again is sealed under
+		 * the new key */
 		if (h->req != NULL)
 			evhttp_add_header(evhttp_request_get_output_headers(h->req), "Retry-After",
 			                  "1");

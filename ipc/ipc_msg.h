@@ -384,6 +384,9 @@ enum db_code {
 	DB_ERR_UNAVAILABLE = 4,/* no database connection */
 	DB_ERR_QUERY = 5,      /* the statement failed (constraint, etc.) */
 	DB_ERR_TOO_LARGE = 6,  /* result exceeds the reply limits */
+	DB_ERR_KEY_ROTATED = 7,/* a secret sealed under a master key that a rotation
+	                          retired meanwhile (SQLSTATE AGK01, 0013_key_state.sql):
+	                          nothing changed; sent again it is sealed anew */
 };
 
 struct ipc_msg_info {

@@ -1700,11 +1700,6 @@ admin_query_error(struct admin_req *r, const char *err, PGresult *res)
 				return;
 			}
 	}
-	if (state != NULL && strcmp(state, "AGK01") == 0) { /* 0013_key_state.sql */
-		admin_reply(r, 1, "%s: the master key was rotated while this ran; nothing changed: "
-		    "run the command again", r->cmd->name);
-		return;
-	}
 	if (state != NULL && strcmp(state, "23503") == 0) {
 		admin_reply(r, 1, "%s: %s does not exist (any more); nothing changed",
 		    r->cmd->name, r->argc > 0 ? r->argv[0] : "an object");
@@ -1732,7 +1727,10 @@ admin_done(uint64_t reqid, int code, const char *err, void *pgres, void *arg)
 	struct admin_req *r = arg;
 	PGresult *res = pgres;
 
-	if (code == DB_ERR_QUERY)
+	if (code == DB_ERR_KEY_ROTATED)
+		admin_reply(r, 1, "%s: the master key was rotated while this ran; nothing changed: "
+		    "run the command again", r->cmd->name);
+	else if (code == DB_ERR_QUERY)
 		admin_query_error(r, err, res);
 	else if (code != DB_OK)
 		admin_reply(r, 1, "%s: %s", r->cmd->name, err);

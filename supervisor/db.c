@@ -290,7 +290,9 @@ conn_command_done(struct db_conn *c)
 		msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
 		snprintf(err, sizeof(err), "%s: %s", state ? state : "XX000",
 		    msg ? msg : "query failed");
-		req_finish(r, DB_ERR_QUERY, err, res);
+		req_finish(r, state != NULL && strcmp(state, "AGK01") == 0 ? DB_ERR_KEY_ROTATED
+		                                                          : DB_ERR_QUERY,
+		           err, res);
 	}
 	PQclear(res);
 	conn_dispatch();
