@@ -273,6 +273,9 @@ t_new_refusals(void **state)
 	struct event_base *base = event_base_new();
 	const char *bad_hdr[] = {"X-Ok: 1", "Injected\r\nX-Evil: 1"};
 	const char *no_colon[] = {"Authorization Bearer x"};
+	const char *token_hdr[] = {"X.Api~Key: 1"};
+	static const struct mcphttp_secret shortsec[] = {{"abc", 3}};
+	const struct mcphttp_conf short_conf = {.secrets = shortsec, .nsecrets = 1};
 	char err[512];
 	int sv[2];
 	struct mcphttp *h;
@@ -289,6 +292,19 @@ t_new_refusals(void **state)
 	assert_non_null(h);
 	assert_null(mcphttp_session(h));
 	mcphttp_free(h);
+	close(sv[1]);
+	/* a name mcp add takes (any HTTP token) is taken here too */
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	h = mcphttp_new(base, sv[0], "http://127.0.0.1:9/mcp", token_hdr, 1, NULL, done_cb, NULL,
+	                err, sizeof(err));
+	assert_non_null(h);
+	mcphttp_free(h);
+	close(sv[1]);
+	/* a secret too short to be redacted is refused, not ignored */
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	assert_null(mcphttp_new(base, sv[0], "http://127.0.0.1:9/mcp", NULL, 0, &short_conf, done_cb,
+	                        NULL, err, sizeof(err)));
+	assert_non_null(strstr(err, "secret 1 is shorter than 4 bytes"));
 	close(sv[1]);
 	event_base_free(base);
 }
