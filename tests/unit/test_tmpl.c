@@ -1200,6 +1200,13 @@ test_requires_limit(void **state)
 		bigcat("s%d, ", i);
 	bigcat("] } }\n");
 	expect_only_at(big, "s64", "phases[0].steps[0].requires.skills: at most 64 entries");
+	/* MCP servers: as many as one step can run, refused here, not at run time */
+	memset(big, 0, sizeof(big));
+	bigcat(HEAD "      - { id: a, kind: agent, prompt: p, requires: { mcp_servers: [ ");
+	for (i = 0; i < 17; i++)
+		bigcat("m%d, ", i);
+	bigcat("] } }\n");
+	expect_only_at(big, "m16", "phases[0].steps[0].requires.mcp_servers: at most 16 entries");
 }
 
 static void
