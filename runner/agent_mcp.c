@@ -466,6 +466,8 @@ amcp_sup_msg(struct ipc_msg *m)
 
 /* ---- what the model is offered -------------------------------------------- */
 
+static json_t *offered_find(const char *name);
+
 /* The offered set, again: every ready server's tools, in order, under the
  * step's caps. */
 static void
@@ -496,6 +498,18 @@ offered_build(void)
 					json_array_append_new(drops, json_pack("{s:s, s:s}", "name",
 					    s->tools->v[j].name, "reason", count >= am.tools_max ?
 					    "over agent.mcp_tools_max" : "over agent.mcp_tool_bytes_max"));
+				continue;
+			}
+			/* server a__b's tool c and server a's tool b__c are both
+			 * mcp__a__b__c: the first offered keeps the name */
+			if (offered_find(json_string_value(
+			        json_object_get(s->tools->v[j].def, "name"))) != NULL) {
+				if (drops == NULL)
+					drops = json_array();
+				if (json_array_size(drops) < 64)
+					json_array_append_new(drops, json_pack("{s:s, s:s}", "name",
+					    s->tools->v[j].name, "reason",
+					    "another server's tool has the same model name"));
 				continue;
 			}
 			count++;
