@@ -262,7 +262,10 @@ check "after Retry-After ($RA s), the right token from that address logs in ($*)
 # For all addresses together: 14 addresses with 10 wrong tokens each (each
 # under its own limit, 140 over the limit of all), then at once the right
 # token from 5 addresses never seen: the limit of all refuses them (a token
-# that came back meanwhile, one every 0.6 s, can let one through).
+# that came back meanwhile, one every 0.6 s, can let one through).  The 5
+# go from one curl, in parallel, so that they arrive together: sent by 5
+# processes on a loaded machine, they came one after another, and a right
+# token let through gives its token back before the next one arrived.
 pids=""
 j=1
 while [ $j -le 14 ]; do
@@ -276,17 +279,21 @@ while [ $j -le 14 ]; do
 done
 # shellcheck disable=SC2086 # pids: a list
 wait $pids
-pids=""
+set --
 for j in 1 2 3 4 5; do
-	from "127.2.0.$j" "$TL" >"$T/fresh.$j" &
-	pids="$pids $!"
+	[ $j = 1 ] || set -- "$@" --next
+	set -- "$@" -s -o "$T/fresh.$j" -w "$j %{http_code} %header{retry-after}\\n" --max-time 10 \
+		--interface "127.2.0.$j" -H 'Content-Type: application/json' -d "{\"token\": \"$TL\"}" "$URL/v1/session"
 done
-# shellcheck disable=SC2086 # pids: a list
-wait $pids
+curl -s --parallel --parallel-immediate --parallel-max 5 "$@" >"$T/fresh"
+while read -r j code ra; do
+	printf '%s %s %s\n' "$code" "${ra:--}" \
+		"$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("error", {}).get("code", "-"))' "$T/fresh.$j" 2>/dev/null)"
+done <"$T/fresh" >"$T/fresh.all"
 FLOOD=$(cat "$T"/flood.* | sort | uniq -c | tr '\n' ' ')
-FRESH=$(cat "$T"/fresh.* | tr '\n' ',')
+FRESH=$(tr '\n' ',' <"$T/fresh.all")
 check "140 wrong tokens from 14 addresses ($FLOOD), then the right token from 5 new ones: 4 or 5 are 429 with Retry-After 1 ($FRESH)" \
-	[ "$(cat "$T"/flood.* | grep -c '^429$')" -ge 30 -a "$(grep -c '^429 1 too_many_logins$' "$T"/fresh.*  | awk -F: '{ s += $2 } END { print s }')" -ge 4 ]
+	[ "$(cat "$T"/flood.* | grep -c '^429$')" -ge 30 -a "$(grep -c '^429 1 too_many_logins$' "$T/fresh.all")" -ge 4 ]
 CODE=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 -H "Authorization: Bearer $TL" "$URL/v1/me")
 check "bearer tokens still work meanwhile ($CODE)" [ "$CODE" = 200 ]
 check "audited once: session.rate_limited, scope all" \
