@@ -38,11 +38,15 @@
  * All streams together hold at most api.sse_queued_max bytes unwritten
  * (agrippad.conf(5)), counted exactly (an evbuffer callback on each
  * client's output).  A write that would pass it first closes the clients
- * that hold the most, largest first, while they hold more than the
- * writer: a client that does not read holds what it was sent, one that
- * reads holds little, so readers are served however many clients do not
- * read.  A closed client may reconnect and resume from its Last-Event-ID.
- * When the writer itself holds the most, it is full, as above.
+ * that have gone longest without reading any of what they hold, the
+ * longest first, while they have gone longer than the writer: a client
+ * that does not read has waited since its socket filled, one that reads
+ * drained some of its output a moment ago, however much it holds (a reader
+ * catching up holds up to SSE_OUTBUF_MAX, more than thousands of idle
+ * clients each hold under the cap).  So readers are served however many
+ * clients do not read.  A closed client may reconnect and resume from its
+ * Last-Event-ID.  When the writer itself has gone longest, it is full, as
+ * above.
  */
 #include <sys/queue.h>
 
@@ -59,6 +63,7 @@
 #include <time.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "httpd/httpd.h"
 #include "privsep/child.h"
 
@@ -100,6 +105,7 @@ struct sse_client {
 	struct evbuffer *out; /* its connection's output */
 	struct evbuffer_cb_entry *cbe;
 	size_t queued;   /* bytes in out, as its callback last saw */
+	uint64_t waiting_ms; /* mono_ms() since out has held bytes of which none were written */
 	int evict;       /* to be closed for the cap (sse_evict_ev) */
 };
 TAILQ_HEAD(sse_clientq, sse_client);
@@ -233,6 +239,10 @@ sse_out_cb(struct evbuffer *b, const struct evbuffer_cb_info *info, void *arg)
 	size_t now = info->orig_size + info->n_added - info->n_deleted;
 
 	(void)b;
+	if (now == 0)
+		c->waiting_ms = 0;
+	else if (c->queued == 0 || info->n_deleted > 0)
+		c->waiting_ms = mono_ms();
 	sse_queued = sse_queued - c->queued + now;
 	if (c->evict)
 		sse_evicting = sse_evicting - c->queued + now;
@@ -264,28 +274,38 @@ sse_evict_run(evutil_socket_t fd, short what, void *arg)
 		sse_release(g);
 	}
 	if (n > 0)
-		log_info("event streams: %u clients that held the most were closed "
+		log_info("event streams: %u clients that read nothing for longest were closed "
 		         "(api.sse_queued_max)", n);
 }
 
+/* Whether x has gone longer than y without reading what it holds (the
+ * larger holding first when both began waiting in the same ms). */
+static int
+sse_staler(const struct sse_client *x, const struct sse_client *y)
+{
+	return x->waiting_ms < y->waiting_ms ||
+	       (x->waiting_ms == y->waiting_ms && x->queued > y->queued);
+}
+
 /* Room for len more bytes for c under api.sse_queued_max: 0, or -1 when c
- * holds the most itself. */
+ * itself has gone longest without reading. */
 static int
 sse_make_room(struct sse_client *c, size_t len)
 {
 	struct sse_run *g;
-	struct sse_client *x, *most;
+	struct sse_client *x, *stale;
 
 	while (sse_queued - sse_evicting + len > sse_queued_max) {
-		most = NULL;
+		stale = NULL;
 		LIST_FOREACH(g, &runs, entry)
 			TAILQ_FOREACH(x, &g->clients, entry)
-				if (x != c && !x->evict && (most == NULL || x->queued > most->queued))
-					most = x;
-		if (most == NULL || most->queued <= c->queued)
+				if (x != c && !x->evict && x->queued > 0 &&
+				    (stale == NULL || sse_staler(x, stale)))
+					stale = x;
+		if (stale == NULL || (c->queued > 0 && !sse_staler(stale, c)))
 			return -1;
-		most->evict = 1;
-		sse_evicting += most->queued;
+		stale->evict = 1;
+		sse_evicting += stale->queued;
 		if (sse_evict_ev == NULL &&
 		    (sse_evict_ev = event_new(httpd_child()->base, -1, 0, sse_evict_run, NULL)) ==
 		        NULL)
@@ -543,6 +563,7 @@ sse_join(struct hreq *h, uint64_t after)
 		if (bev != NULL) {
 			c->out = bufferevent_get_output(bev);
 			c->queued = evbuffer_get_length(c->out);
+			c->waiting_ms = c->queued > 0 ? mono_ms() : 0;
 			sse_queued += c->queued;
 			if ((c->cbe = evbuffer_add_cb(c->out, sse_out_cb, c)) == NULL)
 				fatalx("evbuffer_add_cb");

@@ -15,7 +15,11 @@ Modes (all take --port --token --run):
             once and in order.  One line per client, then "summary: ...".
             Exit status 1 on any failure.
   get       one request (optional Last-Event-ID / ?after=), reads until the
-            stream ends or --timeout; prints one JSON object.
+            stream ends or --timeout; prints one JSON object.  --rate B
+            reads at most B bytes a second, --pause S stops reading for S
+            seconds after the first event; both through a small receive
+            buffer, so that the server holds what the client has not read
+            yet: a client that reads, slowly or after a while.
   watch     opens a stream, reads up to --caught-up SEQ, then runs --cmd
             (sh -c) and waits for an event of type --want-type; prints one
             JSON object with the ids received after the catch-up and how
@@ -50,10 +54,16 @@ class SSEConn:
     """One HTTP/1.1 request to the stream and an incremental SSE parser."""
 
     def __init__(self, port, token, run, last_id=None, after=None, io_timeout=30.0,
-                 extra_headers=()):
+                 extra_headers=(), rate=0, small_rcvbuf=False):
         self.port = port
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=io_timeout)
+        self.rate = rate        # bytes a second at most, 0: as fast as they come
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if rate or small_rcvbuf:
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
         self.sock.settimeout(io_timeout)
+        self.sock.connect(("127.0.0.1", port))
+        self.t0 = time.monotonic()
+        self.nread = 0
         path = "/v1/runs/%s/events/stream" % run
         if after is not None:
             path += "?after=%s" % after
@@ -87,14 +97,19 @@ class SSEConn:
             pass
 
     def _recv(self):
+        if self.rate:
+            ahead = self.nread / self.rate - (time.monotonic() - self.t0)
+            if ahead > 0:
+                time.sleep(ahead)
         try:
-            d = self.sock.recv(262144)
+            d = self.sock.recv(8192 if self.rate else 262144)
         except socket.timeout:
             raise StreamError("read timed out")
         except ConnectionResetError:
             d = b""
         if not d:
             self.closed = True
+        self.nread += len(d)
         return d
 
     def _read_head(self):
@@ -396,7 +411,7 @@ def mode_get(args):
     res = {"status": None, "ids": [], "types": [], "ended": False, "error": None}
     try:
         c = SSEConn(args.port, args.token, args.run, last_id=args.last_id, after=args.after,
-                    io_timeout=args.timeout)
+                    io_timeout=args.timeout, rate=args.rate, small_rcvbuf=args.pause > 0)
         res["status"] = c.status
         res["content_type"] = c.headers.get("content-type")
         if c.status != 200:
@@ -405,6 +420,8 @@ def mode_get(args):
         else:
             try:
                 for eid, etype, data in c.events(t0 + args.timeout):
+                    if args.pause > 0 and not res["ids"]:
+                        time.sleep(args.pause)
                     res["ids"].append(int(eid))
                     res["types"].append(etype)
                     json.loads(data)
@@ -590,6 +607,8 @@ def main():
     ap.add_argument("--last-id")
     ap.add_argument("--after")
     ap.add_argument("--timeout", type=float, default=20.0)
+    ap.add_argument("--rate", type=int, default=0)
+    ap.add_argument("--pause", type=float, default=0.0)
     # stress
     ap.add_argument("--clients", type=int, default=20)
     ap.add_argument("--expect", type=int, default=16002)
