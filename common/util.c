@@ -240,6 +240,19 @@ mono_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+void
+mem_redact(char *p, size_t len, const void *s, size_t slen)
+{
+	char *end = p + len, *hit;
+
+	if (s == NULL || slen < REDACT_MIN)
+		return;
+	while (p < end && (hit = memmem(p, (size_t)(end - p), s, slen)) != NULL) {
+		memset(hit, '*', slen);
+		p = hit + slen;
+	}
+}
+
 int
 err_set(char *err, size_t errsz, const char *fmt, ...)
 {

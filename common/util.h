@@ -78,6 +78,13 @@ char *memdup0(const void *p, size_t len);
 /* CLOCK_MONOTONIC in milliseconds. */
 uint64_t mono_ms(void);
 
+/* Every occurrence of the slen bytes s in the len bytes at p replaced by
+ * '*', byte for byte (the text keeps its length, and a secret inside a
+ * JSON string leaves a JSON string).  One shorter than REDACT_MIN is left
+ * alone: it would match too much. */
+#define REDACT_MIN 4
+void mem_redact(char *p, size_t len, const void *s, size_t slen);
+
 /* A one-line reason formatted into err (size errsz); returns -1, for
  * "return err_set(err, errsz, ...)". */
 int err_set(char *err, size_t errsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -79,7 +79,7 @@ struct req {
 	struct mcphttp *h;
 	json_t *id;
 	char method[64];
-	int64_t deadline; /* monotonic ms */
+	uint64_t deadline; /* mono_ms() */
 	struct xfer *x;   /* the transfer carrying it, NULL while it waits */
 	struct event *resume_ev;
 	char *last_id; /* the last SSE event id of its stream */
@@ -123,15 +123,6 @@ static void hdrs_params(struct mcphttp *h, struct curl_slist **l, const json_t *
 static void bridge_end(struct mcphttp *h, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void write_cb(evutil_socket_t fd, short what, void *arg);
-
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* A server's text made one printable line of at most max bytes. */
 static void
@@ -612,7 +603,9 @@ xfer_start(struct xfer *x)
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)h->conf.connect_ms);
 	if (x->rq != NULL && strcmp(x->rq->method, "subscriptions/listen") != 0) {
-		ms = (long)(x->rq->deadline - now_ms());
+		uint64_t now = mono_ms();
+
+		ms = x->rq->deadline > now ? (long)(x->rq->deadline - now) : 0;
 		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, ms < 1 ? 1L : ms);
 	} else if (x->kind == X_POST && x->rq == NULL) /* a notification, an answer */
 		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)h->conf.call_ms);
@@ -854,7 +847,7 @@ resume_fire(evutil_socket_t fd, short what, void *arg)
 	struct mcphttp *h = r->h;
 	struct xfer *x;
 
-	if (now_ms() >= r->deadline) {
+	if (mono_ms() >= r->deadline) {
 		req_fail(r, "%s: no answer within %u ms", r->method, h->conf.call_ms);
 		return;
 	}
@@ -884,7 +877,7 @@ req_resume(struct req *r)
 	}
 	if (ms > MCPHTTP_RETRY_MS_MAX)
 		ms = MCPHTTP_RETRY_MS_MAX;
-	if (now_ms() + ms >= r->deadline) {
+	if (mono_ms() + (uint64_t)ms >= r->deadline) {
 		req_fail(r, "%s: no answer within %u ms", r->method, r->h->conf.call_ms);
 		return;
 	}
@@ -1168,8 +1161,8 @@ client_line(struct mcphttp *h, const char *line, size_t len)
 		snprintf(r->method, sizeof(r->method), "%s", m.method);
 		/* subscriptions/listen lasts as long as the client wants it */
 		r->deadline = strcmp(r->method, "subscriptions/listen") == 0
-		                  ? INT64_MAX
-		                  : now_ms() + h->conf.call_ms;
+		                  ? UINT64_MAX
+		                  : mono_ms() + h->conf.call_ms;
 		r->retry_ms = -1;
 		TAILQ_INSERT_TAIL(&h->reqs, r, e);
 		h->nreqs++;

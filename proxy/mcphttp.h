@@ -36,7 +36,7 @@
  *
  * Every message written back is re-encoded compactly by jansson (so that a
  * secret cannot hide behind \u escapes) and then has every secret of conf
- * replaced by '*' byte for byte, as supervisor/provider.c's secret_redact;
+ * replaced by '*' byte for byte (mem_redact, as the supervisor does);
  * so do the bridge's own error texts (which may quote the server).
  *
  * Bounded: an answer or an SSE event over line_max, more than inflight_max
@@ -60,6 +60,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/util.h"
+
 struct event_base;
 
 #define MCPHTTP_ERR_CODE (-32603) /* the code of the bridge's own error answers */
@@ -75,7 +77,7 @@ struct event_base;
 
 /* A value to redact from everything written back (at least
  * MCPHTTP_SECRET_MIN bytes: mcphttp_new refuses shorter ones). */
-#define MCPHTTP_SECRET_MIN 4
+#define MCPHTTP_SECRET_MIN REDACT_MIN
 struct mcphttp_secret {
 	const char *p;
 	size_t len;

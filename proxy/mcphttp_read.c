@@ -202,16 +202,9 @@ void
 mcphttp_redact(char *p, size_t len, const struct mcphttp_secret *secrets, size_t nsecrets)
 {
 	size_t i;
-	char *q, *end = p + len, *hit;
 
-	for (i = 0; i < nsecrets; i++) {
-		if (secrets[i].p == NULL || secrets[i].len < MCPHTTP_SECRET_MIN)
-			continue;
-		for (q = p; q < end && (hit = memmem(q, (size_t)(end - q), secrets[i].p,
-		                                     secrets[i].len)) != NULL;
-		     q = hit + secrets[i].len)
-			memset(hit, '*', secrets[i].len);
-	}
+	for (i = 0; i < nsecrets; i++)
+		mem_redact(p, len, secrets[i].p, secrets[i].len);
 }
 
 char *

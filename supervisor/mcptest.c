@@ -34,6 +34,7 @@
 
 #include "common/log.h"
 #include "common/mcpspec.h"
+#include "common/util.h"
 #include "runner/mcp.h"
 #include "supervisor/sbx.h"
 #include "supervisor/supervisor.h"
@@ -115,7 +116,7 @@ mt_client_done(void *arg, int status, char *out)
 
 	t->client = -1;
 	for (i = 0; i < t->nsecrets; i++)
-		secret_redact(out, len, t->secret[i], t->secretlen[i]);
+		mem_redact(out, len, t->secret[i], t->secretlen[i]);
 	mt_forget_secrets(t);
 	if (t->sbx != NULL)
 		sbx_stop(t->sbx, MCPTEST_GRACE_MS);

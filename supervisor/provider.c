@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "supervisor/key.h"
 #include "supervisor/supervisor.h"
 
@@ -212,25 +213,12 @@ provider_send_conf(void)
 }
 
 void
-secret_redact(char *p, size_t len, const unsigned char *s, size_t slen)
-{
-	char *end = p + len, *hit;
-
-	if (s == NULL || slen < 4)
-		return;
-	while (p < end && (hit = memmem(p, (size_t)(end - p), s, slen)) != NULL) {
-		memset(hit, '*', slen);
-		p = hit + slen;
-	}
-}
-
-void
 provider_redact(char *p, size_t len)
 {
 	size_t i;
 
 	for (i = 0; i < CONF_MAX_PROVIDERS; i++)
-		secret_redact(p, len, keys[i].key, keys[i].len);
+		mem_redact(p, len, keys[i].key, keys[i].len);
 }
 
 int

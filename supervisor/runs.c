@@ -818,9 +818,9 @@ redact_span(struct srun *r, char *p, size_t len)
 	size_t i;
 
 	provider_redact(p, len);
-	secret_redact(p, len, r->secret, r->secretlen);
+	mem_redact(p, len, r->secret, r->secretlen);
 	for (i = 0; i < r->nmcp; i++)
-		secret_redact(p, len, r->mcp[i].p, r->mcp[i].len);
+		mem_redact(p, len, r->mcp[i].p, r->mcp[i].len);
 }
 
 static void

@@ -98,9 +98,6 @@ int provider_reload(const struct config *nc, char *err, size_t errsz);
 void provider_send_conf(void);
 /* Replace every provider key in p[0..len) by '*', byte for byte. */
 void provider_redact(char *p, size_t len);
-/* Replace every occurrence of secret s (slen bytes, at least 4) in
- * p[0..len) by '*', byte for byte. */
-void secret_redact(char *p, size_t len, const unsigned char *s, size_t slen);
 /* A new runner's model channel: the proxy gets one end, tagged with run;
  * *runner_fd is the other (the caller's to pass and close).  0 or -1. */
 int provider_channel(const char *run, int *runner_fd);
