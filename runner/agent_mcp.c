@@ -79,6 +79,8 @@ struct amcp_server {
 	size_t tailpos;
 	int tailwrapped;
 	struct mcp_tools *tools;  /* the last listing */
+	int listing;              /* a tools/list is in flight */
+	int relist;               /* ... and the tools changed again meanwhile */
 	char why[AMCP_ERROR_MAX]; /* why it failed */
 	int settled;              /* counted in the first round */
 };
@@ -219,6 +221,7 @@ srv_close(struct amcp_server *s)
 		mcp_free(s->c);
 		s->c = NULL;
 	}
+	s->listing = s->relist = 0; /* its requests went with it */
 	err_close(s);
 	if (s->start_id != 0) {
 		ipc_wbuf_begin(&w, IMSG_MCP_STOP, s->start_id, 0);
@@ -323,10 +326,20 @@ listed(void *arg, struct mcp_tools *tools, const char *err)
 {
 	struct amcp_server *s = arg;
 
+	s->listing = 0;
 	if (tools == NULL) {
 		if (s->state == AS_LISTING)
 			srv_fail(s, "its tools could not be listed: %s", err);
+		else if (s->relist)
+			srv_list(s);
 		return; /* a list again after a change: the old one stays */
+	}
+	if (s->relist && s->state == AS_READY) {
+		/* changed again while this one was asked for: this listing
+		 * may be out of date already, and the next replaces it */
+		mcp_tools_free(tools);
+		srv_list(s);
+		return;
 	}
 	mcp_tools_free(s->tools);
 	s->tools = tools;
@@ -354,9 +367,18 @@ listed(void *arg, struct mcp_tools *tools, const char *err)
 	offered_again();
 }
 
+/* Lists s's tools; a change notified while a listing is in flight asks for
+ * one more once it is answered, however many came: a server cannot keep
+ * more than one listing (and its work, and its events) going at a time. */
 static void
 srv_list(struct amcp_server *s)
 {
+	if (s->listing) {
+		s->relist = 1;
+		return;
+	}
+	s->listing = 1;
+	s->relist = 0;
 	mcp_list_tools(s->c, listed, s);
 }
 
@@ -518,8 +540,8 @@ offered_build(void)
 			    s->tools->v[j].def, "server", (json_int_t)i, "tool", s->tools->v[j].name));
 		}
 		if (drops != NULL) {
-			log_warnx("step %s: mcp server %s: %zu of its tools are left out by the "
-			          "step's caps", rn.steps[rn.cur].id, s->name,
+			log_warnx("step %s: mcp server %s: %zu of its tools are left out "
+			          "(agent.mcp_tools_dropped)", rn.steps[rn.cur].id, s->name,
 			          json_array_size(drops));
 			am_event("agent.mcp_tools_dropped",
 			             json_pack("{s:s, s:I, s:I, s:o}", "server", s->name, "listed",
