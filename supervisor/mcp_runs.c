@@ -52,7 +52,11 @@
 #include "supervisor/supervisor.h"
 
 #define MCP_RUNS_GRACE_MS 2000 /* EOF to SIGTERM, SIGTERM to SIGKILL */
-#define MCP_RUNS_PER_RUN 16    /* servers of one run not yet reaped */
+#define MCP_RUNS_PER_RUN 16    /* servers of one run not being stopped */
+/* ... and with those being stopped (their grace lasts up to
+ * 2 * MCP_RUNS_GRACE_MS), so that the next step's servers, or a server
+ * started again, need not wait for the last ones to go */
+#define MCP_RUNS_ALL_PER_RUN (2 * MCP_RUNS_PER_RUN)
 
 struct mserver {
 	LIST_ENTRY(mserver) entry;
@@ -104,6 +108,19 @@ mcp_runs_live(const char *run)
 
 	LIST_FOREACH(s, &mservers, entry)
 		if (strcmp(s->run, run) == 0)
+			n++;
+	return n;
+}
+
+/* The run's servers that are not being stopped. */
+static int
+ms_running(const char *run)
+{
+	struct mserver *s;
+	int n = 0;
+
+	LIST_FOREACH(s, &mservers, entry)
+		if (!s->stopping && strcmp(s->run, run) == 0)
 			n++;
 	return n;
 }
@@ -522,9 +539,15 @@ mcp_runs_start(struct proc *runner, const char *run, const char *ws, int readonl
 		          (unsigned long long)m->id);
 		return;
 	}
-	if (mcp_runs_live(run) >= MCP_RUNS_PER_RUN) {
+	if (ms_running(run) >= MCP_RUNS_PER_RUN) {
 		ms_failed(runner, m->id, 0, "mcp server %s: the run has %d servers already",
 		          st.server, MCP_RUNS_PER_RUN);
+		return;
+	}
+	if (mcp_runs_live(run) >= MCP_RUNS_ALL_PER_RUN) {
+		ms_failed(runner, m->id, 0,
+		          "mcp server %s: the run has %d servers already, with those still "
+		          "being stopped", st.server, MCP_RUNS_ALL_PER_RUN);
 		return;
 	}
 	if (op == NULL)
