@@ -17,13 +17,23 @@ send first, gets -32601 as a legacy server answers it.
   fake_mcp.py exit            "bad config: FAKE_MCP_NEEDS is not set" on
                               stderr, exit 2 before reading anything
   fake_mcp.py silent          reads and never answers
+  fake_mcp.py linger          as ok, but a tools/call makes it close its
+                              stdout and live on, deaf to SIGTERM, until
+                              it is killed
+  fake_mcp.py named T...      tools named T..., each answering "T: TEXT"
+  fake_mcp.py churn N         tools "churn", which writes N
+                              notifications/tools/list_changed before its
+                              answer, and "lists", which answers "lists K":
+                              the tools/list requests it read since churn
 
 It refuses to run outside a sandbox (AGRIPPA_SANDBOX unset): it is started
 only by the daemon under test.
 """
 import json
 import os
+import signal
 import sys
+import time
 import urllib.request
 
 
@@ -73,8 +83,13 @@ def main():
         return 2
     if mode == "many":
         names = ["t%d" % i for i in range(int(sys.argv[2]))]
+    elif mode == "churn":
+        names = ["churn", "lists"]
+    elif mode == "named":
+        names = sys.argv[2:]
     else:
         names = ["say", "whoami", "fetch", "probe"]
+    lists = None  # tools/list requests since churn
     for line in sys.stdin:
         if mode == "silent":
             continue
@@ -90,6 +105,8 @@ def main():
                 "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
                 "serverInfo": {"name": "fake-mcp", "version": "1.0"}}})
         elif method == "tools/list":
+            if lists is not None:
+                lists += 1
             start = int((req.get("params") or {}).get("cursor") or 0)
             page = names[start:start + 1000]
             res = {"tools": [tool(n) for n in page]}
@@ -97,6 +114,12 @@ def main():
                 res["nextCursor"] = str(start + 1000)
             send({"jsonrpc": "2.0", "id": rid, "result": res})
         elif method == "tools/call":
+            if mode == "linger":
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)
+                sys.stdout.close()
+                os.close(1)
+                time.sleep(120)  # SIGKILL ends it
+                return 1
             if mode == "crash-on-call":
                 sys.stderr.write("crashing on purpose\n")
                 sys.stderr.flush()
@@ -104,7 +127,16 @@ def main():
             p = req.get("params") or {}
             args = p.get("arguments") or {}
             failed = False
-            if p.get("name") == "whoami":
+            if mode == "churn" and p.get("name") == "churn":
+                lists = 0
+                for _ in range(int(sys.argv[2])):
+                    send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+                text = "churned"
+            elif mode == "churn" and p.get("name") == "lists":
+                text = "lists %d" % (lists or 0)
+            elif mode == "named":
+                text = "%s: %s" % (p.get("name"), args.get("text", ""))
+            elif p.get("name") == "whoami":
                 text = "uid=%d" % os.getuid()
             elif p.get("name") == "probe":
                 text = json.dumps(probe())

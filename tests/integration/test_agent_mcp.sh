@@ -15,8 +15,14 @@
 #  - an optional server that is not granted is absent; a required server
 #    that cannot start fails the step with its stderr's tail; one whose
 #    connection breaks is started once more, then its tools answer with an
-#    error; a server of 10,000 tools is cut at agent.mcp_tools_max; a
-#    server that never answers initialize times out; the daemon stays
+#    error; a server of 10,000 tools is cut at agent.mcp_tools_max; one
+#    that announces 500 changes of its tools at once is listed once or
+#    twice, not 500 times; of two servers' tools with one model name (server
+#    col__x's say and server col's x__say) the first is offered and called,
+#    the other dropped and named; of a step's 16 servers (the most it may
+#    have), one whose connection breaks while it lives on until it is
+#    killed is started again at once; a server that never answers initialize times
+#    out; the daemon stays
 #    healthy and no server's sandbox is left;
 #  - a server whose spec lists a network reaches an allowed test host
 #    through egress with its own list, and nothing else; its decisions
@@ -128,6 +134,15 @@ FAKE="$ROOT/tests/fakes/fake_mcp.py"
 spec crashy "\"command\":[\"/usr/bin/python3\",\"$FAKE\",\"crash-on-call\"],\"paths\":[\"$ROOT/tests/fakes\"]"
 spec broken "\"command\":[\"/usr/bin/python3\",\"$FAKE\",\"exit\"],\"paths\":[\"$ROOT/tests/fakes\"]"
 spec many "\"command\":[\"/usr/bin/python3\",\"$FAKE\",\"many\",\"10000\"],\"paths\":[\"$ROOT/tests/fakes\"]"
+spec churn "\"command\":[\"/usr/bin/python3\",\"$FAKE\",\"churn\",\"500\"],\"paths\":[\"$ROOT/tests/fakes\"]"
+spec col__x "\"command\":[\"/usr/bin/python3\",\"$FAKE\",\"ok\"],\"paths\":[\"$ROOT/tests/fakes\"]"
+spec col "\"command\":[\"/usr/bin/python3\",\"$FAKE\",\"named\",\"x__say\",\"other\"],\"paths\":[\"$ROOT/tests/fakes\"]"
+spec linger "\"command\":[\"/usr/bin/python3\",\"$FAKE\",\"linger\"],\"paths\":[\"$ROOT/tests/fakes\"]"
+FIFTEEN=""
+for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do
+	spec "p$i" "\"command\":[\"/usr/bin/python3\",\"$FAKE\",\"ok\"],\"paths\":[\"$ROOT/tests/fakes\"]"
+	FIFTEEN="$FIFTEEN p$i,"
+done
 spec silent "\"command\":[\"/usr/bin/python3\",\"$FAKE\",\"silent\"],\"paths\":[\"$ROOT/tests/fakes\"],\"startup_timeout\":2"
 spec ungranted "\"command\":[\"/usr/bin/python3\",\"$FAKE\",\"ok\"],\"paths\":[\"$ROOT/tests/fakes\"]"
 spec netty "\"command\":[\"/usr/bin/python3\",\"$FAKE\",\"ok\"],\"paths\":[\"$ROOT/tests/fakes\"],\"network\":{\"allow\":[\"allowed.test:8080\"]}"
@@ -149,11 +164,18 @@ ctl user add alice && ctl project add p1 && ctl member add p1 alice admin &&
 	ctl mcp add broken "$T/broken.json" </dev/null &&
 	ctl mcp add many "$T/many.json" </dev/null &&
 	ctl mcp add silent "$T/silent.json" </dev/null &&
+	ctl mcp add churn "$T/churn.json" </dev/null &&
+	ctl mcp add col__x "$T/col__x.json" </dev/null &&
+	ctl mcp add col "$T/col.json" </dev/null &&
+	ctl mcp add linger "$T/linger.json" </dev/null &&
+	for s in $FIFTEEN; do
+		ctl mcp add "${s%,}" "$T/${s%,}.json" </dev/null && ctl grant add p1 mcp "${s%,}" || exit 1
+	done &&
 	ctl mcp add ungranted "$T/ungranted.json" </dev/null &&
 	ctl mcp add netty "$T/netty.json" </dev/null &&
 	ctl mcp add offline "$T/offline.json" </dev/null &&
 	printf '{"token": "%s"}' "$RSECRET" | ctl mcp add remote "$T/remote.json" &&
-	for s in everything files crashy broken many silent netty offline remote; do ctl grant add p1 mcp $s || exit 1; done
+	for s in everything files crashy broken many silent churn col__x col linger netty offline remote; do ctl grant add p1 mcp $s || exit 1; done
 SETUP=$?
 tmpl every '[ everything ]'
 tmpl files '[ files ]'
@@ -161,12 +183,15 @@ tmpl crashy '[ crashy ]'
 tmpl broken '[ broken ]'
 tmpl many '[ many, everything ]'
 tmpl silent '[ silent ]'
+tmpl churn '[ churn ]'
+tmpl collide '[ col__x, col ]'
+tmpl sixteen "[ linger,${FIFTEEN%,} ]"
 tmpl optional '[ { name: ungranted, optional: true }, everything ]'
 tmpl net '[ netty, offline ]'
 tmpl remote '[ remote ]'
 TA=$(new_token alice)
 P1=$(psql_q "select id from projects where name = 'p1'")
-check "set-up: ten MCP servers, nine granted, nine templates" [ "$SETUP" = 0 -a -n "$TA" ]
+check "set-up: 29 MCP servers, 28 granted, 12 templates" [ "$SETUP" = 0 -a -n "$TA" ]
 
 J='Content-Type: application/json'
 submit() {
@@ -183,6 +208,9 @@ pyj() { printf '%s' "$1" | "$PY" -c "import json,sys; d=json.load(sys.stdin); sy
 script() { printf '%s' "$1" >"$SCRIPT.tmp" && mv "$SCRIPT.tmp" "$SCRIPT"; : >"$FAKE_LOG"; }
 flog() {
 	"$PY" -c "import json,sys; L=[json.loads(l) for l in open(sys.argv[1]) if l.strip()]; sys.exit(0 if ($1) else 1)" "$FAKE_LOG"
+}
+flog_print() {
+	"$PY" -c "import json,sys; L=[json.loads(l) for l in open(sys.argv[1]) if l.strip()]; print($1)" "$FAKE_LOG" 2>&1 | head -c 200
 }
 # results N: the tool results the model got in call N (0-based) as {id: (text, is_error)}
 RES='{b["tool_use_id"]: (b.get("content", ""), b.get("is_error", False)) for m in L[N]["body"]["messages"] if m["role"] == "user" and isinstance(m["content"], list) for b in m["content"] if b.get("type") == "tool_result"}'
@@ -330,6 +358,51 @@ check "the model is offered 20 MCP tools, the first of many" \
 check "agent.mcp_tools_dropped names what was left out, and the other server's are all dropped" \
 	pyj "$(payloads "$R8" agent.mcp_tools_dropped)" \
 	"any(e['server'] == 'many' and e['dropped'] >= 9980 for e in d) and any(e['server'] == 'everything' for e in d)"
+
+# --- 6b. 500 changes at once ----------------------------------------------------------------
+script '[
+ {"reply": {"tool_calls": [{"id": "ch", "name": "mcp__churn__churn", "input": {}}]}},
+ {"reply": {"tool_calls": [{"id": "ls", "name": "mcp__churn__lists", "input": {}}]}},
+ {"reply": {"text": "listed"}}]'
+submit churn
+R8b=$RUN
+wait_for 60 ended "$R8b"
+check "a server that announces 500 changes of its tools at once does not fail the step ($(run_status "$R8b"): $(step_err "$R8b"))" \
+	is_status "$R8b" succeeded
+check "... and is asked for its tools at most 3 times meanwhile, not 500 ($(flog_print "$(res 2)['ls'][0]"))" \
+	flog "$(res 2)['ls'][0] in ('lists 1', 'lists 2', 'lists 3')"
+
+# --- 6c. one model name, two servers' tools -------------------------------------------------
+script '[
+ {"reply": {"tool_calls": [
+   {"id": "cx", "name": "mcp__col__x__say", "input": {"text": "hi"}},
+   {"id": "co", "name": "mcp__col__other", "input": {"text": "ho"}}]}},
+ {"reply": {"text": "said"}}]'
+submit collide
+R8c=$RUN
+wait_for 60 ended "$R8c"
+check "two servers' tools with one model name do not fail the step ($(run_status "$R8c"): $(step_err "$R8c"))" \
+	is_status "$R8c" succeeded
+check "... mcp__col__x__say is offered once" \
+	flog "[t['name'] for t in L[0]['body']['tools']].count('mcp__col__x__say') == 1 and 'mcp__col__other' in [t['name'] for t in L[0]['body']['tools']]"
+check "... and is server col__x's say, the first server's ($(flog_print "$(res 1)['cx'][0]"))" \
+	flog "$(res 1)['cx'] == ('said: hi', False) and $(res 1)['co'] == ('other: ho', False)"
+check "... server col's x__say is dropped, named, with its reason" \
+	pyj "$(payloads "$R8c" agent.mcp_tools_dropped)" \
+	"[(e['server'], [(t['name'], t['reason']) for t in e['tools']]) for e in d] == [('col', [('x__say', \"another server's tool has the same model name\")])]"
+
+# --- 6d. a server that lingers, among 16 -----------------------------------------------------
+script '[
+ {"reply": {"tool_calls": [{"id": "lg", "name": "mcp__linger__say", "input": {"text": "x"}}]}},
+ {"reply": {"tool_calls": [{"id": "lg2", "name": "mcp__linger__say", "input": {"text": "y"}}]}},
+ {"reply": {"text": "lingered"}}]'
+submit sixteen
+R8d=$RUN
+wait_for 90 ended "$R8d"
+check "a step with 16 servers ends ($(run_status "$R8d"): $(step_err "$R8d" | cut -c1-160))" is_status "$R8d" succeeded
+check "... the one whose connection broke while it lived on was started again at once, not refused for the 16 ($(payloads "$R8d" agent.mcp_server | "$PY" -c 'import json,sys; print([(e["server"], e["status"], (e.get("error") or "")[:80]) for e in json.load(sys.stdin) if e["server"] == "linger"])'))" \
+	pyj "$(payloads "$R8d" agent.mcp_server)" \
+	"[e['status'] for e in d if e['server'] == 'linger'] == ['ready', 'restarting', 'ready', 'failed']"
 
 # --- 7. a server's own network, through egress ---------------------------------------------
 script '[
