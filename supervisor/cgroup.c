@@ -192,23 +192,28 @@ cg_v1_setup(void)
 }
 
 /*
- * Remove the empty sandbox cgroups a daemon killed outright (SIGKILL, a
- * crash) left behind.  rmdir only removes an empty cgroup, so those of
- * another daemon's live sandboxes on the same host are left alone.
+ * Remove the empty sandbox cgroups this daemon left behind when it was
+ * killed outright (SIGKILL, a crash).  A sandbox's cgroup is named after
+ * its id, sbx-TAG..., TAG the first CG_TAG_LEN digits of the daemon's host
+ * id (one per state directory), so that those of another daemon on the
+ * same host (a second instance, a test's) are left alone: a new sandbox's
+ * cgroup is empty until its first process has joined it, and rmdir would
+ * remove it under that daemon.
  */
 static void
-cg_sweep(void)
+cg_sweep(const char *host_id)
 {
-	char path[PATH_MAX];
+	char path[PATH_MAX], prefix[4 + CG_TAG_LEN + 1];
 	struct dirent *de;
 	int i, n = 0;
 	DIR *d;
 
+	snprintf(prefix, sizeof(prefix), "sbx-%.*s", CG_TAG_LEN, host_id);
 	for (i = 0; i < CG_NCTL; i++) {
 		if (cg.base[i][0] == '\0' || (d = opendir(cg.base[i])) == NULL)
 			continue;
 		while ((de = readdir(d)) != NULL)
-			if (strncmp(de->d_name, "sbx-", 4) == 0 &&
+			if (strncmp(de->d_name, prefix, strlen(prefix)) == 0 &&
 			    fmt_ok(path, sizeof(path), "%s/%s", cg.base[i], de->d_name) == 0 &&
 			    rmdir(path) == 0)
 				n++;
@@ -224,7 +229,7 @@ cg_sweep(void)
  * they are a warning.
  */
 void
-cgroup_init(int devmode)
+cgroup_init(int devmode, const char *host_id)
 {
 	void (*say)(const char *, ...) = devmode ? log_info : log_warnx;
 	struct statfs sf;
@@ -243,7 +248,7 @@ cgroup_init(int devmode)
 		    "limits beyond their rlimits");
 		return;
 	}
-	cg_sweep();
+	cg_sweep(host_id);
 	log_info("sandbox: cgroup %s limits:%s%s%s", cg.mode == CG_V2 ? "v2" : "v1",
 	    cg.have[CG_MEMORY] ? " memory" : "", cg.have[CG_PIDS] ? " pids" : "",
 	    cg.have[CG_CPU] ? " cpu" : "");

@@ -1167,7 +1167,7 @@ sbx_prepare(const struct sbx_mcp *mcp, int network, char *err, size_t errsz)
 		.parent = { -1, -1, -1, -1 } };
 	int sv[2] = { -1, -1 }, go[2] = { -1, -1 }, ep[2] = { -1, -1 }, pidfd = -1;
 	int se[2] = { -1, -1 };
-	unsigned char rnd[8];
+	unsigned char rnd[4];
 	struct sbx *s;
 	long pid;
 	int i;
@@ -1192,8 +1192,9 @@ sbx_prepare(const struct sbx_mcp *mcp, int network, char *err, size_t errsz)
 	c.serrw = se[1];
 	c.parent[3] = se[0];
 	randombytes_buf(rnd, sizeof(rnd));
-	snprintf(s->id, sizeof(s->id), "sbx-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1],
-	    rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+	/* sbx-, this daemon's tag (cgroup_init), 8 random hex digits */
+	snprintf(s->id, sizeof(s->id), "sbx-%.*s%02x%02x%02x%02x", CG_TAG_LEN, sup.host_id, rnd[0],
+	    rnd[1], rnd[2], rnd[3]);
 	if (cgroup_create(s->id, &sup.conf.sandbox, &s->cg, err, errsz) == -1 ||
 	    cgroup_open_procs(&s->cg, c.cg, err, errsz) == -1)
 		goto fail;
@@ -1748,6 +1749,6 @@ sbx_init(char *err, size_t errsz)
 			return -1;
 		}
 	}
-	cgroup_init(sup.devmode);
+	cgroup_init(sup.devmode, sup.host_id);
 	return 0;
 }

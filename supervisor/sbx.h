@@ -18,8 +18,12 @@ enum { CG_MEMORY, CG_PIDS, CG_CPU, CG_NCTL };
 struct sbx_cgroup {
 	char dir[CG_NCTL][PATH_MAX]; /* v2: dir[0] only; "" when not created */
 };
-/* Detect cgroup v2 or v1 and prepare delegation; logs one line either way. */
-void cgroup_init(int devmode);
+/* A sandbox's id and cgroup: sbx-, the first CG_TAG_LEN digits of the
+ * daemon's host id, and random digits. */
+#define CG_TAG_LEN 8
+/* Detect cgroup v2 or v1 and prepare delegation; logs one line either way.
+ * Removes the empty cgroups of sandboxes named after host_id (cg_sweep). */
+void cgroup_init(int devmode, const char *host_id);
 /* Make the cgroup(s) named name with lim's limits.  Returns 0 (nothing made
  * when no cgroup is available) or -1 with err set (nothing left behind). */
 int cgroup_create(const char *name, const struct conf_sandbox *lim, struct sbx_cgroup *out,

@@ -445,5 +445,26 @@ left=""
 for d in $OURS; do [ -d "$d" ] && left="$left $d"; done
 if [ -z "$left" ]; then ok "no sandbox cgroup outlives the daemon (the prepared one included)"; else
 	notok "no sandbox cgroup outlives the daemon" "$left"; fi
+
+# What a daemon killed outright leaves: empty cgroups named after its host
+# id, which it removes when it starts again; another daemon's on the same
+# host (empty too while their first process has not joined) it leaves.
+TAG=$(cut -c1-8 "$T/state/host-id")
+OTHER=$(printf '%s' "$TAG" | tr '0-9a-f' '1-9a-f0')
+BASE=$(dirname "$(printf '%s\n' $OURS | head -n 1)")
+case $TAG:$BASE in
+????????:/sys/fs/cgroup/pids*) mkdir "$BASE/sbx-${TAG}0badf00d" "$BASE/sbx-${OTHER}0badf00d" ;;
+*) notok "the daemon has a host id and its sandboxes a pids cgroup" "$TAG $BASE" ;;
+esac
+start_daemon_or_finish sandbox
+i=0
+while [ -z "$(our_sandbox_cgroups)" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+check "a restarted daemon removes the empty cgroups its sandboxes left (sbx-${TAG}…)" \
+	[ ! -d "$BASE/sbx-${TAG}0badf00d" ]
+check "... and leaves another daemon's (sbx-${OTHER}…)" [ -d "$BASE/sbx-${OTHER}0badf00d" ]
+check "... its sandboxes are named after it: $(our_sandbox_cgroups | sed 's|.*/||' | head -n 1)" \
+	sh -c "our_cg=\$1; case \${our_cg##*/} in sbx-${TAG}????????) exit 0 ;; esac; exit 1" - "$(our_sandbox_cgroups | head -n 1)"
+rmdir "$BASE/sbx-${OTHER}0badf00d" 2>/dev/null
+stop_daemon
 cleanup_env
 finish sandbox
