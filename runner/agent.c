@@ -58,6 +58,7 @@ static struct agent {
 	struct ipc_chan *proxy;
 	int proxy_gone;
 	int proxy_waiting;      /* the call waits for a new model channel */
+	int mcp_starting;       /* the step's MCP servers are starting (amcp_begin) */
 	struct event *proxy_wait_ev;
 	struct ipc_runner_proxy conf;
 	int have_conf;
@@ -1282,6 +1283,7 @@ mcp_ready(void)
 {
 	const char *why;
 
+	ag.mcp_starting = 0;
 	if (rn.cancel) {
 		agent_over("cancelled", "cancelled", NULL, 1);
 		return;
@@ -1323,6 +1325,8 @@ mcp_begin(void)
 	}
 	if (rv == 0)
 		conversation_begin();
+	else
+		ag.mcp_starting = 1;
 }
 
 static void
@@ -1343,6 +1347,7 @@ agent_start(const struct agent_step *a)
 	ag.a.skills = NULL;
 	ag.a.resume = NULL;
 	ag.tools_stale = 0;
+	ag.mcp_starting = 0;
 	ag.turns = 0;
 	ag.spent = 0;
 	ag.proxy_has = 0;
@@ -1371,6 +1376,13 @@ agent_cancel(void)
 	if (ag.proxy_waiting) {
 		evtimer_del(ag.proxy_wait_ev);
 		ag.proxy_waiting = 0;
+		agent_over("cancelled", "cancelled", NULL, 1);
+		return;
+	}
+	if (ag.mcp_starting) {
+		/* not waiting for servers that may take their startup_timeout:
+		 * those that came up are stopped, the others never start */
+		ag.mcp_starting = 0;
 		agent_over("cancelled", "cancelled", NULL, 1);
 		return;
 	}

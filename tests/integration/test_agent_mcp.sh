@@ -16,14 +16,15 @@
 #    that cannot start fails the step with its stderr's tail; one whose
 #    connection breaks is started once more, then its tools answer with an
 #    error; a server of 10,000 tools is cut at agent.mcp_tools_max; one
-#    that announces 500 changes of its tools at once is listed once or
-#    twice, not 500 times; of two servers' tools with one model name (server
-#    col__x's say and server col's x__say) the first is offered and called,
-#    the other dropped and named; of a step's 16 servers (the most it may
-#    have), one whose connection breaks while it lives on until it is
-#    killed is started again at once; a server that never answers initialize times
-#    out; the daemon stays
-#    healthy and no server's sandbox is left;
+#    that announces 500 changes of its tools at once is listed at most
+#    three times, not 500; of two servers' tools with one model name
+#    (server col__x's say and server col's x__say) the first is offered and
+#    called, the other dropped and named; of a step's 16 servers (the most
+#    it may have), one whose connection breaks while it lives on until it
+#    is killed is started again at once; a server that never answers
+#    initialize times out, and a cancel while it starts ends the run at
+#    once, not after its startup_timeout; the daemon stays healthy and no
+#    server's sandbox is left;
 #  - a server whose spec lists a network reaches an allowed test host
 #    through egress with its own list, and nothing else; its decisions
 #    are the run's network events, naming the server;
@@ -143,6 +144,7 @@ for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do
 	spec "p$i" "\"command\":[\"/usr/bin/python3\",\"$FAKE\",\"ok\"],\"paths\":[\"$ROOT/tests/fakes\"]"
 	FIFTEEN="$FIFTEEN p$i,"
 done
+spec hush "\"command\":[\"/usr/bin/python3\",\"$FAKE\",\"silent\"],\"paths\":[\"$ROOT/tests/fakes\"],\"startup_timeout\":60"
 spec silent "\"command\":[\"/usr/bin/python3\",\"$FAKE\",\"silent\"],\"paths\":[\"$ROOT/tests/fakes\"],\"startup_timeout\":2"
 spec ungranted "\"command\":[\"/usr/bin/python3\",\"$FAKE\",\"ok\"],\"paths\":[\"$ROOT/tests/fakes\"]"
 spec netty "\"command\":[\"/usr/bin/python3\",\"$FAKE\",\"ok\"],\"paths\":[\"$ROOT/tests/fakes\"],\"network\":{\"allow\":[\"allowed.test:8080\"]}"
@@ -168,6 +170,7 @@ ctl user add alice && ctl project add p1 && ctl member add p1 alice admin &&
 	ctl mcp add col__x "$T/col__x.json" </dev/null &&
 	ctl mcp add col "$T/col.json" </dev/null &&
 	ctl mcp add linger "$T/linger.json" </dev/null &&
+	ctl mcp add hush "$T/hush.json" </dev/null &&
 	for s in $FIFTEEN; do
 		ctl mcp add "${s%,}" "$T/${s%,}.json" </dev/null && ctl grant add p1 mcp "${s%,}" || exit 1
 	done &&
@@ -175,7 +178,7 @@ ctl user add alice && ctl project add p1 && ctl member add p1 alice admin &&
 	ctl mcp add netty "$T/netty.json" </dev/null &&
 	ctl mcp add offline "$T/offline.json" </dev/null &&
 	printf '{"token": "%s"}' "$RSECRET" | ctl mcp add remote "$T/remote.json" &&
-	for s in everything files crashy broken many silent churn col__x col linger netty offline remote; do ctl grant add p1 mcp $s || exit 1; done
+	for s in everything files crashy broken many silent churn col__x col linger hush netty offline remote; do ctl grant add p1 mcp $s || exit 1; done
 SETUP=$?
 tmpl every '[ everything ]'
 tmpl files '[ files ]'
@@ -185,13 +188,14 @@ tmpl many '[ many, everything ]'
 tmpl silent '[ silent ]'
 tmpl churn '[ churn ]'
 tmpl collide '[ col__x, col ]'
+tmpl hush '[ hush, everything ]'
 tmpl sixteen "[ linger,${FIFTEEN%,} ]"
 tmpl optional '[ { name: ungranted, optional: true }, everything ]'
 tmpl net '[ netty, offline ]'
 tmpl remote '[ remote ]'
 TA=$(new_token alice)
 P1=$(psql_q "select id from projects where name = 'p1'")
-check "set-up: 29 MCP servers, 28 granted, 12 templates" [ "$SETUP" = 0 -a -n "$TA" ]
+check "set-up: 30 MCP servers, 29 granted, 13 templates" [ "$SETUP" = 0 -a -n "$TA" ]
 
 J='Content-Type: application/json'
 submit() {
@@ -329,6 +333,23 @@ R6=$RUN
 wait_for 60 ended "$R6"
 check "a server that never answers initialize fails the step after its startup_timeout ($(step_err "$R6" | cut -c1-120))" \
 	sh -c "[ \"\$1\" = failed ] && printf '%s' \"\$0\" | grep -q 'required MCP server silent failed'" "$(step_err "$R6")" "$(run_status "$R6")"
+
+# a cancel while a server starts (its startup_timeout is 60 s)
+script '[{"reply": {"text": "never"}}]'
+MCPSTARTS='sandbox sbx-[0-9a-f]* started.*an MCP server'
+N0=$(grep -c "$MCPSTARTS" "$LOG")
+submit hush
+R6b=$RUN
+wait_for 30 sh -c '[ "$(grep -c "$1" "$2")" -ge $(($3 + 2)) ]' - "$MCPSTARTS" "$LOG" "$N0"
+sleep 1
+T0=$(date +%s)
+curl -s -o /dev/null --max-time 10 -X POST -H "Authorization: Bearer $TA" "http://127.0.0.1:$PORT/v1/runs/$R6b/cancel"
+wait_for 30 ended "$R6b"
+T1=$(date +%s)
+check "a cancel while a server starts ends the run at once, not after its startup_timeout ($(run_status "$R6b") after $((T1 - T0)) s)" \
+	[ "$(run_status "$R6b")" = cancelled -a $((T1 - T0)) -le 10 ]
+check "... before any model call" flog "len(L) == 0"
+check "... and no server's sandbox is left" no_sandbox_left
 
 # --- 5. a server that breaks: started once more, then its tools answer with an error -----
 script '[
