@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "httpd/httpd.h"
 #include "privsep/child.h"
 
@@ -261,17 +262,14 @@ m_num(struct evbuffer *b, const struct m_row *row, size_t i)
 	evbuffer_add(b, row->c[i], row->len[i]);
 }
 
-/* Column i, all digits (metrics_db_check saw to it), as an integer: the
- * column is not NUL-terminated, so it is copied first. */
+/* Column i as an integer; 0 when it is none (metrics_db_check lets digits
+ * and a point through). */
 static uint64_t
 m_u64col(const struct m_row *row, size_t i)
 {
-	char num[24];
-	size_t n = row->len[i] < sizeof(num) ? row->len[i] : sizeof(num) - 1;
+	uint64_t v;
 
-	memcpy(num, row->c[i], n);
-	num[n] = '\0';
-	return strtoull(num, NULL, 10);
+	return dec_parse(row->c[i], row->len[i], UINT64_MAX, &v) == 0 ? v : 0;
 }
 
 /* One sample: name{l1="row's a",l2="row's b"} row's column vi. */
@@ -334,9 +332,7 @@ metrics_db_steps(struct evbuffer *b, struct ipc_cur rows)
 	    "1", "5", "10", "30", "60", "120", "300", "600", "1800", "3600", "7200", "14400"};
 	struct ipc_cur all = rows, sub;
 	struct m_row row, brow;
-	uint64_t counts[METRICS_STEP_NBUCKETS + 1], cum;
-	char *end, num[24];
-	unsigned long k;
+	uint64_t counts[METRICS_STEP_NBUCKETS + 1], cum, k, n;
 	size_t i;
 
 	m_head(b, "agrippa_step_duration_seconds", "histogram",
@@ -347,17 +343,11 @@ metrics_db_steps(struct evbuffer *b, struct ipc_cur rows)
 		memset(counts, 0, sizeof(counts));
 		for (sub = rows; sub.i < sub.n && m_row_next(&sub, &brow) == 0;) {
 			if (!m_is(&brow, "step") || brow.len[1] != row.len[1] ||
-			    memcmp(brow.c[1], row.c[1], row.len[1]) != 0 || brow.len[2] >= 4 ||
-			    brow.len[3] >= sizeof(num))
+			    memcmp(brow.c[1], row.c[1], row.len[1]) != 0 ||
+			    dec_parse(brow.c[2], brow.len[2], METRICS_STEP_NBUCKETS, &k) == -1 ||
+			    dec_parse(brow.c[3], brow.len[3], UINT64_MAX, &n) == -1)
 				continue;
-			memcpy(num, brow.c[2], brow.len[2]);
-			num[brow.len[2]] = '\0';
-			k = strtoul(num, &end, 10);
-			if (*end != '\0' || k > METRICS_STEP_NBUCKETS)
-				continue;
-			memcpy(num, brow.c[3], brow.len[3]);
-			num[brow.len[3]] = '\0';
-			counts[k] += strtoull(num, NULL, 10);
+			counts[k] += n;
 		}
 		for (i = 0, cum = 0; i <= METRICS_STEP_NBUCKETS; i++) {
 			cum += counts[i];
