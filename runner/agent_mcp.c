@@ -52,7 +52,6 @@
 
 #define AMCP_SERVERS_MAX 16      /* servers one step may require */
 #define AMCP_STDERR_TAIL 2048    /* bytes of a server's stderr kept */
-#define AMCP_IMAGES_BYTES (256u * 1024) /* base64 bytes of a result's images the model gets */
 #define AMCP_WHY_MAX 512         /* bytes of a failure's own reason */
 #define AMCP_ERROR_MAX (AMCP_WHY_MAX + 640) /* ... with the stderr tail */
 
@@ -606,15 +605,14 @@ amcp_server_of(const char *name)
 
 /* ---- calls ------------------------------------------------------------------ */
 
-/* The images of res the model is given (new), or NULL: in order, while
- * their data stays within AMCP_IMAGES_BYTES (the conversation is stored
- * message by message, each at most IPC_DB_ARG_MAX); the text describes
- * every image in a line of its own either way. */
+/* The images of res the model is given (new), or NULL: those res kept
+ * (under MCP_IMAGES_MAX and MCP_IMAGES_BYTES), which its text describes as
+ * shown. */
 static json_t *
 result_images(const struct mcp_result *res)
 {
 	json_t *out = NULL, *b;
-	size_t i, bytes = 0, n;
+	size_t i;
 
 	if (res->images == 0)
 		return NULL;
@@ -623,10 +621,6 @@ result_images(const struct mcp_result *res)
 		if (!json_is_string(json_object_get(b, "type")) ||
 		    strcmp(json_string_value(json_object_get(b, "type")), "image") != 0)
 			continue;
-		n = json_string_length(json_object_get(json_object_get(b, "source"), "data"));
-		if (bytes + n > AMCP_IMAGES_BYTES)
-			break;
-		bytes += n;
 		if (out == NULL)
 			out = json_array();
 		json_array_append(out, b);

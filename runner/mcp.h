@@ -58,6 +58,9 @@ struct event_base;
 #define MCP_LIST_PAGES_MAX 1000 /* tools/list pages before the listing is an error */
 #define MCP_IMAGES_MAX 8        /* images kept from one result; more are described */
 #define MCP_IMAGE_MAX (5u * 1024 * 1024) /* bytes of one image's base64 data */
+/* base64 bytes of all the images kept from one result: the conversation is
+ * stored message by message, each at most IPC_DB_ARG_MAX */
+#define MCP_IMAGES_BYTES (256u * 1024)
 
 /* How a client behaves; 0 in a field takes its default. */
 struct mcp_conf {
@@ -155,8 +158,9 @@ void mcp_list_tools(struct mcp_client *c, mcp_list_cb cb, void *arg);
  * agent's marker ("[truncated: the first N of M bytes are shown]").
  * content holds the same as neutral blocks: one text block with text,
  * then the images kept ({type: image, source: {type: base64, media_type,
- * data}}: png, jpeg, gif or webp, valid base64, at most MCP_IMAGE_MAX bytes,
- * MCP_IMAGES_MAX of them), for providers that take them.  is_error for an
+ * data}}: png, jpeg, gif or webp, valid base64, at most MCP_IMAGES_MAX of
+ * them and MCP_IMAGES_BYTES of base64 together), for providers that take
+ * them; an image not kept is described as "not shown", with why.  is_error for an
  * isError result, a JSON-RPC error (text: the server's message and code),
  * a timeout, a cancel, a broken connection or an answer of the wrong shape:
  * the model sees each as a failed tool.
@@ -167,6 +171,7 @@ struct mcp_result {
 	size_t text_len;
 	json_t *content;
 	size_t images;
+	size_t image_bytes; /* their base64 data */
 	int cut;          /* text was cut at result_max */
 };
 void mcp_result_free(struct mcp_result *r);

@@ -310,10 +310,11 @@ one_line(const json_t *v, char buf[256])
 static const char *const image_types[] = {"image/png", "image/jpeg", "image/gif", "image/webp",
     NULL};
 
-/* Why the image block b cannot be shown to a model, or NULL when it can;
- * *bytes its decoded size (0 when the data is no base64). */
+/* Why the image block b cannot be shown to a model beside the images r
+ * keeps already, or NULL when it can; *bytes its decoded size (0 when the
+ * data is no base64). */
 static const char *
-image_check(const json_t *b, size_t images, size_t *bytes)
+image_check(const json_t *b, const struct mcp_result *r, size_t *bytes)
 {
 	const char *data = json_string_value(json_object_get(b, "data")),
 	    *mime = json_string_value(json_object_get(b, "mimeType"));
@@ -342,17 +343,19 @@ image_check(const json_t *b, size_t images, size_t *bytes)
 			break;
 	if (image_types[i] == NULL)
 		return "a type models do not take";
-	if (images >= MCP_IMAGES_MAX)
+	if (r->images >= MCP_IMAGES_MAX)
 		return "too many images";
+	if (n > MCP_IMAGES_BYTES - r->image_bytes)
+		return "over the images one result may show";
 	return NULL;
 }
 
 static void
-block_image(struct txt *t, json_t *content, size_t *images, const json_t *b)
+block_image(struct txt *t, struct mcp_result *r, const json_t *b)
 {
 	char m[256];
 	size_t bytes;
-	const char *why = image_check(b, *images, &bytes);
+	const char *why = image_check(b, r, &bytes);
 	const json_t *mime = json_object_get(b, "mimeType");
 
 	if (why != NULL) {
@@ -360,9 +363,10 @@ block_image(struct txt *t, json_t *content, size_t *images, const json_t *b)
 		return;
 	}
 	txt_line(t, "[image: %s, %zu bytes]", json_string_value(mime), bytes);
-	json_array_append_new(content, json_pack("{s:s, s:{s:s, s:O, s:O}}", "type", "image",
+	json_array_append_new(r->content, json_pack("{s:s, s:{s:s, s:O, s:O}}", "type", "image",
 	    "source", "type", "base64", "media_type", mime, "data", json_object_get(b, "data")));
-	(*images)++;
+	r->images++;
+	r->image_bytes += json_string_length(json_object_get(b, "data"));
 }
 
 static void
@@ -387,7 +391,7 @@ block_resource(struct txt *t, const json_t *b)
 /* One content block: text as it is, an image kept (or described), any
  * other block described in one line. */
 static void
-block_take(struct txt *t, json_t *content, size_t *images, const json_t *b)
+block_take(struct txt *t, struct mcp_result *r, const json_t *b)
 {
 	const char *type = json_string_value(json_object_get(b, "type"));
 	const json_t *text = json_object_get(b, "text");
@@ -398,7 +402,7 @@ block_take(struct txt *t, json_t *content, size_t *images, const json_t *b)
 	else if (strcmp(type, "text") == 0 && json_is_string(text))
 		txt_part(t, json_string_value(text), json_string_length(text));
 	else if (strcmp(type, "image") == 0)
-		block_image(t, content, images, b);
+		block_image(t, r, b);
 	else if (strcmp(type, "audio") == 0)
 		txt_line(t, "[audio: %s, %zu bytes of base64, not shown]",
 		    one_line(json_object_get(b, "mimeType"), a),
@@ -512,7 +516,7 @@ mcp_result_from(const json_t *result, size_t max, char *err, size_t errsz)
 	r = result_new();
 	r->is_error = json_is_true(is_error);
 	json_array_foreach(content, i, b)
-		block_take(&t, r->content, &r->images, b);
+		block_take(&t, r, b);
 	if (t.len == 0 && r->images == 0 && structured != NULL) {
 		if ((s = json_dumps(structured, JSON_COMPACT | JSON_ENCODE_ANY)) == NULL)
 			fatalx("out of memory");

@@ -62,7 +62,8 @@ check_result(const json_t *result)
 			abort();
 		if (r->text_len > 200 + 80 || (r->cut && r->text_len <= 200 - 4))
 			abort();
-		if (json_array_size(r->content) != 1 + r->images || r->images > MCP_IMAGES_MAX)
+		if (json_array_size(r->content) != 1 + r->images || r->images > MCP_IMAGES_MAX ||
+		    r->image_bytes > MCP_IMAGES_BYTES)
 			abort();
 		mcp_result_free(r);
 	}

@@ -234,7 +234,18 @@ fake_call(struct fake *f, json_t *id, json_t *params)
 		    "image", "data", png_b64, "mimeType", "image/png", "type", "image", "data",
 		    "!!not base64!!", "mimeType", "image/png", "type", "image", "data", png_b64,
 		    "mimeType", "image/tiff"));
-	else if (strcmp(name, "blocks") == 0)
+	else if (strcmp(name, "bigimages") == 0) {
+		/* two images of 200 KiB of base64 each: one fits MCP_IMAGES_BYTES */
+		if ((big = malloc(204801)) == NULL)
+			abort();
+		for (i = 0; i < 204800; i++)
+			big[i] = 'A';
+		big[204800] = '\0';
+		fake_result(f, id, json_pack("{s:[{s:s, s:s, s:s}, {s:s, s:s, s:s}]}", "content",
+		    "type", "image", "data", big, "mimeType", "image/png", "type", "image", "data", big,
+		    "mimeType", "image/gif"));
+		free(big);
+	} else if (strcmp(name, "blocks") == 0)
 		fake_result(f, id, json_pack("{s:[{s:s, s:s, s:s}, {s:s, s:s, s:s}, "
 		    "{s:s, s:{s:s, s:s}}, {s:s, s:{s:s, s:s, s:s}}, {s:s}, {s:i}]}", "content",
 		    "type", "audio", "data", "AAAA", "mimeType", "audio/wav",
@@ -1465,6 +1476,12 @@ t_results_live(void **state)
 	assert_string_equal(T.res->text, "a picture\n[image: image/png, 70 bytes]\n"
 	    "[image: image/png, 0 bytes, not shown: the data is not base64]\n"
 	    "[image: image/tiff, 70 bytes, not shown: a type models do not take]");
+	call("bigimages", NULL);
+	assert_int_equal(T.res->images, 1);
+	assert_int_equal(T.res->image_bytes, 204800);
+	assert_int_equal(json_array_size(T.res->content), 2);
+	assert_string_equal(T.res->text, "[image: image/png, 153600 bytes]\n"
+	    "[image: image/gif, 153600 bytes, not shown: over the images one result may show]");
 	call("blocks", NULL);
 	assert_string_equal(T.res->text,
 	    "[audio: audio/wav, 4 bytes of base64, not shown]\n"
