@@ -496,7 +496,6 @@ offered_build(void)
 {
 	json_t *drops;
 	size_t i, j, bytes = 0, count = 0, len;
-	char *d;
 
 	json_decref(am.offered);
 	am.offered = json_array();
@@ -508,10 +507,7 @@ offered_build(void)
 			continue;
 		drops = NULL;
 		for (j = 0; j < s->tools->n; j++) {
-			if ((d = json_dumps(s->tools->v[j].def, JSON_COMPACT)) == NULL)
-				fatalx("out of memory");
-			len = strlen(d);
-			free(d);
+			len = s->tools->v[j].def_bytes;
 			if (count >= am.tools_max || bytes + len > am.bytes_max) {
 				if (drops == NULL)
 					drops = json_array();

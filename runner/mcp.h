@@ -121,6 +121,7 @@ struct mcp_tool {
 	char *name;        /* the server's name for it */
 	char *model_name;  /* mcp__SERVER__TOOL (mcp_tool_name) */
 	json_t *def;       /* {name: model_name, description, input_schema}, as agent tools are */
+	size_t def_bytes;  /* def as compact JSON */
 };
 
 /* A listing: the tools kept, in the server's order, and what was dropped. */

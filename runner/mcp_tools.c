@@ -190,6 +190,7 @@ tools_take(struct mcp_tools *t, const char *server, const json_t *tool, size_t t
 	nv[t->n].name = strdup(name);
 	nv[t->n].model_name = strdup(model_name);
 	nv[t->n].def = def;
+	nv[t->n].def_bytes = bytes;
 	if (nv[t->n].name == NULL || nv[t->n].model_name == NULL)
 		fatal("tools");
 	t->n++;
