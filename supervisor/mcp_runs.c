@@ -181,36 +181,17 @@ ms_sbx_done(struct sbx *sbx, int status, void *arg)
 }
 
 /* The values the server's sandbox masks in what the server writes
- * (sandbox/relay.h): copies in sodium_malloc memory, freed after the
- * sandbox is made. */
+ * (sandbox/relay.h), freed after the sandbox is made: the relay masks
+ * line by line, so a value holding a newline is not one it can match. */
 #define MS_SECRETS_MAX (MCP_CREDS_KEYS_MAX + 1)
-struct ms_secrets {
-	unsigned char *p[MS_SECRETS_MAX];
-	size_t len[MS_SECRETS_MAX];
-	size_t n;
-};
 
 static void
 ms_secret(const char *p, size_t n, void *arg)
 {
-	struct ms_secrets *sec = arg;
+	struct secret_set *sec = arg;
 
-	if (sec->n >= MS_SECRETS_MAX || n == 0 || memchr(p, '\n', n) != NULL)
-		return;
-	if ((sec->p[sec->n] = sodium_malloc(n)) == NULL)
-		fatalx("out of memory");
-	memcpy(sec->p[sec->n], p, n);
-	sec->len[sec->n++] = n;
-}
-
-static void
-ms_secrets_free(struct ms_secrets *sec)
-{
-	size_t i;
-
-	for (i = 0; i < sec->n; i++)
-		sodium_free(sec->p[i]); /* wipes it */
-	sec->n = 0;
+	if (sec->n < MS_SECRETS_MAX && memchr(p, '\n', n) == NULL)
+		secret_set_copy(sec, p, n);
 }
 
 /* The server's env, NAME=value with its credentials: sodium_malloc'd
@@ -265,7 +246,7 @@ mcp_sandbox_start(const struct mcpspec *spec, const struct mcp_creds *creds, con
                   size_t clen, const char *run, const char *name, const struct sbx_req *where,
                   char egress[IPC_UUID_LEN + 1], int *io, int *serr, char *err, size_t errsz)
 {
-	struct ms_secrets sec = { .n = 0 };
+	struct secret_set sec = { .n = 0 };
 	struct sbx_mcp m;
 	struct sbx_req req = *where;
 	struct sbx *sbx;
@@ -300,7 +281,7 @@ mcp_sandbox_start(const struct mcpspec *spec, const struct mcp_creds *creds, con
 	req.mcp = &m;
 	sbx = sbx_create(&req, io, err, errsz);
 	mcp_server_env_free(env);
-	ms_secrets_free(&sec);
+	secret_set_free(&sec);
 	if (sbx == NULL) {
 		if (egress[0] != '\0')
 			egress_runs_end(egress);
@@ -342,7 +323,7 @@ ms_http(struct mserver *s, const struct mcpspec *spec, const struct mcp_creds *c
         const char *ctext, size_t clen)
 {
 	struct proc *px = proc_by_role(ROLE_PROXY);
-	struct ms_secrets sec = { .n = 0 };
+	struct secret_set sec = { .n = 0 };
 	struct ipc_wbuf w;
 	char *v, *line;
 	size_t i, len, nl;
@@ -401,7 +382,7 @@ ms_http(struct mserver *s, const struct mcpspec *spec, const struct mcp_creds *c
 	ipc_put_array(&w, (uint32_t)sec.n);
 	for (i = 0; i < sec.n; i++)
 		ipc_put_bin(&w, sec.p[i], sec.len[i]);
-	ms_secrets_free(&sec);
+	secret_set_free(&sec);
 	ipc_put_u64(&w, (uint64_t)spec->call_timeout * 1000);
 	/* the frame held the credentials: wiped as provider.c wipes the keys */
 	rv = ipc_wbuf_finish(&w, sup.conf.ipc_max_frame) == 0 ? ipc_chan_send(px->chan, &w, sp[0])

@@ -24,7 +24,6 @@
  * namespace go with it.
  */
 #include <signal.h>
-#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,9 +51,7 @@ struct mcptest {
 	struct event *limit;  /* the client's time is up */
 	/* the server's credentials, masked in the client's answer (the
 	 * relay masks them in the server's output before: mcp_sandbox_start) */
-	unsigned char *secret[MCPTEST_SECRETS_MAX]; /* sodium_malloc */
-	size_t secretlen[MCPTEST_SECRETS_MAX];
-	size_t nsecrets;
+	struct secret_set secrets;
 	mcptest_cb cb;
 	void *arg;
 };
@@ -64,22 +61,14 @@ mt_secret(const char *p, size_t n, void *arg)
 {
 	struct mcptest *t = arg;
 
-	if (t->nsecrets >= MCPTEST_SECRETS_MAX || n == 0)
-		return;
-	if ((t->secret[t->nsecrets] = sodium_malloc(n)) == NULL)
-		fatalx("out of memory");
-	memcpy(t->secret[t->nsecrets], p, n);
-	t->secretlen[t->nsecrets++] = n;
+	if (t->secrets.n < MCPTEST_SECRETS_MAX)
+		secret_set_copy(&t->secrets, p, n);
 }
 
 static void
 mt_forget_secrets(struct mcptest *t)
 {
-	size_t i;
-
-	for (i = 0; i < t->nsecrets; i++)
-		sodium_free(t->secret[i]);
-	t->nsecrets = 0;
+	secret_set_free(&t->secrets);
 }
 
 static void
@@ -111,12 +100,11 @@ static void
 mt_client_done(void *arg, int status, char *out)
 {
 	struct mcptest *t = arg;
-	size_t i, len = strlen(out);
+	size_t len = strlen(out);
 	int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
 
 	t->client = -1;
-	for (i = 0; i < t->nsecrets; i++)
-		mem_redact(out, len, t->secret[i], t->secretlen[i]);
+	secret_set_redact(&t->secrets, out, len);
 	mt_forget_secrets(t);
 	if (t->sbx != NULL)
 		sbx_stop(t->sbx, MCPTEST_GRACE_MS);

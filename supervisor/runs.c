@@ -55,11 +55,6 @@
 #include "supervisor/supervisor.h"
 
 /* A credential of one of the run's MCP servers (sodium_malloc). */
-struct mcp_secret {
-	unsigned char *p;
-	size_t len;
-};
-
 struct srun {
 	LIST_ENTRY(srun) entry;
 	struct proc p; /* the runner */
@@ -96,8 +91,7 @@ struct srun {
 	int giving;         /* the chowner gives its workspace to the sandbox user */
 	unsigned char *secret; /* the repository token (sodium_malloc), for redaction */
 	size_t secretlen;
-	struct mcp_secret *mcp; /* the credentials of its MCP servers, for redaction */
-	size_t nmcp;
+	struct secret_set mcp; /* the credentials of its MCP servers, for redaction */
 	int mcp_state;      /* 0 not loaded, 1 loading, 2 loaded */
 	int start_waiting;  /* runner_start waits for the credentials */
 	uint64_t patch_id;  /* the PATCH_MAKE being answered, 0 for none */
@@ -270,13 +264,7 @@ tell_engine(struct srun *r, uint32_t outcome)
 static void
 mcp_free(struct srun *r)
 {
-	size_t i;
-
-	for (i = 0; i < r->nmcp; i++)
-		sodium_free(r->mcp[i].p); /* wipes it */
-	free(r->mcp);
-	r->mcp = NULL;
-	r->nmcp = 0;
+	secret_set_free(&r->mcp);
 }
 
 /* Everything of the run has ended here (its runner and its sandbox are
@@ -815,12 +803,9 @@ pr_open(struct srun *r, struct ipc_msg *m)
 static void
 redact_span(struct srun *r, char *p, size_t len)
 {
-	size_t i;
-
 	provider_redact(p, len);
 	mem_redact(p, len, r->secret, r->secretlen);
-	for (i = 0; i < r->nmcp; i++)
-		mem_redact(p, len, r->mcp[i].p, r->mcp[i].len);
+	secret_set_redact(&r->mcp, p, len);
 }
 
 static void
@@ -1316,31 +1301,13 @@ run_paths(struct srun *r)
 	return 0;
 }
 
-/* One secret (sodium_malloc memory, now the run's), redacted wherever it
- * appears. */
-static void
-mcp_add(struct srun *r, unsigned char *cred, size_t len)
-{
-	struct mcp_secret *m;
-
-	if ((m = reallocarray(r->mcp, r->nmcp + 1, sizeof(*m))) == NULL)
-		fatal("reallocarray");
-	r->mcp = m;
-	r->mcp[r->nmcp++] = (struct mcp_secret){cred, len};
-}
-
 /* mcp_creds_secrets' callback: a copy of one value to redact. */
 static void
 mcp_add_copy(const char *p, size_t n, void *arg)
 {
-	unsigned char *copy;
+	struct srun *r = arg;
 
-	if (n == 0)
-		return;
-	if ((copy = sodium_malloc(n)) == NULL)
-		fatalx("out of memory");
-	memcpy(copy, p, n);
-	mcp_add(arg, copy, n);
+	secret_set_copy(&r->mcp, p, n);
 }
 
 static void

@@ -98,6 +98,22 @@ int provider_reload(const struct config *nc, char *err, size_t errsz);
 void provider_send_conf(void);
 /* Replace every provider key in p[0..len) by '*', byte for byte. */
 void provider_redact(char *p, size_t len);
+
+/* secretset.c: values to redact, each in sodium_malloc memory (zeroed:
+ * empty) */
+struct secret_set {
+	unsigned char **p;
+	size_t *len;
+	size_t n;
+};
+/* p (sodium_malloc memory of n bytes) is now the set's */
+void secret_set_take(struct secret_set *s, unsigned char *p, size_t n);
+/* a copy of p's n bytes (none when n is 0) */
+void secret_set_copy(struct secret_set *s, const void *p, size_t n);
+/* every value of s in p[0..len) replaced by '*' (mem_redact) */
+void secret_set_redact(const struct secret_set *s, char *p, size_t len);
+/* every value wiped and freed; s is empty again */
+void secret_set_free(struct secret_set *s);
 /* A new runner's model channel: the proxy gets one end, tagged with run;
  * *runner_fd is the other (the caller's to pass and close).  0 or -1. */
 int provider_channel(const char *run, int *runner_fd);
