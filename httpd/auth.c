@@ -81,14 +81,8 @@ auth_accept(struct hreq *h)
 	}
 	memcpy(h->uid, json_string_value(id), sizeof(h->uid));
 	if (user_limit_take(h->uid, mono_ms(), &wait) == -1) {
-		char secs[16];
-
-		snprintf(secs, sizeof(secs), "%u", wait);
-		if (h->req != NULL)
-			evhttp_add_header(evhttp_request_get_output_headers(h->req), "Retry-After",
-			                  secs);
-		hreq_error(h, 429, "too_many_requests",
-		           "too many requests from this user; retry later");
+		hreq_error_retry(h, 429, wait, "too_many_requests",
+		                 "too many requests from this user; retry later");
 		return;
 	}
 	router_continue(h);

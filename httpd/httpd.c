@@ -254,6 +254,19 @@ hreq_error(struct hreq *h, int code, const char *ecode, const char *msg)
 	hreq_error_ex(h, code, ecode, msg, NULL);
 }
 
+void
+hreq_error_retry(struct hreq *h, int code, unsigned retry_after, const char *ecode,
+                 const char *msg)
+{
+	char secs[16];
+
+	if (h->req != NULL) {
+		snprintf(secs, sizeof(secs), "%u", retry_after);
+		evhttp_add_header(evhttp_request_get_output_headers(h->req), "Retry-After", secs);
+	}
+	hreq_error_ex(h, code, ecode, msg, NULL);
+}
+
 uint64_t
 hreq_db_begin(struct ipc_wbuf *w, const char *op, uint32_t nargs)
 {
@@ -283,10 +296,8 @@ hreq_db_send(struct hreq *h, struct ipc_wbuf *w, uint64_t id, hreq_db_cb cb)
 	if (httpd.npending >= CHILD_DB_PENDING_MAX) {
 		/* as many requests wait for the database as httpd will let wait */
 		ipc_wbuf_free(w);
-		if (h->req != NULL)
-			evhttp_add_header(evhttp_request_get_output_headers(h->req), "Retry-After",
-			                  "1");
-		hreq_error(h, 429, "too_many_requests", "too many requests in progress; retry later");
+		hreq_error_retry(h, 429, 1, "too_many_requests",
+		                 "too many requests in progress; retry later");
 		return;
 	}
 	if (child_db_send(&httpd, w, id, hreq_db_done, h) == -1) {
@@ -375,12 +386,9 @@ hreq_db_ok(struct hreq *h, const struct ipc_db_result *r)
 	else if (r->code == DB_ERR_KEY_ROTATED) {
 		/* nothing was stored; the same request sent again is sealed under
 		 * the new key */
-		if (h->req != NULL)
-			evhttp_add_header(evhttp_request_get_output_headers(h->req), "Retry-After",
-			                  "1");
-		hreq_error(h, 503, "key_rotated",
-		           "the master key was rotated while this was stored; nothing changed: "
-		           "send it again");
+		hreq_error_retry(h, 503, 1, "key_rotated",
+		                 "the master key was rotated while this was stored; nothing "
+		                 "changed: send it again");
 	} else {
 		log_warnx("database call failed: %.*s", (int)r->errlen, r->error);
 		hreq_error(h, 500, "internal", "internal error");

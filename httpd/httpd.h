@@ -130,6 +130,9 @@ struct hreq *hreq_new(struct evhttp_request *req, const struct route *rt);
 /* Reply (body consumed) and free h; when the client is gone only free. */
 void hreq_reply(struct hreq *h, int code, json_t *body);
 void hreq_error(struct hreq *h, int code, const char *ecode, const char *msg);
+/* The same with Retry-After: retry_after (seconds), for a 429 or a 503. */
+void hreq_error_retry(struct hreq *h, int code, unsigned retry_after, const char *ecode,
+                      const char *msg);
 /* Free h after its handler answered h->req itself. */
 void hreq_done(struct hreq *h);
 /* Free h but keep its request, which the caller now owns (a stream); the

@@ -169,13 +169,8 @@ session_set_cookie(struct hreq *h, const char *value, long long max_age)
 static void
 session_too_many(struct hreq *h)
 {
-	char ra[16];
-
-	if (h->req != NULL) {
-		snprintf(ra, sizeof(ra), "%u", h->retry_after);
-		evhttp_add_header(evhttp_request_get_output_headers(h->req), "Retry-After", ra);
-	}
-	hreq_error(h, 429, "too_many_logins", "too many failed logins; retry later");
+	hreq_error_retry(h, 429, h->retry_after, "too_many_logins",
+	                 "too many failed logins; retry later");
 }
 
 /* The refusal's audit row is written (or the database failed: the answer
