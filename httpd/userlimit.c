@@ -12,7 +12,9 @@
  * whenever it is three quarters used: it holds only users who are
  * spending, at most USERLIMIT_SLOTS of them.  Should every slot belong to
  * a spending user, a user the table has no room for is let through (the
- * limit of all still holds) and that is logged once a minute.
+ * limit of all still holds) and that is logged once a minute; the table is
+ * then looked over again at most every USERLIMIT_COMPACT_MS, not on every
+ * request of a user it has no room for.
  */
 #include <stdio.h>
 #include <string.h>
@@ -22,6 +24,7 @@
 
 #define USERLIMIT_SLOTS 8192       /* a power of two */
 #define USERLIMIT_FULL_LOG_MS 60000
+#define USERLIMIT_COMPACT_MS 1000
 
 struct ul_slot {
 	char uid[HTTPD_UUID_LEN + 1]; /* "" when free */
@@ -34,12 +37,15 @@ static size_t nused;
 static double rate_per_ms, burst;
 static int enabled;
 static uint64_t full_logged;
+static uint64_t compacted_at; /* ms of the last compaction */
+static int compacted;         /* ... when there was one */
 
 void
 user_limit_conf(unsigned rate, unsigned burst_)
 {
 	memset(slots, 0, sizeof(slots));
 	nused = 0;
+	compacted = 0;
 	enabled = rate > 0;
 	rate_per_ms = (double)rate / 1000.0;
 	burst = (double)burst_;
@@ -113,8 +119,11 @@ user_limit_take(const char *uid, uint64_t now, unsigned *retry_after)
 	if (!enabled)
 		return 0;
 	s = ul_probe(uid);
-	if (s->uid[0] == '\0' && nused >= USERLIMIT_KEPT_MAX) {
+	if (s->uid[0] == '\0' && nused >= USERLIMIT_KEPT_MAX &&
+	    (!compacted || now - compacted_at >= USERLIMIT_COMPACT_MS)) {
 		ul_compact(now);
+		compacted = 1;
+		compacted_at = now;
 		s = ul_probe(uid);
 	}
 	if (s->uid[0] == '\0') {

@@ -108,6 +108,36 @@ test_table(void **state)
 	assert_int_equal(takes(uid, 5, 1), 0);
 }
 
+static void
+test_compaction_rate(void **state)
+{
+	char uid[40];
+	int i;
+
+	/* 6144 users spend their whole burst at 0 ms; a bucket is full again
+	 * 1.5 s later.  The table is looked over at most once a second, not for
+	 * every user it has no room for. */
+	user_limit_conf(2, 3);
+	for (i = 0; i < 6144; i++) {
+		snprintf(uid, sizeof(uid), "%08x-3333-4333-8333-333333333333", i);
+		takes(uid, 0, 3);
+	}
+	/* 0 ms: looked over, nothing to forget: a new user goes unlimited */
+	snprintf(uid, sizeof(uid), "%08x-4444-4444-8444-444444444444", 1);
+	assert_int_equal(takes(uid, 0, 5), 5);
+	/* 1000 ms: looked over again, nothing full yet */
+	snprintf(uid, sizeof(uid), "%08x-4444-4444-8444-444444444444", 2);
+	assert_int_equal(takes(uid, 1000, 5), 5);
+	/* 1600 ms: every kept bucket is full, but the table is not looked over
+	 * before 2000 ms: still unlimited */
+	snprintf(uid, sizeof(uid), "%08x-4444-4444-8444-444444444444", 3);
+	assert_int_equal(takes(uid, 1600, 5), 5);
+	/* 2000 ms: the full buckets are forgotten and the new user is limited */
+	assert_int_equal(takes(uid, 2000, 5), 3);
+	snprintf(uid, sizeof(uid), "%08x-3333-4333-8333-333333333333", 0);
+	assert_int_equal(takes(uid, 2000, 5), 3);
+}
+
 int
 main(void)
 {
@@ -117,6 +147,7 @@ main(void)
 		cmocka_unit_test(test_users_apart),
 		cmocka_unit_test(test_off),
 		cmocka_unit_test(test_table),
+		cmocka_unit_test(test_compaction_rate),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
