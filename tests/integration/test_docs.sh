@@ -452,12 +452,14 @@ fi
 
 # ---- every error code is in the spec's Error schema ---------------------------
 #
-# The codes httpd answers (hreq_error, hreq_error_ex, httpd_error), the SQL
-# answers (api_err) and the body checks name (http_check.c), against the
-# enum of Error.error.code in docs/openapi.yaml, both ways.
+# The codes httpd answers (hreq_error, hreq_error_ex, hreq_error_retry,
+# httpd_error), the SQL answers (api_err) and the body checks name
+# (http_check.c), against the enum of Error.error.code in docs/openapi.yaml,
+# both ways.
 
 codes=$( { grep -ohE '(hreq_error(_ex)?|httpd_error)\((h|req), [0-9]+, "[a-z_]+"' httpd/*.c |
 	sed -E 's/.*"([a-z_]+)"$/\1/'
+	grep -ohE 'hreq_error_retry\(h, [0-9]+, [^,]+, "[a-z_]+"' httpd/*.c | sed -E 's/.*"([a-z_]+)"$/\1/'
 	grep -ohE "api_err\([0-9]+, '[a-z_]+'" sql/migrations/*.sql sql/ops/*.sql | sed -E "s/.*'([a-z_]+)'$/\1/"
 	grep -ohE "'code', 'resource_[a-z_]+'" sql/migrations/*.sql | sed -E "s/.*'(resource_[a-z_]+)'$/\1/"
 	grep -ohE '\[BODY_[A-Z_]+\] = "[a-z_]+"' httpd/http_check.c | sed -E 's/.*"([a-z_]+)"$/\1/'
