@@ -15,20 +15,27 @@
 --             write tokens, cost in micro-dollars
 --   budget    '', '', budget.exceeded events
 -- The queue uses runs_queue_idx and the budget stops their partial index
--- (0014_metrics.sql); the rest are aggregates over runs, run_steps and
--- token_usage.
+-- (0014_metrics.sql); the steps and the models are the sums the triggers
+-- of 0016_metrics_sums.sql keep, with the deltas not yet compacted into
+-- them (both read from this statement's one snapshot); the runs are an
+-- aggregate over runs.
 WITH sb AS (
-	-- one pass over the finished attempts: per status and bucket, how many
-	-- and their seconds (date_part is float8; extract's numeric is slower,
-	-- and a binary search in width_bucket cheaper than a CASE of 12)
-	SELECT s.status,
-	       -- the bucket of the least bound >= d (le): 12 less the bounds >= d,
-	       -- which width_bucket counts as the negated bounds <= -d
-	       12 - width_bucket(-x.d, '{-14400,-7200,-3600,-1800,-600,-300,-120,-60,-30,-10,-5,-1}'::float8[]) AS k,
-	       count(*) AS n, sum(x.d) AS total
-	FROM run_steps s,
-	     LATERAL (SELECT date_part('epoch', s.finished_at - s.started_at) AS d) x
-	WHERE s.finished_at IS NOT NULL
+	SELECT status, k, sum(n) AS n, sum(total) AS total
+	FROM (SELECT status, k, n, seconds AS total FROM metrics_step_sums
+	      UNION ALL
+	      SELECT status, k, 1, seconds FROM metrics_step_deltas) a
+	GROUP BY 1, 2
+),
+mb AS (
+	SELECT provider, model, sum(calls) AS calls, sum(i) AS i, sum(o) AS o, sum(cr) AS cr,
+	       sum(cw) AS cw, sum(c) AS c
+	FROM (SELECT provider, model, calls, input_tokens AS i, output_tokens AS o,
+	             cache_read_tokens AS cr, cache_write_tokens AS cw, cost_usd_micros AS c
+	      FROM metrics_model_sums
+	      UNION ALL
+	      SELECT provider, model, 1, input_tokens, output_tokens, cache_read_tokens,
+	             cache_write_tokens, cost_usd_micros
+	      FROM metrics_model_deltas) a
 	GROUP BY 1, 2
 )
 SELECT 'runs', r.template_name, r.status, count(*)::text, '0', '0', '0', '0', '0'
@@ -49,11 +56,9 @@ SELECT 'step_sum', sb.status, '', sum(sb.total)::numeric(24, 3)::text, sum(sb.n)
 FROM sb
 GROUP BY sb.status
 UNION ALL
-SELECT 'model', u.provider, u.model, count(*)::text, sum(u.input_tokens)::text,
-       sum(u.output_tokens)::text, sum(u.cache_read_tokens)::text,
-       sum(u.cache_write_tokens)::text, sum(u.cost_usd_micros)::text
-FROM token_usage u
-GROUP BY u.provider, u.model
+SELECT 'model', mb.provider, mb.model, mb.calls::text, mb.i::text, mb.o::text, mb.cr::text,
+       mb.cw::text, mb.c::text
+FROM mb
 UNION ALL
 SELECT 'budget', '', '', count(*)::text, '0', '0', '0', '0', '0'
 FROM run_events e

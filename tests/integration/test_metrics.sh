@@ -201,6 +201,24 @@ for w in zoyamarlowe projquokka "$P" $RUNS "$(prefix "$TOK")" agr_ "$T"; do
 done
 check "the scrape names no user, project, run id, token or path" [ -z "$leak" ]
 
+# ---- the sums the scrape reads (0016_metrics_sums.sql) -------------------------------
+# fam FILE: the step and model families of a scrape
+fam() { grep -E '^agrippa_(step_duration_seconds|model_)' "$1"; }
+deltas() { psql_q "select (select count(*) from metrics_step_deltas) + (select count(*) from metrics_model_deltas)"; }
+compacted() { [ "$(deltas)" = 0 ]; }
+check "the engine's sweep moves the metrics' deltas into their sums" wait_for 30 compacted
+mcode "http://127.0.0.1:$MPORT/metrics" >/dev/null
+cp "$M" "$T/scrape2"
+check "... and a scrape after it says the same ($(fam "$T/scrape2" | wc -l) samples)" \
+	[ -n "$(fam "$T/scrape1")" -a "$(fam "$T/scrape1")" = "$(fam "$T/scrape2")" ]
+RDEL=$(psql_q "select id from runs where template_name = 'tpl-alpha' and status = 'succeeded' limit 1")
+psql_q "delete from runs where id = '$RDEL'" >/dev/null
+check "a run deleted is gone with its steps ($RDEL)" \
+	[ -n "$RDEL" -a "$(psql_q "select count(*) from run_steps where run_id = '$RDEL'")" = 0 ]
+mcode "http://127.0.0.1:$MPORT/metrics" >/dev/null
+cp "$M" "$T/scrape3"
+check "... and the counters of its steps do not go down" [ "$(fam "$T/scrape1")" = "$(fam "$T/scrape3")" ]
+
 # ---- only GET /metrics there, and only there ---------------------------------------
 for p in / /metrics/ /metrics.txt /v1/me /healthz "/metrics?x=1" /ui/ "/../metrics"; do
 	c=$(mcode --path-as-is "http://127.0.0.1:$MPORT$p")

@@ -50,6 +50,13 @@ check "... and said so in its log" grep -q "applied migration 0012_mcp" "$LOG"
 epsql -f "$T/sums.sql" >"$T/after.sums"
 check "every row of every table is kept, column for column" cmp -s "$T/before.sums" "$T/after.sums"
 [ -s "$T/after.sums" ] && ! cmp -s "$T/before.sums" "$T/after.sums" && diff "$T/before.sums" "$T/after.sums" | sed 's/^/# /'
+# /metrics' sums (0016) begin with what the release's tables held
+MS=$(epsql -c "select (select coalesce(sum(n), 0) from metrics_step_sums) + (select count(*) from metrics_step_deltas)")
+FS=$(epsql -c "select count(*) from run_steps where finished_at is not null")
+MM=$(epsql -c "select (select coalesce(sum(calls), 0) from metrics_model_sums) + (select count(*) from metrics_model_deltas)")
+FM=$(epsql -c "select count(*) from token_usage")
+check "the metrics' sums begin with the release's finished steps ($MS of $FS) and model calls ($MM of $FM)" \
+	[ "$FS" -gt 0 -a "$MS" = "$FS" -a "$MM" = "$FM" ]
 
 api() { curl -s --max-time 10 -H "Authorization: Bearer $FIX_TOKEN" "http://127.0.0.1:$PORT$1"; }
 check "the release's API token still authenticates" \
