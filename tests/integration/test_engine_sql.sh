@@ -9,7 +9,9 @@
 # step_reserve (0006_budget.sql): budgets of the run and the phase, the
 # default, a spent budget or a full quota parking the run on a budget
 # approval, raising the budget over api_set_budget, refusal; a run is
-# taken up again only by the host that first claimed it (0007).
+# taken up again only by the host that first claimed it (0007); the sums
+# of GET /metrics (0016): a delta per attempt that finishes, in its
+# bucket, and compactions at once that count each delta once.
 . tests/integration/lib.sh
 need_root engine_sql
 make_env
@@ -411,6 +413,39 @@ is "a claim naming no host takes an unpinned run and pins nothing" \
 	"SELECT (SELECT run_id FROM claim_run('hx', 30)) = '$RN2' AND (SELECT workspace_host IS NULL FROM runs WHERE id = '$RN2')" t
 refused "a host id is 32 lower-case hex digits" runs_workspace_host_check \
 	"UPDATE runs SET workspace_host = 'A' WHERE id = '$RU'"
+
+### the sums of GET /metrics (0016_metrics_sums.sql)
+val "SELECT metrics_compact()" >/dev/null
+RM=$(newrun)
+sq -c "INSERT INTO run_steps (run_id, phase_name, step_id, attempt, started_at)
+       VALUES ('$RM', 'p', 'm', 1, now() - interval '7 seconds')" >/dev/null
+is "a running attempt is no delta yet" "SELECT count(*) FROM metrics_step_deltas" 0
+sq -c "UPDATE run_steps SET status = 'failed', finished_at = now() WHERE run_id = '$RM'" >/dev/null
+is "once it finishes: one delta, of its status, in the bucket le 10 (2), its 7 s" \
+	"SELECT string_agg(status || ' ' || k || ' ' || round(seconds::numeric), ',') FROM metrics_step_deltas" "failed 2 7"
+sq -c "INSERT INTO run_steps (run_id, phase_name, step_id, attempt, status, finished_at)
+       VALUES ('$RM', 'p', 'skip', 1, 'skipped', now())" >/dev/null
+is "an attempt inserted finished is one too, in the bucket le 1 (0)" \
+	"SELECT count(*) FROM metrics_step_deltas WHERE status = 'skipped' AND k = 0" 1
+sq -c "UPDATE run_steps SET error = 'x' WHERE run_id = '$RM' AND step_id = 'm'" >/dev/null
+is "changing a finished attempt adds none" "SELECT count(*) FROM metrics_step_deltas" 2
+is "metrics_step_bucket: a bound's own value is in its bucket (le), past the last is 12" \
+	"SELECT string_agg(metrics_step_bucket(d)::text, ' ' ORDER BY d) FROM unnest('{0,1,1.5,5,14400,14400.5}'::float8[]) d" \
+	"0 0 1 1 11 12"
+# 2,000 deltas more, then four compactions at once: each delta is counted
+# once, whichever compaction takes it, and none is left
+B0=$(val "SELECT coalesce(sum(n), 0) || ' ' || coalesce(sum(seconds), 0) FROM metrics_step_sums WHERE status = 'failed' AND k = 2")
+S0=${B0#* }
+B0=${B0%% *}
+sq -c "INSERT INTO metrics_step_deltas (status, k, seconds) SELECT 'failed', 2, 1 FROM generate_series(1, 2000)" >/dev/null
+printf 'SELECT metrics_compact()\n%.0s' 1 2 3 4 | at_once compact
+MOVED=$(cat "$T"/compact.[0-9]* | awk '{ s += $1 } END { print s }')
+is "four compactions at once moved the 2,002 deltas once ($MOVED)" \
+	"SELECT $MOVED || ' ' || (SELECT count(*) FROM metrics_step_deltas) || ' ' ||
+	        (SELECT sum(n) FROM metrics_step_sums WHERE status = 'failed' AND k = 2) - $B0" "2002 0 2001"
+is "... their seconds summed with them (7 + 2,000)" \
+	"SELECT round((seconds - $S0)::numeric) FROM metrics_step_sums WHERE status = 'failed' AND k = 2" 2007
+is "compacting again moves nothing" "SELECT metrics_compact()" 0
 
 [ "$T_FAIL" -eq 0 ] || { echo "--- postgres log"; tail -20 "$DBD/log"; }
 finish engine_sql
