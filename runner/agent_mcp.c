@@ -333,13 +333,6 @@ listed(void *arg, struct mcp_tools *tools, const char *err)
 			srv_list(s);
 		return; /* a list again after a change: the old one stays */
 	}
-	if (s->relist && s->state == AS_READY) {
-		/* changed again while this one was asked for: this listing
-		 * may be out of date already, and the next replaces it */
-		mcp_tools_free(tools);
-		srv_list(s);
-		return;
-	}
 	mcp_tools_free(s->tools);
 	s->tools = tools;
 	if (tools->dropped > 0) {
@@ -364,6 +357,11 @@ listed(void *arg, struct mcp_tools *tools, const char *err)
 		}
 	}
 	offered_again();
+	/* changed again while this one was asked for: taken as it is (a
+	 * server that never stops changing still gets its tools offered),
+	 * and asked for once more */
+	if (s->relist && s->state == AS_READY)
+		srv_list(s);
 }
 
 /* Lists s's tools; a change notified while a listing is in flight asks for
