@@ -54,7 +54,6 @@
 #include "supervisor/secret.h"
 #include "supervisor/supervisor.h"
 
-/* A credential of one of the run's MCP servers (sodium_malloc). */
 struct srun {
 	LIST_ENTRY(srun) entry;
 	struct proc p; /* the runner */
