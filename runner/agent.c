@@ -1316,6 +1316,11 @@ mcp_begin(void)
 	char err[512];
 	int rv;
 
+	if (rn.cancel) {
+		/* came while the skills were loading: no server is started */
+		agent_over("cancelled", "cancelled", NULL, 1);
+		return;
+	}
 	mc.result_max = ag.conf.tool_output_max;
 	mc.tools_max = ag.conf.mcp_tools_max;
 	mc.bytes_max = ag.conf.mcp_tool_bytes_max;
