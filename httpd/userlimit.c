@@ -122,7 +122,8 @@ user_limit_take(const char *uid, uint64_t now, unsigned *retry_after)
 	if (s->uid[0] == '\0' && nused >= USERLIMIT_KEPT_MAX &&
 	    (!compacted || now - compacted_at >= USERLIMIT_COMPACT_MS)) {
 		ul_compact(now);
-		compacted = 1;
+		/* when it found no room, not again for a while */
+		compacted = nused >= USERLIMIT_KEPT_MAX;
 		compacted_at = now;
 		s = ul_probe(uid);
 	}
