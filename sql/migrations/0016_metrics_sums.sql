@@ -6,9 +6,10 @@
 --    finishes and each model call recorded: an insert of its own, so that
 --    no two transactions wait for one counter's row (or deadlock on two);
 --  - metrics_compact(), called by the engines' sweep (engine.sweep
---    seconds), moves the deltas into the sums in one statement, the sums'
---    rows in key order, so two engines compacting at once wait for each
---    other and never count a delta twice or lose one;
+--    seconds), moves the deltas into the sums in one statement; one
+--    compaction at a time (a transaction-level advisory lock: another
+--    engine's sweep meanwhile skips it rather than wait), so none counts a
+--    delta twice or loses one;
 --  - the scrape adds the sums and the deltas not yet moved, both from one
 --    snapshot: a compaction that commits meanwhile changes neither.
 -- The sums are counters: a run deleted later does not lower them.  They
@@ -87,13 +88,18 @@ $$;
 CREATE TRIGGER token_usage_metrics AFTER INSERT ON token_usage
 	FOR EACH ROW EXECUTE FUNCTION metrics_model_called();
 
--- The deltas into the sums; returns how many deltas it moved.
+-- The deltas into the sums; returns how many deltas it moved (0 when
+-- another compaction is at work: 7242362 is its advisory lock's key, beside
+-- the migrations' 7242361).
 CREATE FUNCTION metrics_compact() RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
 	s bigint;
 	m bigint;
 BEGIN
+	IF NOT pg_try_advisory_xact_lock(7242362) THEN
+		RETURN 0;
+	END IF;
 	WITH d AS (DELETE FROM metrics_step_deltas RETURNING status, k, seconds),
 	     g AS (SELECT status, k, count(*) AS n, sum(seconds) AS seconds FROM d GROUP BY 1, 2),
 	     u AS (INSERT INTO metrics_step_sums AS t (status, k, n, seconds)
