@@ -2081,7 +2081,8 @@ config_read_file(const char *path, unsigned char **out, size_t *len, char *errbu
 	if ((size_t)n > CONF_MAX_SIZE) {
 		explicit_bzero(*out, (size_t)n);
 		free(*out);
-		conf_ferror(errbuf, errsz, "%s: larger than %d bytes\n", path, CONF_MAX_SIZE);
+		conf_ferror(errbuf, errsz, "%s: too large (more than %d bytes)\n", path,
+		    CONF_MAX_SIZE);
 		return -1;
 	}
 	*len = (size_t)n;
@@ -2092,21 +2093,13 @@ int
 config_load(const char *path, struct config *c, char *errbuf, size_t errsz)
 {
 	unsigned char *buf = NULL;
-	ssize_t n;
-	int fd, rc;
+	size_t n;
+	int rc;
 
-	if (errbuf != NULL && errsz > 0)
-		errbuf[0] = '\0';
-	if ((fd = conf_open(path, errbuf, errsz)) == -1)
+	if (config_read_file(path, &buf, &n, errbuf, errsz) == -1)
 		return -1;
-	n = conf_read(fd, &buf);
-	close(fd);
-	if (n == -1) {
-		conf_ferror(errbuf, errsz, "%s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	rc = config_parse(path, buf, (size_t)n, c, errbuf, errsz); /* refuses > CONF_MAX_SIZE */
-	explicit_bzero(buf, (size_t)n);
+	rc = config_parse(path, buf, n, c, errbuf, errsz);
+	explicit_bzero(buf, n);
 	free(buf);
 	return rc;
 }
