@@ -55,6 +55,9 @@
 #define MCPSPEC_STARTUP_MAX 600
 #define MCPSPEC_CALL_DEFAULT 60 /* call_timeout, seconds: 1 .. 3600 */
 #define MCPSPEC_CALL_MAX 3600
+/* MCP servers one agent step may require (a template's requires.mcp_servers),
+ * which the runner runs at once and the supervisor lets a run run */
+#define MCPSPEC_STEP_SERVERS_MAX 16
 
 #define MCP_CREDS_MAX 4096 /* bytes of the credentials' text */
 #define MCP_CREDS_KEYS_MAX 32

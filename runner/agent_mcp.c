@@ -47,10 +47,11 @@
 #include <jansson.h>
 
 #include "common/log.h"
+#include "common/mcpspec.h"
 #include "runner/core.h"
 #include "runner/mcp.h"
 
-#define AMCP_SERVERS_MAX 16      /* servers one step may require */
+#define AMCP_SERVERS_MAX MCPSPEC_STEP_SERVERS_MAX /* servers one step may require */
 #define AMCP_STDERR_TAIL 2048    /* bytes of a server's stderr kept */
 #define AMCP_WHY_MAX 512         /* bytes of a failure's own reason */
 #define AMCP_ERROR_MAX (AMCP_WHY_MAX + 640) /* ... with the stderr tail */

@@ -52,7 +52,7 @@
 #include "supervisor/supervisor.h"
 
 #define MCP_RUNS_GRACE_MS 2000 /* EOF to SIGTERM, SIGTERM to SIGKILL */
-#define MCP_RUNS_PER_RUN 16    /* servers of one run not being stopped */
+#define MCP_RUNS_PER_RUN MCPSPEC_STEP_SERVERS_MAX /* servers of one run not being stopped */
 /* ... and with those being stopped (their grace lasts up to
  * 2 * MCP_RUNS_GRACE_MS), so that the next step's servers, or a server
  * started again, need not wait for the last ones to go */

@@ -33,6 +33,7 @@
 #include <unistd.h>
 #include <yaml.h>
 
+#include "common/mcpspec.h"
 #include "common/util.h"
 #include "common/yamlev.h"
 #include "egress/policy.h"
@@ -44,8 +45,6 @@
 #define TMPL_MAX_STEPS 256              /* per phase */
 #define TMPL_MAX_PRODUCES 32            /* per step */
 #define TMPL_MAX_RESOURCES 64           /* per list of requires */
-#define TMPL_MAX_MCP_SERVERS 16         /* ... of MCP servers: what one step may run
-                                           (runner/agent_mcp.c) */
 #define TMPL_DESC_MAX 4096              /* description, checkpoint message */
 #define TMPL_TEXT_MAX 65536             /* run, prompt, body, string default */
 #define TMPL_LINE_MAX 256               /* title, workspace.repo, repoRef default */
@@ -1268,7 +1267,7 @@ tmpl_requires(struct tmpl_parse *p, const struct tn *n, const char *step)
 	tmpl_label(sub, sizeof(sub), lab, "skills");
 	tj_set(p, o, "skills", tmpl_resources(p, val[0], sub));
 	tmpl_label(sub, sizeof(sub), lab, "mcp_servers");
-	tj_set(p, o, "mcp_servers", tmpl_list(p, val[1], sub, TMPL_MAX_MCP_SERVERS, tmpl_resource));
+	tj_set(p, o, "mcp_servers", tmpl_list(p, val[1], sub, MCPSPEC_STEP_SERVERS_MAX, tmpl_resource));
 	return o;
 }
 
