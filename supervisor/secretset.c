@@ -13,32 +13,23 @@
 #include "supervisor/supervisor.h"
 
 void
-secret_set_take(struct secret_set *s, unsigned char *p, size_t n)
+secret_set_copy(struct secret_set *s, const void *p, size_t n)
 {
 	unsigned char **np;
 	size_t *nl;
 
+	if (n == 0)
+		return;
 	if ((np = reallocarray(s->p, s->n + 1, sizeof(*np))) == NULL)
 		fatal("secrets");
 	s->p = np;
 	if ((nl = reallocarray(s->len, s->n + 1, sizeof(*nl))) == NULL)
 		fatal("secrets");
 	s->len = nl;
-	s->p[s->n] = p;
-	s->len[s->n++] = n;
-}
-
-void
-secret_set_copy(struct secret_set *s, const void *p, size_t n)
-{
-	unsigned char *copy;
-
-	if (n == 0)
-		return;
-	if ((copy = sodium_malloc(n)) == NULL)
+	if ((s->p[s->n] = sodium_malloc(n)) == NULL)
 		fatalx("out of memory");
-	memcpy(copy, p, n);
-	secret_set_take(s, copy, n);
+	memcpy(s->p[s->n], p, n);
+	s->len[s->n++] = n;
 }
 
 void

@@ -106,8 +106,6 @@ struct secret_set {
 	size_t *len;
 	size_t n;
 };
-/* p (sodium_malloc memory of n bytes) is now the set's */
-void secret_set_take(struct secret_set *s, unsigned char *p, size_t n);
 /* a copy of p's n bytes (none when n is 0) */
 void secret_set_copy(struct secret_set *s, const void *p, size_t n);
 /* every value of s in p[0..len) replaced by '*' (mem_redact) */
