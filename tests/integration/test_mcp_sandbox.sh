@@ -231,7 +231,11 @@ echo "PIDS:$(ls -d /proc/[0-9]* | wc -l)"
 '"$NODE"' -e "const s=require(\"net\").connect('"$PORT"',\"127.0.0.1\");s.on(\"connect\",()=>{console.log(\"NET:CONNECTED\");process.exit(0)});s.on(\"error\",e=>{console.log(\"NET:\"+e.code);process.exit(0)})"
 echo PROBE-END
 exit 3'
-PROBE_JSON=$(printf '%s' "$PROBE" | python3 -c 'import json,sys; print(json.dumps(["/bin/sh","-c","exec >&2; "+"; ".join(sys.stdin.read().splitlines())]))')
+# Everything on stderr, the server's stdout left open until its exit: its
+# output closing is the failure, and the client keeps the stderr that
+# follows it for half a second only (MCPC_DRAIN_MS); node starting in the
+# sandbox of a loaded machine once took longer than that.
+PROBE_JSON=$(printf '%s' "$PROBE" | python3 -c 'import json,sys; l=sys.stdin.read().splitlines(); print(json.dumps(["/bin/sh","-c","{ "+"; ".join(l[:-1])+"; } >&2; "+l[-1]]))')
 spec probe 10 "$PROBE_JSON" ',"env":{"API_TOKEN":"${credentials.token}"}'
 run_in "$CREDS" mcp add probe "$T/probe.json"
 expect 0 "mcp server probe version 1 added" "mcp add of a probing server"
