@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "egress/egress.h"
 #include "egress/head.h"
 #include "egress/hello.h"
@@ -122,7 +123,7 @@ struct econn {
 	                               the request's side */
 	int cfd, ufd;               /* a CONNECT tunnel's sockets, closed with it */
 	struct timespec t0;
-	time_t last;                /* the last byte relayed */
+	uint64_t last;              /* the last byte relayed (mono_ms) */
 };
 
 static void conn_free(struct econn *c);
@@ -133,11 +134,17 @@ static void conn_try_splice_answer(struct econn *c);
 static void conn_connect_failed(struct econn *c, int status);
 
 static void
-conn_arm(struct econn *c, unsigned secs)
+conn_arm_ms(struct econn *c, uint64_t ms)
 {
-	struct timeval tv = { (time_t)secs, 0 };
+	struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000 };
 
 	evtimer_add(c->timer, &tv);
+}
+
+static void
+conn_arm(struct econn *c, unsigned secs)
+{
+	conn_arm_ms(c, (uint64_t)secs * 1000);
 }
 
 static const char *
@@ -336,7 +343,7 @@ conn_relay(struct econn *c, struct bufferevent *from)
 		c->ndown += n;
 		c->r->st_down += n;
 	}
-	c->last = time(NULL);
+	c->last = mono_ms();
 	evbuffer_add_buffer(out, in);
 	if (evbuffer_get_length(out) >= EGRESS_BUF_MAX) {
 		/* the other side is slower: stop reading until it caught up */
@@ -530,7 +537,7 @@ spl_fill(struct espl *d)
 	*d->count += moved;
 	*d->st_count += moved;
 	c->r->bytes += moved;
-	c->last = time(NULL);
+	c->last = mono_ms();
 	(void)spl_flush(d);
 }
 
@@ -623,7 +630,7 @@ conn_established(struct econn *c)
 	ssize_t n;
 
 	c->state = CS_RELAY;
-	c->last = time(NULL);
+	c->last = mono_ms();
 	/* a network.closed only for a network.allowed that was reported: one
 	 * the rate limit suppressed would leave its close without an opening
 	 * (and the supervisor's count of open tunnels off) */
@@ -1001,7 +1008,7 @@ static void
 conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct econn *c = arg;
-	time_t now = time(NULL);
+	uint64_t now = mono_ms(), idle_ms = (uint64_t)eg.idle_timeout * 1000;
 
 	switch (c->state) {
 	case CS_CLOSING:
@@ -1019,12 +1026,14 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 	case CS_CONNECT:
 		return; /* the upstream's own timeout answers */
 	case CS_RELAY:
-		if (now - c->last >= (time_t)eg.idle_timeout) {
+		/* to the millisecond: a clock in seconds closed a tunnel idle
+		 * for a little over idle_timeout - 1 */
+		if (now - c->last >= idle_ms) {
 			log_debug("run %s: %s:%u idle, closed", c->r->run, c->host, c->port);
 			conn_free(c);
 			return;
 		}
-		conn_arm(c, (unsigned)(eg.idle_timeout - (unsigned)(now - c->last)));
+		conn_arm_ms(c, idle_ms - (now - c->last));
 	}
 }
 
