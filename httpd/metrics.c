@@ -28,6 +28,7 @@
 #define METRICS_MAX_ROUTES 96 /* router.c's table, the dashboard, no route */
 #define METRICS_STEP_NBUCKETS 12
 #define METRICS_SQL_COLS 9
+#define METRICS_COL_COST 8 /* a model row's cost, in micro-dollars */
 /* A string literal, without its NUL. */
 #define M_LIT(b, s) evbuffer_add((b), (s), sizeof(s) - 1)
 
@@ -262,14 +263,27 @@ m_num(struct evbuffer *b, const struct m_row *row, size_t i)
 	evbuffer_add(b, row->c[i], row->len[i]);
 }
 
-/* Column i as an integer; 0 when it is none (metrics_db_check lets digits
- * and a point through). */
-static uint64_t
-m_u64col(const struct m_row *row, size_t i)
+/* Column i, an integer count of millionths (metrics_db_check lets only
+ * digits through there), as a decimal: its digits split six from the end,
+ * exact however large the sum grew. */
+static void
+m_micros(struct evbuffer *b, const struct m_row *row, size_t i)
 {
-	uint64_t v;
+	const char *d = row->c[i];
+	size_t n = row->len[i];
 
-	return dec_parse(row->c[i], row->len[i], UINT64_MAX, &v) == 0 ? v : 0;
+	while (n > 1 && *d == '0') {
+		d++;
+		n--;
+	}
+	if (n > 6)
+		evbuffer_add(b, d, n - 6);
+	else
+		M_LIT(b, "0");
+	M_LIT(b, ".");
+	if (n < 6)
+		evbuffer_add(b, "000000", 6 - n);
+	evbuffer_add(b, n > 6 ? d + n - 6 : d, n > 6 ? 6 : n);
 }
 
 /* One sample: name{l1="row's a",l2="row's b"} row's column vi. */
@@ -393,9 +407,9 @@ metrics_db_models(struct evbuffer *b, struct ipc_cur rows)
 		m_label(b, row.c[1], row.len[1]);
 		M_LIT(b, "\",model=\"");
 		m_label(b, row.c[2], row.len[2]);
-		/* micro-dollars as dollars, exactly: the integer split 6 digits from the end */
-		evbuffer_add_printf(b, "\"} %" PRIu64 ".%06" PRIu64 "\n",
-		                    m_u64col(&row, 8) / 1000000, m_u64col(&row, 8) % 1000000);
+		M_LIT(b, "\"} ");
+		m_micros(b, &row, METRICS_COL_COST);
+		M_LIT(b, "\n");
 	}
 }
 
@@ -416,7 +430,8 @@ metrics_db_check(const struct ipc_db_result *r)
 			if (row.len[i] == 0 || row.len[i] > 40)
 				return -1;
 			for (j = 0; j < row.len[i]; j++)
-				if (strchr("0123456789.", row.c[i][j]) == NULL ||
+				if (strchr(m_is(&row, "model") && i == METRICS_COL_COST ?
+				    "0123456789" : "0123456789.", row.c[i][j]) == NULL ||
 				    row.c[i][j] == '\0')
 					return -1;
 		}

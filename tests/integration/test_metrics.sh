@@ -117,6 +117,11 @@ psql_q "insert into run_steps (run_id, phase_name, step_id, attempt, status, fin
 	insert into token_usage (run_id, step_id, attempt, provider, model, input_tokens,
 	output_tokens, cache_read_tokens, cache_write_tokens, cost_usd_micros)
 	values ('$RBUD', 'probe', 1, 'fakeprov', 'm-1.5', 100, 20, 3, 4, 1234567)" >/dev/null
+# costs exact at both ends: 5 millionths, and 2^53 + 1 of them, which a
+# double would round
+psql_q "insert into token_usage (run_id, step_id, attempt, provider, model, cost_usd_micros)
+	values ('$RBUD', 'probe', 1, 'fakeprov', 'm-tiny', 5),
+	       ('$RBUD', 'probe', 1, 'fakeprov', 'm-huge', 9007199254740993)" >/dev/null
 # attempts on the buckets' bounds (le: a bound's own value is in its bucket),
 # as the only ones of their status
 psql_q "insert into run_steps (run_id, phase_name, step_id, attempt, status, started_at, finished_at)
@@ -177,6 +182,8 @@ want 'agrippa_model_tokens_total{provider="fakeprov",model="m-1.5",kind="output"
 want 'agrippa_model_tokens_total{provider="fakeprov",model="m-1.5",kind="cache_read"}' 3
 want 'agrippa_model_tokens_total{provider="fakeprov",model="m-1.5",kind="cache_write"}' 4
 want 'agrippa_model_cost_usd_total{provider="fakeprov",model="m-1.5"}' 1.234567
+want 'agrippa_model_cost_usd_total{provider="fakeprov",model="m-tiny"}' 0.000005
+want 'agrippa_model_cost_usd_total{provider="fakeprov",model="m-huge"}' 9007199254.740993
 want 'agrippa_http_requests_total{method="GET",route="/v1/me",code="200"}' 5
 want 'agrippa_http_requests_total{method="GET",route="/v1/me",code="401"}' 1
 want 'agrippa_http_requests_total{method="POST",route="/v1/projects/{id}/runs",code="201"}' 7
