@@ -185,6 +185,16 @@ int ipc_chan_send(struct ipc_chan *ch, struct ipc_wbuf *w, int fd);
 /* Bytes queued and not yet written (for tests and back-pressure). */
 size_t ipc_chan_pending(const struct ipc_chan *ch);
 
+/*
+ * Deliver now, without waiting, every frame the peer has already written,
+ * as the read event would: for an owner that learned the peer is gone (its
+ * exit reaped) before the channel was read, so that what it said last is
+ * not lost.  A peer that has exited ends it with its "closed".  The
+ * callbacks may free the channel, as from the read event.  Does nothing
+ * from inside one of the channel's own callbacks or once it has failed.
+ */
+void ipc_chan_drain(struct ipc_chan *ch);
+
 /* ---- blocking helpers (agrippactl, tests, child start-up) -------------- */
 
 /*

@@ -513,6 +513,22 @@ chan_read_cb(evutil_socket_t fd, short what, void *arg)
 		chan_destroy(ch);
 }
 
+void
+ipc_chan_drain(struct ipc_chan *ch)
+{
+	if (ch == NULL || ch->busy || ch->failed || ch->dead)
+		return;
+	ch->busy = 1;
+	while (chan_recv(ch) == 1) {
+		chan_parse(ch);
+		if (ch->failed || ch->dead)
+			break;
+	}
+	ch->busy = 0;
+	if (ch->dead)
+		chan_destroy(ch);
+}
+
 /* ---- writing --------------------------------------------------------- */
 
 static void

@@ -1167,7 +1167,8 @@ sbx_prepare(const struct sbx_mcp *mcp, int network, char *err, size_t errsz)
 		.parent = { -1, -1, -1, -1 } };
 	int sv[2] = { -1, -1 }, go[2] = { -1, -1 }, ep[2] = { -1, -1 }, pidfd = -1;
 	int se[2] = { -1, -1 };
-	unsigned char rnd[4];
+	unsigned char rnd[8];
+	char rhex[2 * sizeof(rnd) + 1];
 	struct sbx *s;
 	long pid;
 	int i;
@@ -1191,10 +1192,12 @@ sbx_prepare(const struct sbx_mcp *mcp, int network, char *err, size_t errsz)
 	}
 	c.serrw = se[1];
 	c.parent[3] = se[0];
+	/* sbx-, this daemon's tag (cgroup_init), 16 random hex digits: with 32
+	 * bits, two of a busy host's sandboxes would meet on one cgroup (and
+	 * the second fail to start) about once in a few ten million */
 	randombytes_buf(rnd, sizeof(rnd));
-	/* sbx-, this daemon's tag (cgroup_init), 8 random hex digits */
-	snprintf(s->id, sizeof(s->id), "sbx-%.*s%02x%02x%02x%02x", CG_TAG_LEN, sup.host_id, rnd[0],
-	    rnd[1], rnd[2], rnd[3]);
+	sodium_bin2hex(rhex, sizeof(rhex), rnd, sizeof(rnd));
+	snprintf(s->id, sizeof(s->id), "sbx-%.*s%s", CG_TAG_LEN, sup.host_id, rhex);
 	if (cgroup_create(s->id, &sup.conf.sandbox, &s->cg, err, errsz) == -1 ||
 	    cgroup_open_procs(&s->cg, c.cg, err, errsz) == -1)
 		goto fail;

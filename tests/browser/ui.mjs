@@ -144,7 +144,7 @@ try {
   // the server drops the stream: httpd is killed and restarted mid-run
   w.expect = true;
   execSync(env.KILL_HTTPD);
-  await page.waitForSelector('#approve', { timeout: 60000 });
+  await page.waitForSelector('#approve', { timeout: 120000 });
   w.expect = false;
   const seqs = await pageSeqs(page);
   const api = await apiEvents(page, env.RUN_LIVE);

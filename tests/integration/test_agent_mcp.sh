@@ -273,7 +273,7 @@ check "no server's sandbox is left after the step" no_sandbox_left
 # --- 2. the credential is not in the runner's memory while a call runs ------------------
 script '[
  {"reply": {"tool_calls": [{"id": "c_env", "name": "mcp__everything__get-env", "input": {}}]}},
- {"delay": 8, "reply": {"text": "slow"}}]'
+ {"delay": 20, "reply": {"text": "slow"}}]'
 submit every
 R2=$RUN
 wait_for 30 flog "len(L) == 2"
@@ -285,7 +285,7 @@ SPIDS=$(for p in /proc/[0-9]*; do [ "$(readlink $p/exe 2>/dev/null)" = "$NODE" ]
 found=0
 for p in $SPIDS; do "$TOOLS/memgrep" "$p" "$SHEX" >/dev/null && found=1; done
 check "... while the server, in its sandbox, holds it (the search works)" [ "$found" = 1 ]
-wait_for 30 ended "$R2"
+wait_for 60 ended "$R2"
 check "the run ends ($(run_status "$R2"))" is_status "$R2" succeeded
 
 # --- 3. server-filesystem with workspace: read ---------------------------------------
@@ -483,7 +483,10 @@ script '[
 submit every
 R9=$RUN
 wait_for 30 sh -c "grep -c 'run $R9: mcp server everything' '$LOG' | grep -qx 1"
-sleep 2
+# the call made (its event follows the model's turn stored), well inside its 6 s
+called9() { [ "$(psql_q "select count(*) from run_events where run_id = '$R9' and type = 'agent.tool_call'")" -ge 1 ]; }
+wait_for 30 called9
+sleep 1
 RPID=$(child_pid runner)
 check "a runner is in the middle of the long call ($RPID)" [ -n "$RPID" ]
 kill -9 "$RPID"

@@ -20,6 +20,9 @@ TA=$(new_token alice)
 TB=$(new_token bob)
 check "set-up: two users, each with a token" [ -n "$TA" -a -n "$TB" ]
 
+# her token looked up once before (it takes one of her 40): the flood's
+# requests are then limited as they come, not as 600 lookups come back
+curl -s -o /dev/null -H "Authorization: Bearer $TA" "http://127.0.0.1:$PORT/v1/me"
 python3 tests/tools/http_flood.py "$PORT" 600 /v1/projects "Authorization: Bearer $TA" >"$T/flood" 2>&1 &
 FLOOD=$!
 # bob, while alice floods: one request every 50 ms
@@ -36,7 +39,7 @@ sed 's/^/# alice: /' "$T/flood"
 count() { awk -v k="$1" '$1 == k { print $2 }' "$T/flood"; }
 OK=$(count 200)
 check "the flooding user gets her burst and what the rate adds, no more (${OK:-0} of 600 answered 200)" \
-	[ "${OK:-0}" -ge 40 -a "${OK:-0}" -le 60 ]
+	[ "${OK:-0}" -ge 39 -a "${OK:-0}" -le 59 ]
 check "... and 429 for every other request" [ "$(count 429)" = $((600 - ${OK:-0})) ]
 check "... each 429 with Retry-After" [ "$(count retry-after)" = "$(count 429)" ]
 check "the other user's 20 requests, made meanwhile, are all answered 200" \

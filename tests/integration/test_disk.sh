@@ -130,7 +130,7 @@ check "after the restart the run goes on and succeeds ($(run_status "$RA"))" is_
 check "... in its workspace as it left it ($(out_of "$RA" after | tr '\n' ' '))" \
 	[ "$(out_of "$RA" after | head -1)" = kept -a "$(out_of "$RA" after | sed -n 2p)" = "$((FILES + 1))" ]
 gone() { [ ! -e "$T/state/runs/$RA" ] && [ -z "$(awk -v m="$MNT" '$2 == m' /proc/mounts)" ]; }
-wait_for 20 gone
+wait_for 60 gone
 check "when it ends its disk is unmounted and its directory, image included, removed" gone
 check "... and no loop device still holds its image" \
 	eval "! losetup -a 2>/dev/null | grep -q '$T/state/runs/$RA'"

@@ -240,6 +240,10 @@ count
 src" ]
 wait_for 60 run_dir_gone "$R1"
 check "a finished run's directory is removed" run_dir_gone "$R1"
+if ! run_dir_gone "$R1"; then # what stays, and what the daemon said of it
+	ls -laR "$T/state/runs/$R1" 2>&1 | sed 's/^/# left: /'
+	grep -E "$R1|remov|disk" "$LOG" | tail -n 40 | sed 's/^/# log: /'
+fi
 
 # the stream shows the same events, and ends after the terminal one
 curl -s -N --max-time 10 -H "Authorization: Bearer $TA" \

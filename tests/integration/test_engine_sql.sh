@@ -420,7 +420,8 @@ RM=$(newrun)
 sq -c "INSERT INTO run_steps (run_id, phase_name, step_id, attempt, started_at)
        VALUES ('$RM', 'p', 'm', 1, now() - interval '7 seconds')" >/dev/null
 is "a running attempt is no delta yet" "SELECT count(*) FROM metrics_step_deltas" 0
-sq -c "UPDATE run_steps SET status = 'failed', finished_at = now() WHERE run_id = '$RM'" >/dev/null
+# finished exactly 7 s after it started, however long the psql calls took
+sq -c "UPDATE run_steps SET status = 'failed', finished_at = started_at + interval '7 seconds' WHERE run_id = '$RM'" >/dev/null
 is "once it finishes: one delta, of its status, in the bucket le 10 (2), its 7 s" \
 	"SELECT string_agg(status || ' ' || k || ' ' || round(seconds::numeric), ',') FROM metrics_step_deltas" "failed 2 7"
 sq -c "INSERT INTO run_steps (run_id, phase_name, step_id, attempt, status, finished_at)

@@ -227,7 +227,7 @@ gh agrippa/run-7 main "Too long a wait" "$T/body" 0 0
 t1=$(date +%s)
 expect 1 "it asks to wait 3600 s before trying again, more than the 60 s agrippa waits" \
 	"GitHub 429 with Retry-After: 3600: an immediate, clear failure"
-check "... after one request, in under 3 s" [ "$(logq 'len(L)')" = 1 -a $((t1 - t0)) -lt 3 ]
+check "... after one request, in under 30 s (the 60 s wait not waited)" [ "$(logq 'len(L)')" = 1 -a $((t1 - t0)) -lt 30 ]
 knobs '{"faults": []}'
 
 # --- malformed answers -------------------------------------------------------

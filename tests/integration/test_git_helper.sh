@@ -43,7 +43,7 @@ check "a repository shipping .claude, .mcp.json and .agrippa -> /: checked out (
 check "... / is intact" [ -f /etc/passwd ]
 # the scratch workspace is removed in the background once the helper is done
 no_scratch() { [ -z "$(ls -A "$T/state/work" 2>/dev/null)" ]; }
-wait_for 10 no_scratch
+wait_for 60 no_scratch
 check "no scratch workspace is left behind" no_scratch
 # Spares: helpers started ahead while the daemon is busy, waiting for a
 # request; they hold nothing, and an idle daemon drops them before they

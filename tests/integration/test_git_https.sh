@@ -224,7 +224,7 @@ expect 1 '^agrippactl: repo bad: clone: the server refused the token' \
 	"repo test with a wrong token: exit 1 with the reason ($OUT)"
 # the scratch workspace is removed in the background once the helper is done
 no_scratch() { [ -z "$(ls -A "$T/state/work" 2>/dev/null)" ]; }
-wait_for 10 no_scratch
+wait_for 60 no_scratch
 check "no scratch workspace is left behind" no_scratch
 check "the token is in no log line" [ "$(grep -c -e "$TOKEN" -e "$B64A" "$LOG")" = 0 ]
 check "the token is nowhere in the daemon's state directory" no_token "$T/state"

@@ -132,7 +132,8 @@ psql_q "insert into run_steps (run_id, phase_name, step_id, attempt, status, sta
 curl -s -N --max-time 60 -H "Authorization: Bearer $TOK" \
 	"http://127.0.0.1:$PORT/v1/runs/$RBUD/events/stream" >"$T/sse.out" 2>&1 &
 SSE=$!
-sleep 1
+# counted by then: httpd writes the stream's first bytes once it has joined
+wait_for 15 test -s "$T/sse.out"
 
 # ---- the scrape ------------------------------------------------------------------
 CODE=$(mcode "http://127.0.0.1:$MPORT/metrics")

@@ -219,10 +219,10 @@ check "R2's events are 1..$L without a hole" \
 	[ "$(psql_q "select count(*) || ' ' || max(seq) from run_events where run_id = '$R2'")" = "$L $L" ]
 
 # --- resumption and refusals -------------------------------------------------------------
-$SSE get --port "$PORT" --token "$TA" --run "$R2" --after 5 --timeout 1.5 >"$T/g.json"
+$SSE get --port "$PORT" --token "$TA" --run "$R2" --after 5 --timeout 5 >"$T/g.json"
 jcheck "?after=5 on a running run: events 6..$L only, the stream stays open" "$T/g.json" \
 	"d['status'] == 200 and d['ids'] == list(range(6, $L + 1)) and not d['ended'] and d['retry'] == 2000"
-$SSE get --port "$PORT" --token "$TA" --run "$R2" --timeout 1.5 >"$T/g.json"
+$SSE get --port "$PORT" --token "$TA" --run "$R2" --timeout 5 >"$T/g.json"
 jcheck "no Last-Event-ID: from 1, text/event-stream" "$T/g.json" \
 	"d['ids'] == list(range(1, $L + 1)) and d['content_type'] == 'text/event-stream'"
 check "finalize R2: its terminal event is $((L + 1))" \

@@ -102,7 +102,7 @@ psql_q "select append_run_event('$RUN_VIEW', 'agent.message', jsonb_build_object
         select append_run_event('$RUN_VIEW', 'future.kind', '{\"what\": \"a type the page does not know\"}')" >/dev/null
 check "agent events (and one of a type no page knows) appended to a waiting run" \
 	[ "$(psql_q "select count(*) from run_events where run_id = '$RUN_VIEW' and type like 'agent.%'")" = 3 ]
-RUN_LIVE=$(submit 12)
+RUN_LIVE=$(submit 30) # still running when the page opens after the list's checks, on a slow machine too
 RUN_BUDGET=$(curl -s --max-time 10 -H "Authorization: Bearer $TA" -H 'Content-Type: application/json' \
 	--data-binary '{"template": "ui-budget", "params": {"repo": "clean"}}' \
 	"http://127.0.0.1:$PORT/v1/projects/$P1/runs" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')

@@ -463,7 +463,7 @@ check "a restarted daemon removes the empty cgroups its sandboxes left (sbx-${TA
 	[ ! -d "$BASE/sbx-${TAG}0badf00d" ]
 check "... and leaves another daemon's (sbx-${OTHER}…)" [ -d "$BASE/sbx-${OTHER}0badf00d" ]
 check "... its sandboxes are named after it: $(our_sandbox_cgroups | sed 's|.*/||' | head -n 1)" \
-	sh -c "our_cg=\$1; case \${our_cg##*/} in sbx-${TAG}????????) exit 0 ;; esac; exit 1" - "$(our_sandbox_cgroups | head -n 1)"
+	sh -c "our_cg=\$1; case \${our_cg##*/} in sbx-${TAG}????????????????) exit 0 ;; esac; exit 1" - "$(our_sandbox_cgroups | head -n 1)"
 rmdir "$BASE/sbx-${OTHER}0badf00d" 2>/dev/null
 stop_daemon
 cleanup_env

@@ -3359,6 +3359,60 @@ t_chan_in_order_with_ids(void **state)
 	env_close(&e);
 }
 
+/* A peer that wrote and exited before its channel was read: drain gives
+ * every frame it wrote, in order, then its "closed"; and nothing at all
+ * from a channel freed by a callback on the way. */
+static void
+t_chan_drain(void **state)
+{
+	struct env e;
+	struct ipc_wbuf w;
+	uint64_t id;
+
+	env_open(&e, ROLE_SUPERVISOR, ROLE_ENGINE, 0, 0);
+	for (id = 1; id <= 3; id++) {
+		wbuild(&w, IMSG_DB_OP, id, 2, "sau", "lease_renew", 1u, (unsigned)id);
+		assert_int_equal(ipc_write_frame(e.sv[1], &w, -1), 0);
+		ipc_wbuf_free(&w);
+	}
+	close(e.sv[1]);
+	e.sv[1] = -1;
+	e.ra.next_id = 1;
+	e.ra.free_on_err = 1;
+	ipc_chan_drain(e.a); /* no loop runs */
+	assert_int_equal(e.ra.nmsg, 3);
+	assert_true(e.ra.order_ok);
+	assert_int_equal(e.ra.nerr, 1);
+	assert_string_equal(e.ra.reason, "closed");
+	assert_null(e.a); /* freed by its err callback inside the drain */
+	env_close(&e);
+
+	/* a peer still there: what it wrote so far, and the channel stays */
+	env_open(&e, ROLE_SUPERVISOR, ROLE_ENGINE, 0, 0);
+	wbuild(&w, IMSG_DB_OP, 1, 2, "sau", "lease_renew", 1u, 1u);
+	assert_int_equal(ipc_write_frame(e.sv[1], &w, -1), 0);
+	assert_int_equal(ipc_write_frame(e.sv[1], &w, -1), 0);
+	ipc_wbuf_free(&w);
+	e.ra.free_on_msg = 1; /* the first message frees it: the second is not given */
+	ipc_chan_drain(e.a);
+	assert_int_equal(e.ra.nmsg, 1);
+	assert_int_equal(e.ra.nerr, 0);
+	assert_null(e.a);
+	env_close(&e);
+
+	env_open(&e, ROLE_SUPERVISOR, ROLE_ENGINE, 0, 0);
+	ipc_chan_drain(e.a); /* nothing written: nothing delivered, no error */
+	assert_int_equal(e.ra.nmsg, 0);
+	assert_int_equal(e.ra.nerr, 0);
+	wbuild(&w, IMSG_DB_OP, 7, 2, "sau", "lease_renew", 1u, 7u);
+	assert_int_equal(ipc_write_frame(e.sv[1], &w, -1), 0);
+	ipc_wbuf_free(&w);
+	e.ra.want = 1;
+	assert_true(run_until(e.base, &e.ra.done)); /* and the read event still works */
+	assert_int_equal(e.ra.nmsg, 1);
+	env_close(&e);
+}
+
 static void
 t_chan_wrong_sender(void **state)
 {
@@ -4065,6 +4119,7 @@ main(void)
 		cmocka_unit_test(t_asm_after_last),
 		cmocka_unit_test(t_asm_wrong_stream_and_body),
 		cmocka_unit_test(t_chan_in_order_with_ids),
+		cmocka_unit_test(t_chan_drain),
 		cmocka_unit_test(t_chan_wrong_sender),
 		cmocka_unit_test(t_chan_frame_too_large),
 		cmocka_unit_test(t_chan_max_frame_accepted),
