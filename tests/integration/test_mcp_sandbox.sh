@@ -280,7 +280,7 @@ t0=$(date +%s)
 run mcp test mute
 t1=$(date +%s)
 expect 1 "within 2" "a server that never answers: no answer within its startup_timeout"
-check "... said within a few seconds ($((t1 - t0)) s)" [ $((t1 - t0)) -lt 10 ]
+check "... said within seconds ($((t1 - t0)) s)" [ $((t1 - t0)) -lt 30 ]
 check "... and it wrote nothing on stderr" has "wrote nothing on stderr"
 check "no sandbox left (the silent server was stopped)" no_sandbox_left
 check "the daemon is healthy" healthy
@@ -306,18 +306,28 @@ check "... and the relay's word on stderr" has "the MCP server wrote a line long
 # The relay's memory is its window whatever the line: a server writing a
 # 6 MiB line (under the cap, never ended) costs its relay no more than one
 # that writes nothing.  VmHWM: the relay's peak resident memory.
+# (one grep finds it, not a fork per process; the peak is read until the
+# relay has had 3 s or is gone, its server's startup_timeout over)
 relay_hwm() { # relay_hwm MARK: the peak of the relay whose command line has MARK, once it is quiet
 	i=0 pid=""
 	while [ -z "$pid" ] && [ $i -lt 100 ]; do
-		for d in /proc/[0-9]*; do
-			tr '\0' ' ' <"$d/cmdline" 2>/dev/null | grep -q "^agrippa-sandbox mcp [0-9]* .*$1" && pid=${d#/proc/}
+		for f in $(grep -lzs -e "$1" /proc/[0-9]*/cmdline); do
+			tr '\0' ' ' <"$f" 2>/dev/null | grep -q "^agrippa-sandbox mcp [0-9]* .*$1" &&
+				pid=${f#/proc/} && pid=${pid%/cmdline}
 		done
 		[ -n "$pid" ] || sleep 0.1
 		i=$((i + 1))
 	done
 	[ -n "$pid" ] || return 1
-	sleep 3 # the line is written and read by now
-	awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status"
+	hwm="" i=0
+	while [ $i -lt 15 ]; do # the line is written and read by the end
+		v=$(awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status" 2>/dev/null)
+		[ -n "$v" ] || break
+		hwm=$v
+		sleep 0.2
+		i=$((i + 1))
+	done
+	[ -n "$hwm" ] && echo "$hwm"
 }
 spec quiet 6 '["/bin/sh","-c","echo quiet-marker >/dev/null; sleep 1000"]'
 run mcp add quiet "$T/quiet.json"
@@ -342,13 +352,13 @@ run mcp add nocmd "$T/nocmd.json"
 run mcp test nocmd
 expect 1 "cannot execute /nonexistent/server" "a command that does not exist: said"
 
-spec closes 20 '["/bin/sh","-c","exec >&-; echo closed-its-output >&2; sleep 1000"]'
+spec closes 60 '["/bin/sh","-c","exec >&-; echo closed-its-output >&2; sleep 1000"]'
 run mcp add closes "$T/closes.json"
 t0=$(date +%s)
 run mcp test closes
 t1=$(date +%s)
 expect 1 "the server closed its output" "a server that closes its stdout and lives on: the client sees the end of its output"
-check "... at once, not at its startup_timeout ($((t1 - t0)) s)" [ $((t1 - t0)) -lt 10 ]
+check "... at once, not at its startup_timeout of 60 s ($((t1 - t0)) s)" [ $((t1 - t0)) -lt 30 ]
 check "no sandbox left (the server was stopped)" no_sandbox_left
 
 # a line written just before exiting is flushed to the client: here, to

@@ -47,7 +47,9 @@ phases:
       - { id: a, kind: command, run: "echo $$ >> marks; sleep 0.2" }
       - { id: b, kind: command, run: "wc -l < marks" }
 EOF
-sed -e 's/^name: race/name: hold/' -e 's/sleep 0.2/sleep 3/' "$T/race.yaml" >"$T/hold.yaml"
+# a hold lasts 10 s: the third run must still find both slots taken after
+# a submit, two queries and a DELETE on a loaded machine
+sed -e 's/^name: race/name: hold/' -e 's/sleep 0.2/sleep 10/' "$T/race.yaml" >"$T/hold.yaml"
 cat >"$T/gated.yaml" <<'EOF'
 name: gated
 version: 1
@@ -91,7 +93,7 @@ wait_for 30 g_failed
 check "once claimed, it fails: the connection no longer exists" \
 	[ "$(q "select error from runs where id = '$G'")" = "the workspace's repository connection no longer exists" ]
 held_done() { [ "$(q "select count(*) from runs where id in ('$H1', '$H2') and status = 'succeeded'")" = 2 ]; }
-wait_for 30 held_done
+wait_for 60 held_done
 check "the other runs succeed" held_done
 check "the daemon lives on with its one database connection" [ "$(healthz_code)" = 200 ]
 q "delete from runs" >/dev/null
