@@ -496,37 +496,38 @@ chan_parse(struct ipc_chan *ch)
 		chan_fail(ch, "out of memory");
 }
 
+/* One read and the frames it completed (the read event: a peer that
+ * floods is read a buffer at a time between the loop's other events), or
+ * every read until the socket is empty (ipc_chan_drain). */
 static void
-chan_read_cb(evutil_socket_t fd, short what, void *arg)
+chan_read(struct ipc_chan *ch, int all)
 {
-	struct ipc_chan *ch = arg;
-
-	(void)fd;
-	(void)what;
 	if (ch->busy) /* re-entered from a loop run inside a callback */
-		return;
-	ch->busy = 1;
-	if (chan_recv(ch) == 1)
-		chan_parse(ch);
-	ch->busy = 0;
-	if (ch->dead)
-		chan_destroy(ch);
-}
-
-void
-ipc_chan_drain(struct ipc_chan *ch)
-{
-	if (ch == NULL || ch->busy || ch->failed || ch->dead)
 		return;
 	ch->busy = 1;
 	while (chan_recv(ch) == 1) {
 		chan_parse(ch);
-		if (ch->failed || ch->dead)
+		if (!all || ch->failed || ch->dead)
 			break;
 	}
 	ch->busy = 0;
 	if (ch->dead)
 		chan_destroy(ch);
+}
+
+static void
+chan_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	chan_read(arg, 0);
+}
+
+void
+ipc_chan_drain(struct ipc_chan *ch)
+{
+	if (ch != NULL && !ch->failed && !ch->dead)
+		chan_read(ch, 1);
 }
 
 /* ---- writing --------------------------------------------------------- */

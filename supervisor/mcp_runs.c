@@ -512,8 +512,7 @@ mcp_runs_start(struct proc *runner, const char *run, const char *ws, int readonl
 
 	if (ipc_dec_mcp_start(m->body, &st) == -1) {
 		log_warnx("run %s: runner sent a bad MCP_START", run);
-		if (runner->pid > 0)
-			kill(runner->pid, SIGKILL);
+		proc_kill(runner);
 		return;
 	}
 	if (ms_find(run, m->id) != NULL) {

@@ -82,6 +82,13 @@ proc_send_listen(struct proc *p)
 		log_warnx("%s: cannot pass the metrics socket", p->name);
 }
 
+void
+proc_kill(struct proc *p)
+{
+	if (p->pid > 0)
+		kill(p->pid, SIGKILL);
+}
+
 /* Kill a misbehaving child; proc_reaped() restarts it. */
 static void
 proc_abort(struct proc *p, const char *why)
@@ -91,8 +98,7 @@ proc_abort(struct proc *p, const char *why)
 		ipc_chan_free(p->chan);
 		p->chan = NULL;
 	}
-	if (p->pid > 0)
-		kill(p->pid, SIGKILL);
+	proc_kill(p);
 }
 
 static void
@@ -167,8 +173,7 @@ proc_on_err(struct ipc_chan *ch, const char *reason, void *arg)
 		 * hangs up and lingers is of no use, so make sure it goes. */
 		ipc_chan_free(p->chan);
 		p->chan = NULL;
-		if (p->pid > 0)
-			kill(p->pid, SIGKILL);
+		proc_kill(p);
 		return;
 	}
 	metrics_ipc_error(p->role);

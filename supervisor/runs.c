@@ -306,15 +306,6 @@ runs_mcp_gone(const char *run)
 		}
 }
 
-/* The runner goes (a runner already reaped has pid 0: kill(0, ...) would
- * be the daemon's own process group). */
-static void
-runner_kill(struct srun *r)
-{
-	if (r->p.pid > 0)
-		kill(r->p.pid, SIGKILL);
-}
-
 static void
 srun_idle(struct proc *p)
 {
@@ -327,8 +318,8 @@ sbx_done(struct sbx *s, int status, void *arg)
 	struct srun *r = arg;
 
 	r->sbx = NULL;
-	if (r->p.pid > 0 && !r->ended)
-		runner_kill(r); /* a runner without its sandbox cannot go on */
+	if (!r->ended)
+		proc_kill(&r->p); /* a runner without its sandbox cannot go on */
 	srun_maybe_free(r);
 }
 
@@ -355,7 +346,7 @@ srun_end(struct srun *r, uint32_t outcome)
 	if (r->sbx != NULL)
 		sbx_kill(r->sbx);
 	mcp_runs_end(r->p.run);
-	runner_kill(r);
+	proc_kill(&r->p);
 	r->finished = outcome == IPC_RUN_FINISHED;
 	log_debug("run %s: over here (outcome %u)", r->p.run, outcome);
 	tell_engine(r, outcome);
@@ -850,7 +841,7 @@ runner_send_proxy(struct srun *r)
 	int fd;
 
 	if (provider_channel(r->p.run, &fd) == -1) {
-		runner_kill(r);
+		proc_kill(&r->p);
 		return;
 	}
 	ipc_wbuf_begin(&w, IMSG_RUNNER_PROXY, 0, 6);
@@ -861,7 +852,7 @@ runner_send_proxy(struct srun *r)
 	ipc_put_u64(&w, a->mcp_tools_max);
 	ipc_put_u64(&w, a->mcp_tool_bytes_max);
 	if (proc_send(&r->p, &w, fd) == -1)
-		runner_kill(r);
+		proc_kill(&r->p);
 	close(fd);
 	r->proxied = 1;
 }
@@ -896,7 +887,7 @@ runner_hand(struct srun *r)
 	ipc_put_u64(&w, sup.conf.sandbox.exec_timeout * 1000);
 	ipc_put_u64(&w, sup.conf.engine.step_budget);
 	if (proc_send(&r->p, &w, r->sbx_fd) == -1)
-		runner_kill(r);
+		proc_kill(&r->p);
 	close(r->sbx_fd);
 	r->sbx_fd = -1;
 	runner_send_proxy(r);
@@ -911,14 +902,14 @@ runner_on_msg(struct ipc_chan *ch, struct ipc_msg *m, void *arg)
 
 	if (!r->p.ready && m->type != IMSG_READY) {
 		log_warnx("run %s: runner sent a message before ready", r->p.run);
-		runner_kill(r);
+		proc_kill(&r->p);
 		return;
 	}
 	switch (m->type) {
 	case IMSG_READY:
 		if (r->p.ready || ipc_dec_ready(m->body, &rd) == -1 ||
 		    rd.proto != IPC_PROTO_VERSION || rd.pid != (uint32_t)r->p.pid) {
-			runner_kill(r);
+			proc_kill(&r->p);
 			return;
 		}
 		r->p.ready = 1;
@@ -955,7 +946,7 @@ runner_on_msg(struct ipc_chan *ch, struct ipc_msg *m, void *arg)
 		return;
 	default:
 		log_warnx("run %s: runner sent %s", r->p.run, ipc_msg_name(m->type));
-		runner_kill(r);
+		proc_kill(&r->p);
 	}
 }
 
@@ -970,7 +961,7 @@ runner_on_err(struct ipc_chan *ch, const char *reason, void *arg)
 	}
 	ipc_chan_free(r->p.chan);
 	r->p.chan = NULL;
-	runner_kill(r);
+	proc_kill(&r->p);
 }
 
 /* ms since the run's set-up began. */
@@ -1068,10 +1059,11 @@ runs_reaped(pid_t pid, int status)
 		if (r->p.pid != pid)
 			continue;
 		r->p.pid = 0;
-		/* what it wrote before it exited is read first: its RUNNER_DONE
-		 * goes 2 ms before its exit, and a busy loop can see the SIGCHLD
-		 * before the channel (a run that finished was taken for a crash,
-		 * and its directory kept) */
+		/* what it wrote before it exited is read first: the read event
+		 * takes one buffer a wakeup, so when more was waiting (the loop
+		 * was busy) the SIGCHLD of the same wakeup came before its
+		 * RUNNER_DONE, sent 2 ms before its exit, and a run that finished
+		 * was taken for a crash, its directory kept */
 		ipc_chan_drain(r->p.chan);
 		if (r->p.chan != NULL) {
 			ipc_chan_free(r->p.chan);

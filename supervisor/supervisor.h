@@ -126,6 +126,9 @@ int proc_all_exited(void);
 void proc_kill_all(int sig);
 void proc_broadcast_verbose(int verbose);
 void proc_restart(struct proc *p);
+/* SIGKILL to p while it has a pid: one already reaped has 0, and kill(0)
+ * would be the daemon's own process group. */
+void proc_kill(struct proc *p);
 struct proc *proc_by_role(enum ipc_role role);
 /* Finish w and send it (with fd, or -1) to p; w is freed either way.
  * Returns 0, or -1 when p has no channel or the frame is refused. */

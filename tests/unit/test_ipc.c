@@ -3360,7 +3360,8 @@ t_chan_in_order_with_ids(void **state)
 }
 
 /* A peer that wrote and exited before its channel was read: drain gives
- * every frame it wrote, in order, then its "closed"; and nothing at all
+ * every frame it wrote, in order, however many reads they take (more than
+ * the 64 KiB one read event takes), then its "closed"; and nothing at all
  * from a channel freed by a callback on the way. */
 static void
 t_chan_drain(void **state)
@@ -3368,19 +3369,26 @@ t_chan_drain(void **state)
 	struct env e;
 	struct ipc_wbuf w;
 	uint64_t id;
+	size_t bytes = 0;
+	char *arg = strfill(8192, 'a');
 
+	/* 12 frames of 8 KiB: more than one read, well within the socket's
+	 * buffer (nobody reads while they are written) */
 	env_open(&e, ROLE_SUPERVISOR, ROLE_ENGINE, 0, 0);
-	for (id = 1; id <= 3; id++) {
-		wbuild(&w, IMSG_DB_OP, id, 2, "sau", "lease_renew", 1u, (unsigned)id);
+	for (id = 1; id <= 12; id++) {
+		wbuild(&w, IMSG_DB_OP, id, 2, "sas", "lease_renew", 1u, arg);
 		assert_int_equal(ipc_write_frame(e.sv[1], &w, -1), 0);
+		bytes += w.sb.size;
 		ipc_wbuf_free(&w);
 	}
+	assert_true(bytes > 64 * 1024);
 	close(e.sv[1]);
 	e.sv[1] = -1;
 	e.ra.next_id = 1;
 	e.ra.free_on_err = 1;
+	free(arg);
 	ipc_chan_drain(e.a); /* no loop runs */
-	assert_int_equal(e.ra.nmsg, 3);
+	assert_int_equal(e.ra.nmsg, 12);
 	assert_true(e.ra.order_ok);
 	assert_int_equal(e.ra.nerr, 1);
 	assert_string_equal(e.ra.reason, "closed");
